@@ -1,0 +1,1 @@
+"""Citelab's Django project package and its one app (STYLE §1)."""

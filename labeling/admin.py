@@ -1,0 +1,106 @@
+"""Admin pages for every model (issue "Foundation" §3).
+
+Label table versions are read-only here too: they are immutable artifacts.
+"""
+
+from django.contrib import admin
+from django.contrib.auth.admin import UserAdmin
+
+from labeling import models
+
+
+@admin.register(models.Reviewer)
+class ReviewerAdmin(UserAdmin):
+    list_display = ["username", "kind", "email", "is_staff", "is_active"]
+    list_filter = ["kind", "is_staff", "is_active"]
+    fieldsets = UserAdmin.fieldsets + (("Citelab", {"fields": ["kind"]}),)
+    add_fieldsets = UserAdmin.add_fieldsets + (("Citelab", {"fields": ["kind"]}),)
+
+
+@admin.register(models.Project)
+class ProjectAdmin(admin.ModelAdmin):
+    list_display = ["slug", "name", "require_justification_for_supported", "created_at"]
+    prepopulated_fields = {"slug": ["name"]}
+    filter_horizontal = ["members"]
+
+
+class GoldPassageIdInline(admin.TabularInline):
+    model = models.GoldPassageId
+    extra = 0
+
+
+class GoldReferenceInline(admin.TabularInline):
+    model = models.GoldReference
+    extra = 0
+
+
+class ExpectedSourceInline(admin.TabularInline):
+    model = models.ExpectedSource
+    extra = 0
+
+
+@admin.register(models.Question)
+class QuestionAdmin(admin.ModelAdmin):
+    list_display = ["question_id", "project", "answerable"]
+    list_filter = ["project", "answerable"]
+    search_fields = ["question_id", "text"]
+    inlines = [GoldPassageIdInline, GoldReferenceInline, ExpectedSourceInline]
+
+
+@admin.register(models.Run)
+class RunAdmin(admin.ModelAdmin):
+    list_display = ["name", "project", "created_at"]
+    list_filter = ["project"]
+
+
+class PassageInline(admin.TabularInline):
+    model = models.Passage
+    extra = 0
+
+
+@admin.register(models.Answer)
+class AnswerAdmin(admin.ModelAdmin):
+    list_display = ["id", "run", "question"]
+    list_filter = ["run__project", "run"]
+    list_select_related = ["run", "question"]
+    search_fields = ["question__question_id", "text"]
+    raw_id_fields = ["run", "question"]
+    inlines = [PassageInline]
+
+
+class CitationInline(admin.TabularInline):
+    model = models.Citation
+    extra = 0
+    raw_id_fields = ["passage"]
+
+
+@admin.register(models.Claim)
+class ClaimAdmin(admin.ModelAdmin):
+    list_display = ["id", "answer", "index", "text", "revision"]
+    list_select_related = ["answer__run", "answer__question"]
+    search_fields = ["text"]
+    raw_id_fields = ["answer"]
+    inlines = [CitationInline]
+
+
+@admin.register(models.Label)
+class LabelAdmin(admin.ModelAdmin):
+    list_display = ["id", "claim", "reviewer", "value", "is_current", "is_stale", "created_at"]
+    list_filter = ["value", "is_current", "is_stale", "reviewer"]
+    list_select_related = ["claim", "reviewer"]
+    raw_id_fields = ["claim", "reviewer"]
+
+
+@admin.register(models.LabelTableVersion)
+class LabelTableVersionAdmin(admin.ModelAdmin):
+    list_display = ["run", "number", "author", "created_at", "row_count", "label_count", "sha256"]
+    list_select_related = ["run", "author"]
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+    def has_add_permission(self, request):
+        return False

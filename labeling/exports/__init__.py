@@ -1,0 +1,1 @@
+"""ORM → label table DataFrames → files; the one bridge to ``scoring`` (STYLE §1)."""

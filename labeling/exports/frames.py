@@ -1,0 +1,127 @@
+"""Frames of one run, read from the ORM in a constant number of queries, in
+the shapes ``scoring`` documents (SPEC §4).
+
+Every function here returns plain pandas DataFrames; none of them computes a
+metric. Column names follow the contracts in ``scoring.claims``,
+``scoring.labels``, ``scoring.citation_ids`` and ``scoring.gold``.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+from django.db.models import Count
+
+from labeling.models import (
+    Answer,
+    Citation,
+    Claim,
+    ExpectedSource,
+    GoldPassageId,
+    GoldReference,
+    Label,
+    Run,
+)
+
+
+def answers_frame(run: Run) -> pd.DataFrame:
+    """One row per answer of ``run``.
+
+    Columns: ``answer_id`` (int), ``question_id`` (str), ``answerable``
+    (True/False/None), ``has_gold`` (gold supporting ids given),
+    ``has_references``, ``has_expected_sources`` (bool), ``cited`` (int:
+    citations over all its claims). One query.
+    """
+    rows = (
+        Answer.objects.filter(run=run)
+        .annotate(n_citations=Count("claims__citations"))
+        .values_list(
+            "id", "question__question_id", "question__answerable", "question__gold_ids_given",
+            "question__gold_references_given", "question__gold_sources_given", "n_citations",
+        )
+        .order_by("question__question_id")
+    )
+    frame = pd.DataFrame.from_records(
+        list(rows),
+        columns=["answer_id", "question_id", "answerable", "has_gold", "has_references", "has_expected_sources",
+                 "cited"],
+    )
+    frame["answerable"] = frame["answerable"].astype(object).where(frame["answerable"].notna(), None)
+    return frame
+
+
+def labels_frame(run: Run) -> pd.DataFrame:
+    """Current (non-stale) labels on the claims of ``run``.
+
+    Columns: ``claim_id`` (int), ``reviewer`` (username), ``label`` (value),
+    ``justification``, ``labeled_at`` (aware datetime). One query.
+    """
+    rows = Label.objects.filter(claim__answer__run=run, is_current=True).values_list(
+        "claim_id", "reviewer__username", "value", "justification", "created_at"
+    )
+    return pd.DataFrame.from_records(
+        list(rows), columns=["claim_id", "reviewer", "label", "justification", "labeled_at"]
+    )
+
+
+def claims_frame(run: Run) -> pd.DataFrame:
+    """One row per claim of ``run`` without labels.
+
+    Columns: ``claim_id``, ``answer_id`` (int), ``question_id`` (str),
+    ``claim_index`` (int, 1-based), ``claim`` (text), ``n_citations`` (int),
+    ``abstention`` (bool: the answer is to an unanswerable question and cites
+    nothing, SPEC §4.2). One query.
+    """
+    rows = (
+        Claim.objects.filter(answer__run=run)
+        .annotate(n_citations=Count("citations"))
+        .values_list("id", "answer_id", "answer__question__question_id", "index", "text", "n_citations")
+        .order_by("answer__question__question_id", "index")
+    )
+    frame = pd.DataFrame.from_records(
+        list(rows), columns=["claim_id", "answer_id", "question_id", "claim_index", "claim", "n_citations"]
+    )
+    answers = answers_frame(run)
+    abstained = answers.loc[(answers["answerable"] == False) & (answers["cited"] == 0), "answer_id"]  # noqa: E712
+    frame["abstention"] = frame["answer_id"].isin(set(abstained))
+    return frame
+
+
+def citations_frame(run: Run) -> pd.DataFrame:
+    """One row per citation of any claim of ``run``.
+
+    Columns: ``citation_id`` (int), ``claim_id``, ``answer_id``,
+    ``passage_id`` (str as cited), ``fabricated`` (bool), ``source`` (the
+    passage's source, "" when fabricated), ``text`` (the span if given, else the
+    passage text; "" when fabricated). One query.
+    """
+    rows = Citation.objects.filter(claim__answer__run=run).values_list(
+        "id", "claim_id", "claim__answer_id", "cited_id", "fabricated", "passage__source", "span",
+        "passage__text",
+    )
+    frame = pd.DataFrame.from_records(
+        list(rows),
+        columns=["citation_id", "claim_id", "answer_id", "passage_id", "fabricated", "source", "span", "passage_text"],
+    )
+    frame["source"] = frame["source"].fillna("")
+    frame["text"] = frame["span"].where(frame["span"].fillna("") != "", frame["passage_text"].fillna(""))
+    return frame.drop(columns=["span", "passage_text"])
+
+
+def gold_ids_frame(run: Run) -> pd.DataFrame:
+    """Gold supporting ids of each answer's question. Columns ``answer_id``, ``passage_id``."""
+    rows = GoldPassageId.objects.filter(question__answers__run=run).values_list("question__answers__id", "passage_id")
+    return pd.DataFrame.from_records(list(rows), columns=["answer_id", "passage_id"])
+
+
+def references_frame(run: Run) -> pd.DataFrame:
+    """Gold reference passages per answer. Columns ``answer_id``, ``source``, ``text``."""
+    rows = GoldReference.objects.filter(question__answers__run=run).values_list(
+        "question__answers__id", "source", "text"
+    )
+    return pd.DataFrame.from_records(list(rows), columns=["answer_id", "source", "text"])
+
+
+def expected_sources_frame(run: Run) -> pd.DataFrame:
+    """Expected sources per answer. Columns ``answer_id``, ``source``."""
+    rows = ExpectedSource.objects.filter(question__answers__run=run).values_list("question__answers__id", "source")
+    return pd.DataFrame.from_records(list(rows), columns=["answer_id", "source"])

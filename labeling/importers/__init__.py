@@ -1,0 +1,1 @@
+"""File → plain dataclasses, no ORM (STYLE §1). One module per format."""

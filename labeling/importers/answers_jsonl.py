@@ -1,0 +1,324 @@
+"""Answers file in JSON Lines (SPEC §6): one answer per line → AnswerRecord.
+
+Parsing is streaming (one line at a time) and never touches the database;
+every problem becomes an ImportIssue with the line number, the field and the
+reason. Cross-line rules (one answer per run and question) live in the
+service that writes, which sees the whole stream.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from labeling.importers.markers import find_markers, split_claims
+from labeling.importers.records import (
+    AnswerRecord,
+    CitationRecord,
+    ClaimRecord,
+    GoldRecord,
+    ImportIssue,
+    PassageRecord,
+)
+
+LABEL_VALUES = ("SUPPORTED", "UNSUPPORTED", "UNCITED")
+MAX_TEXT_CHARS = 1_000_000
+
+
+class _LineProblems(Exception):
+    def __init__(self, issues: list[ImportIssue]):
+        self.issues = issues
+
+
+def canonical_passage_id(value: str) -> str:
+    """Form of a passage id used to resolve citations: brackets and spaces
+    stripped, case folded, so ``[3]``, ``3`` and ``P1``/``p1`` meet (SPEC §2)."""
+    return value.strip().strip("[]【】").strip().casefold()
+
+
+def iter_answer_records(
+    lines: Iterable[bytes | str], *, run: str | None = None
+) -> Iterator[tuple[int, AnswerRecord | None, list[ImportIssue]]]:
+    """Parse an answers JSONL stream line by line.
+
+    Yields ``(line_number, record, issues)`` for every non-blank line: a record
+    when the line is valid (``issues`` then holds only warnings that do not
+    block the import), else ``None`` and the issues. ``run`` overrides the
+    file's ``run`` field (SPEC §6: "`run` (or given on import)").
+    """
+    for number, raw in enumerate(lines, start=1):
+        text = raw.decode("utf-8", errors="strict") if isinstance(raw, bytes) else raw
+        if not text.strip():
+            continue
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            yield number, None, [ImportIssue(number, "(line)", f"invalid JSON: {exc.msg} at column {exc.colno}")]
+            continue
+        except UnicodeDecodeError as exc:
+            yield number, None, [ImportIssue(number, "(line)", f"not UTF-8: {exc.reason}")]
+            continue
+        try:
+            record = answer_record_from_dict(data, line=number, run=run)
+        except _LineProblems as problems:
+            yield number, None, problems.issues
+            continue
+        yield number, record, record.warnings
+
+
+def answer_record_from_dict(data: Any, *, line: int, run: str | None = None) -> AnswerRecord:
+    """Validate one decoded answer object (SPEC §6) into an AnswerRecord.
+
+    Raises ``_LineProblems`` carrying every issue of the line, not just the first.
+    """
+    issues: list[ImportIssue] = []
+
+    def problem(field: str, reason: str) -> None:
+        issues.append(ImportIssue(line, field, reason))
+
+    if not isinstance(data, dict):
+        raise _LineProblems([ImportIssue(line, "(line)", "expected a JSON object")])
+
+    question_id = _required_str(data, "question_id", problem)
+    question = _required_str(data, "question", problem)
+    run_name = run if run else _required_str(data, "run", problem, hint="or pass --run")
+    answer = data.get("answer")
+    if not isinstance(answer, str):
+        problem("answer", "missing" if answer is None else "must be a string")
+        answer = ""
+    elif len(answer) > MAX_TEXT_CHARS:
+        problem("answer", f"longer than {MAX_TEXT_CHARS} characters")
+    answerable = data.get("answerable")
+    if answerable is not None and not isinstance(answerable, bool):
+        problem("answerable", "must be true, false or null")
+        answerable = None
+
+    passages = _passages(data.get("passages"), problem)
+    known_ids = {canonical_passage_id(p.passage_id) for p in passages}
+    gold = _gold(data.get("gold"), problem)
+
+    claims_split = "claims" not in data or data.get("claims") is None
+    if claims_split:
+        claims = _split_claims(answer, problem)
+    else:
+        claims = _claims(data.get("claims"), problem)
+
+    warnings: list[ImportIssue] = []
+    if not claims_split:
+        # Markers in the text that no claim cites are worth a look, not a failure.
+        _markers, marker_problems = find_markers(answer)
+        warnings.extend(ImportIssue(line, "answer", message) for message in marker_problems)
+    for i, claim in enumerate(claims):
+        for j, citation in enumerate(claim.citations):
+            if citation.passage_id is not None and canonical_passage_id(citation.passage_id) not in known_ids:
+                warnings.append(
+                    ImportIssue(line, f"claims[{i}].citations[{j}]",
+                                f"passage id {citation.passage_id!r} was not sent with this answer: "
+                                "kept and flagged as a fabricated citation")
+                )
+    if issues:
+        raise _LineProblems(issues)
+    return AnswerRecord(
+        line=line,
+        question_id=question_id,
+        question=question,
+        run=run_name,
+        answer=answer,
+        answerable=answerable,
+        passages=passages,
+        claims=claims,
+        gold=gold,
+        claims_split=claims_split,
+        warnings=warnings,
+    )
+
+
+def _required_str(data: dict, key: str, problem, *, hint: str = "") -> str:
+    value = data.get(key)
+    if isinstance(value, int) and not isinstance(value, bool) and key == "question_id":
+        value = str(value)
+    if not isinstance(value, str) or not value.strip():
+        what = "missing" if value is None else "must be a non-empty string"
+        problem(key, f"{what}{' (' + hint + ')' if hint else ''}")
+        return ""
+    if len(value) > (200 if key in ("question_id", "run") else MAX_TEXT_CHARS):
+        problem(key, "too long")
+        return ""
+    return value.strip() if key in ("question_id", "run") else value
+
+
+def _optional_str(value: Any, field: str, problem) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return str(value)
+    if not isinstance(value, str):
+        problem(field, "must be a string")
+        return ""
+    return value
+
+
+def _passages(value: Any, problem) -> list[PassageRecord]:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        problem("passages", "must be a list")
+        return []
+    passages: list[PassageRecord] = []
+    seen: dict[str, int] = {}
+    for i, item in enumerate(value):
+        field = f"passages[{i}]"
+        if not isinstance(item, dict):
+            problem(field, "must be an object with id, source, text")
+            continue
+        passage_id = _optional_str(item.get("id"), f"{field}.id", problem).strip()
+        if not passage_id:
+            problem(f"{field}.id", "missing")
+            continue
+        if len(passage_id) > 200:
+            problem(f"{field}.id", "longer than 200 characters")
+            continue
+        key = canonical_passage_id(passage_id)
+        if key in seen:
+            problem(f"{field}.id", f"duplicate passage id {passage_id!r} (also passages[{seen[key]}])")
+            continue
+        seen[key] = i
+        source = _optional_str(item.get("source"), f"{field}.source", problem)
+        if len(source) > 1000:
+            problem(f"{field}.source", "longer than 1000 characters")
+        text = _optional_str(item.get("text"), f"{field}.text", problem)
+        passages.append(PassageRecord(passage_id=passage_id, source=source, text=text))
+    return passages
+
+
+def _claims(value: Any, problem) -> list[ClaimRecord]:
+    if not isinstance(value, list):
+        problem("claims", "must be a list of claims")
+        return []
+    claims: list[ClaimRecord] = []
+    indexes: dict[int, int] = {}
+    for i, item in enumerate(value):
+        field = f"claims[{i}]"
+        if not isinstance(item, dict):
+            problem(field, "must be an object with text and citations")
+            continue
+        text = item.get("text")
+        if not isinstance(text, str) or not text.strip():
+            problem(f"{field}.text", "missing or blank")
+            text = ""
+        index = item.get("index", item.get("claim_index", i))
+        if not isinstance(index, int) or isinstance(index, bool) or index < 0:
+            problem(f"{field}.index", "must be a non-negative integer")
+            index = i
+        elif index in indexes:
+            problem(f"{field}.index", f"duplicate claim index {index} (also claims[{indexes[index]}])")
+        indexes.setdefault(index, i)
+        citations = _citations(item.get("citations"), field, problem)
+        label = item.get("label")
+        if label is not None:
+            if not isinstance(label, str) or label.strip().upper() not in LABEL_VALUES:
+                problem(f"{field}.label", f"unknown label {label!r} (expected one of {', '.join(LABEL_VALUES)} or null)")
+                label = None
+            else:
+                label = label.strip().upper()
+                # SPEC §3: UNCITED if and only if the claim has zero citations.
+                if label == "UNCITED" and citations:
+                    problem(f"{field}.label", f"UNCITED on a claim with {len(citations)} citation(s)")
+                elif label != "UNCITED" and not citations:
+                    problem(f"{field}.label", f"{label} on a claim without citations (must be UNCITED)")
+        justification = _optional_str(item.get("justification"), f"{field}.justification", problem)
+        reviewer = item.get("reviewer")
+        if reviewer is not None and (not isinstance(reviewer, str) or not reviewer.strip()):
+            problem(f"{field}.reviewer", "must be a non-empty string or null")
+            reviewer = None
+        if reviewer is not None and len(reviewer) > 150:
+            problem(f"{field}.reviewer", "longer than 150 characters")
+        claims.append(
+            ClaimRecord(
+                text=text.strip(),
+                citations=citations,
+                index=index,
+                label=label,
+                justification=justification.strip(),
+                reviewer=reviewer.strip() if reviewer else None,
+            )
+        )
+    claims.sort(key=lambda c: c.index)
+    return claims
+
+
+def _citations(value: Any, field: str, problem) -> list[CitationRecord]:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        problem(f"{field}.citations", "must be a list")
+        return []
+    citations = []
+    for j, item in enumerate(value):
+        cfield = f"{field}.citations[{j}]"
+        if isinstance(item, (str, int)) and not isinstance(item, bool):
+            citations.append(CitationRecord(passage_id=str(item)))
+            continue
+        if not isinstance(item, dict):
+            problem(cfield, "must be an object with passage_id or source")
+            continue
+        passage_id = _optional_str(item.get("passage_id"), f"{cfield}.passage_id", problem).strip()
+        source = _optional_str(item.get("source"), f"{cfield}.source", problem).strip()
+        if not passage_id and not source:
+            problem(cfield, "needs passage_id or source")
+            continue
+        if len(passage_id) > 200:
+            problem(f"{cfield}.passage_id", "longer than 200 characters")
+            continue
+        span = _optional_str(item.get("span"), f"{cfield}.span", problem)
+        citations.append(CitationRecord(passage_id=passage_id or None, source=source or None, span=span.strip()))
+    return citations
+
+
+def _split_claims(answer: str, problem) -> list[ClaimRecord]:
+    sentences, marker_problems = split_claims(answer)
+    for message in marker_problems:
+        problem("answer", message)
+    return [
+        ClaimRecord(text=s.text, citations=[CitationRecord(passage_id=i) for i in s.cited_ids], index=n)
+        for n, s in enumerate(sentences)
+    ]
+
+
+def _gold(value: Any, problem) -> GoldRecord | None:
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        problem("gold", "must be an object")
+        return None
+    gold = GoldRecord()
+    ids = value.get("supporting_ids")
+    if ids is not None:
+        if not isinstance(ids, list) or not all(isinstance(i, (str, int)) and not isinstance(i, bool) for i in ids):
+            problem("gold.supporting_ids", "must be a list of passage ids")
+        else:
+            gold.supporting_ids = list(dict.fromkeys(str(i).strip() for i in ids))
+    references = value.get("references")
+    if references is not None:
+        if not isinstance(references, list):
+            problem("gold.references", "must be a list of {source, text}")
+        else:
+            gold.references = []
+            for k, ref in enumerate(references):
+                if not isinstance(ref, dict):
+                    problem(f"gold.references[{k}]", "must be an object with source and text")
+                    continue
+                source = _optional_str(ref.get("source"), f"gold.references[{k}].source", problem)
+                text = _optional_str(ref.get("text"), f"gold.references[{k}].text", problem)
+                if not source.strip() and not text.strip():
+                    problem(f"gold.references[{k}]", "needs a source or a text")
+                    continue
+                gold.references.append((source.strip(), text))
+    sources = value.get("expected_sources")
+    if sources is not None:
+        if not isinstance(sources, list) or not all(isinstance(s, str) for s in sources):
+            problem("gold.expected_sources", "must be a list of source names")
+        else:
+            gold.expected_sources = list(dict.fromkeys(s.strip() for s in sources if s.strip()))
+    return gold

@@ -1,0 +1,87 @@
+"""Plain records an answers file is parsed into (SPEC §6), shared by formats."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True, slots=True)
+class ImportIssue:
+    """One problem in an input file: 1-based ``line`` (row for spreadsheets),
+    the ``field`` it concerns (dotted path such as ``claims[2].label``) and a
+    ``reason`` a person can act on."""
+
+    line: int
+    field: str
+    reason: str
+
+    def __str__(self) -> str:
+        return f"line {self.line}: {self.field}: {self.reason}"
+
+
+class ImportFailed(Exception):
+    """Raised when an import is rejected; ``issues`` lists every bad line.
+
+    Nothing was written when this is raised (imports are all or nothing).
+    """
+
+    def __init__(self, issues: list[ImportIssue]):
+        self.issues = issues
+        shown = "\n".join(str(issue) for issue in issues[:50])
+        more = f"\n… and {len(issues) - 50} more" if len(issues) > 50 else ""
+        super().__init__(f"{len(issues)} problem(s), nothing was imported:\n{shown}{more}")
+
+
+@dataclass(slots=True)
+class CitationRecord:
+    """A claim's citation: by ``passage_id`` (as the answer cites it) or by ``source``."""
+
+    passage_id: str | None
+    source: str | None = None
+    span: str = ""
+
+
+@dataclass(slots=True)
+class ClaimRecord:
+    """One claim with its citations and an optional pre-existing label."""
+
+    text: str
+    citations: list[CitationRecord]
+    index: int
+    label: str | None = None
+    justification: str = ""
+    reviewer: str | None = None
+
+
+@dataclass(slots=True)
+class PassageRecord:
+    passage_id: str
+    source: str
+    text: str
+
+
+@dataclass(slots=True)
+class GoldRecord:
+    """Gold of a question; each part is ``None`` when the file does not give it."""
+
+    supporting_ids: list[str] | None = None
+    references: list[tuple[str, str]] | None = None
+    expected_sources: list[str] | None = None
+
+
+@dataclass(slots=True)
+class AnswerRecord:
+    """One line of an answers file, validated (SPEC §6)."""
+
+    line: int
+    question_id: str
+    question: str
+    run: str
+    answer: str
+    answerable: bool | None
+    passages: list[PassageRecord]
+    claims: list[ClaimRecord]
+    gold: GoldRecord | None
+    # True when claims were split from the answer text (no `claims` field).
+    claims_split: bool = False
+    warnings: list[ImportIssue] = field(default_factory=list)

@@ -1,0 +1,428 @@
+"""Service that writes an answers file into the database (SPEC §6).
+
+``run_import`` is all or nothing: a first streaming pass validates every line
+(and checks it against what the database already holds) without writing; only
+a clean file gets a second pass that writes in batches inside one transaction.
+Re-importing the same file creates nothing new (idempotent upserts keyed on
+``question_id`` and run × question, with a content hash per answer).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO
+
+from django.db import transaction
+from django.db.models import Q
+
+from labeling.importers.answers_jsonl import canonical_passage_id, iter_answer_records
+from labeling.importers.records import AnswerRecord, ImportFailed, ImportIssue
+from labeling.models import (
+    Answer,
+    Citation,
+    Claim,
+    ExpectedSource,
+    GoldPassageId,
+    GoldReference,
+    Label,
+    Passage,
+    Project,
+    Question,
+    Reviewer,
+    ReviewerKind,
+    Run,
+)
+from scoring.normalize import normalize_source
+
+BATCH_ANSWERS = 500
+DEFAULT_IMPORT_REVIEWER = "imported"
+
+
+@dataclass
+class ImportReport:
+    """What an import did: counts of rows created or left unchanged, and the
+    non-blocking warnings (e.g. fabricated citations, flagged and kept)."""
+
+    runs: list[str] = field(default_factory=list)
+    questions_created: int = 0
+    answers_created: int = 0
+    answers_unchanged: int = 0
+    claims_created: int = 0
+    citations_created: int = 0
+    fabricated_citations: int = 0
+    labels_created: int = 0
+    warnings: list[ImportIssue] = field(default_factory=list)
+
+    def summary(self) -> str:
+        return (
+            f"runs {', '.join(self.runs) or '—'}: {self.answers_created} answers imported, "
+            f"{self.answers_unchanged} already present, {self.questions_created} new questions, "
+            f"{self.claims_created} claims, {self.citations_created} citations "
+            f"({self.fabricated_citations} fabricated), {self.labels_created} labels"
+        )
+
+
+LineSource = str | Path | IO[bytes]
+
+
+def _opener(source: LineSource) -> Callable[[], Iterable[bytes]]:
+    if isinstance(source, (str, Path)):
+        path = Path(source)
+
+        def open_path() -> Iterator[bytes]:
+            with path.open("rb") as handle:
+                yield from handle
+
+        return open_path
+
+    def rewind() -> Iterable[bytes]:
+        source.seek(0)
+        return source
+
+    return rewind
+
+
+def answer_content_hash(record: AnswerRecord) -> str:
+    """SHA-256 of an answer's content (text, passages, claims, citations),
+    labels excluded: equal hashes mean a re-import of the same answer."""
+    payload = {
+        "answer": record.answer,
+        "passages": [[p.passage_id, p.source, p.text] for p in record.passages],
+        "claims": [
+            [c.index, c.text, [[x.passage_id, x.source, x.span] for x in c.citations]] for c in record.claims
+        ],
+    }
+    return hashlib.sha256(json.dumps(payload, ensure_ascii=False, sort_keys=True).encode()).hexdigest()
+
+
+def _gold_key(record: AnswerRecord) -> str | None:
+    if record.gold is None:
+        return None
+    return json.dumps(
+        [record.gold.supporting_ids, record.gold.references, record.gold.expected_sources], ensure_ascii=False
+    )
+
+
+def _batches(records: Iterable[AnswerRecord], size: int) -> Iterator[list[AnswerRecord]]:
+    batch: list[AnswerRecord] = []
+    for record in records:
+        batch.append(record)
+        if len(batch) >= size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+def run_import(
+    *, project: Project, source: LineSource, run_name: str | None = None,
+    default_reviewer: str = DEFAULT_IMPORT_REVIEWER,
+) -> ImportReport:
+    """Import an answers JSONL file into ``project`` (SPEC §6, issue "Foundation" §4).
+
+    ``source`` is a path or a seekable binary file (read twice: validate, then
+    write). ``run_name`` overrides each line's ``run``. Labels without a
+    ``reviewer`` are attributed to ``default_reviewer``; unknown reviewers are
+    created as external labelers with unusable passwords.
+
+    Raises ImportFailed listing every bad line (line, field, reason); nothing is
+    written then. Fabricated citations are kept, flagged and reported as
+    warnings in the returned ImportReport.
+    """
+    open_lines = _opener(source)
+    issues, warnings = _validate(project=project, lines=open_lines(), run_name=run_name)
+    if issues:
+        raise ImportFailed(issues)
+    report = ImportReport(warnings=warnings)
+    with transaction.atomic():
+        writer = _Writer(project=project, report=report, default_reviewer=default_reviewer)
+        records = (record for _n, record, _i in iter_answer_records(open_lines(), run=run_name) if record)
+        for batch in _batches(records, BATCH_ANSWERS):
+            writer.write(batch)
+    report.runs = sorted(writer.runs)
+    return report
+
+
+def _validate(*, project: Project, lines: Iterable[bytes], run_name: str | None
+              ) -> tuple[list[ImportIssue], list[ImportIssue]]:
+    """First pass: every line's own problems plus cross-line and database
+    conflicts. Returns ``(issues, warnings)``; writes nothing."""
+    issues: list[ImportIssue] = []
+    warnings: list[ImportIssue] = []
+    seen_answers: dict[tuple[str, str], int] = {}
+    seen_gold: dict[str, tuple[str | None, int]] = {}
+    pending: list[AnswerRecord] = []
+
+    def check_database(batch: list[AnswerRecord]) -> None:
+        wanted = Q()
+        for record in batch:
+            wanted |= Q(run__name=record.run, question__question_id=record.question_id)
+        existing = {
+            (run, qid): content_hash
+            for run, qid, content_hash in Answer.objects.filter(run__project=project)
+            .filter(wanted)
+            .values_list("run__name", "question__question_id", "content_hash")
+        }
+        for record in batch:
+            stored = existing.get((record.run, record.question_id))
+            if stored is not None and stored != answer_content_hash(record):
+                issues.append(ImportIssue(
+                    record.line, "answer",
+                    f"run {record.run!r} already has a different answer to question {record.question_id!r} "
+                    "(text, passages or claims changed); import it under another run name",
+                ))
+
+    for number, record, line_issues in iter_answer_records(lines, run=run_name):
+        if record is None:
+            issues.extend(line_issues)
+            continue
+        warnings.extend(line_issues)
+        key = (record.run, record.question_id)
+        if key in seen_answers:
+            issues.append(ImportIssue(number, "question_id", f"run {record.run!r} answers question "
+                                      f"{record.question_id!r} twice (also line {seen_answers[key]})"))
+            continue
+        seen_answers[key] = number
+        gold = _gold_key(record)
+        if gold is not None:
+            first = seen_gold.get(record.question_id)
+            if first is not None and first[0] != gold:
+                issues.append(ImportIssue(number, "gold", f"gold for question {record.question_id!r} differs "
+                                          f"from line {first[1]}"))
+            seen_gold.setdefault(record.question_id, (gold, number))
+        pending.append(record)
+        if len(pending) >= BATCH_ANSWERS:
+            check_database(pending)
+            pending = []
+    if pending:
+        check_database(pending)
+    return issues, warnings
+
+
+class _Writer:
+    """Second pass: batched upserts. Only called on a validated stream."""
+
+    def __init__(self, *, project: Project, report: ImportReport, default_reviewer: str):
+        self.project = project
+        self.report = report
+        self.default_reviewer = default_reviewer
+        self.runs: dict[str, Run] = {}
+        self.reviewers: dict[str, Reviewer] = {}
+        self.gold_written: set[str] = set()
+
+    def run(self, name: str) -> Run:
+        if name not in self.runs:
+            self.runs[name], _created = Run.objects.get_or_create(project=self.project, name=name)
+        return self.runs[name]
+
+    def reviewer(self, name: str) -> Reviewer:
+        if name not in self.reviewers:
+            reviewer = Reviewer.objects.filter(username=name).first()
+            if reviewer is None:
+                reviewer = Reviewer(username=name, kind=ReviewerKind.EXTERNAL)
+                reviewer.set_unusable_password()
+                reviewer.save()
+            self.reviewers[name] = reviewer
+        return self.reviewers[name]
+
+    def write(self, batch: list[AnswerRecord]) -> None:
+        questions = self._questions(batch)
+        for record in batch:
+            self.run(record.run)
+        existing = {
+            (a.run_id, a.question_id): a
+            for a in Answer.objects.filter(
+                run__in=[self.runs[r.run] for r in batch], question__in=[questions[r.question_id] for r in batch]
+            ).only("id", "run_id", "question_id")
+        }
+        new_records: list[AnswerRecord] = []
+        known: list[tuple[AnswerRecord, Answer]] = []
+        for record in batch:
+            answer = existing.get((self.runs[record.run].pk, questions[record.question_id].pk))
+            if answer is None:
+                new_records.append(record)
+            else:
+                known.append((record, answer))
+        self._create_answers(new_records, questions)
+        self._sync_labels(known)
+        self.report.answers_unchanged += len(known)
+
+    def _questions(self, batch: list[AnswerRecord]) -> dict[str, Question]:
+        ids = {r.question_id for r in batch}
+        questions = {q.question_id: q for q in Question.objects.filter(project=self.project, question_id__in=ids)}
+        to_create: dict[str, Question] = {}
+        to_update: dict[str, Question] = {}
+        for record in batch:
+            question = questions.get(record.question_id) or to_create.get(record.question_id)
+            if question is None:
+                to_create[record.question_id] = Question(
+                    project=self.project, question_id=record.question_id, text=record.question,
+                    answerable=record.answerable,
+                )
+            elif record.question_id not in to_create and (
+                question.text != record.question
+                or (record.answerable is not None and question.answerable != record.answerable)
+            ):
+                question.text = record.question
+                if record.answerable is not None:
+                    question.answerable = record.answerable
+                to_update[record.question_id] = question
+        Question.objects.bulk_create(to_create.values())
+        if to_update:
+            Question.objects.bulk_update(to_update.values(), ["text", "answerable"])
+        self.report.questions_created += len(to_create)
+        questions.update(to_create)
+        self._gold(batch, questions)
+        return questions
+
+    def _gold(self, batch: list[AnswerRecord], questions: dict[str, Question]) -> None:
+        records = {}
+        for record in batch:
+            if record.gold is not None and record.question_id not in self.gold_written:
+                records[record.question_id] = record
+        if not records:
+            return
+        targets = [questions[qid] for qid in records]
+        ids, refs, sources = [], [], []
+        for qid, record in records.items():
+            question, gold = questions[qid], record.gold
+            if gold.supporting_ids is not None:
+                question.gold_ids_given = True
+                ids.extend(GoldPassageId(question=question, passage_id=i) for i in gold.supporting_ids)
+            if gold.references is not None:
+                question.gold_references_given = True
+                refs.extend(GoldReference(question=question, position=k, source=s, text=t)
+                            for k, (s, t) in enumerate(gold.references))
+            if gold.expected_sources is not None:
+                question.gold_sources_given = True
+                sources.extend(ExpectedSource(question=question, source=s) for s in gold.expected_sources)
+        # Gold given again replaces what was stored: the file is the source of truth.
+        GoldPassageId.objects.filter(question__in=targets).delete()
+        GoldReference.objects.filter(question__in=targets).delete()
+        ExpectedSource.objects.filter(question__in=targets).delete()
+        GoldPassageId.objects.bulk_create(ids)
+        GoldReference.objects.bulk_create(refs)
+        ExpectedSource.objects.bulk_create(sources)
+        Question.objects.bulk_update(targets, ["gold_ids_given", "gold_references_given", "gold_sources_given"])
+        self.gold_written.update(records)
+
+    def _create_answers(self, records: list[AnswerRecord], questions: dict[str, Question]) -> None:
+        if not records:
+            return
+        answers = Answer.objects.bulk_create([
+            Answer(run=self.runs[r.run], question=questions[r.question_id], text=r.answer,
+                   content_hash=answer_content_hash(r))
+            for r in records
+        ])
+        passages: list[Passage] = []
+        for record, answer in zip(records, answers, strict=True):
+            passages.extend(
+                Passage(answer=answer, passage_id=p.passage_id, position=k, source=p.source, text=p.text)
+                for k, p in enumerate(record.passages)
+            )
+        Passage.objects.bulk_create(passages)
+        by_id: dict[tuple[int, str], Passage] = {}
+        by_source: dict[tuple[int, str], Passage] = {}
+        for passage in passages:
+            by_id[(passage.answer_id, canonical_passage_id(passage.passage_id))] = passage
+            by_source.setdefault((passage.answer_id, normalize_source(passage.source)), passage)
+
+        claims: list[Claim] = []
+        for record, answer in zip(records, answers, strict=True):
+            cursor = 0
+            for position, claim in enumerate(record.claims):
+                # Claim indexes are 1-based, as in the seed's label table.
+                start = record.answer.find(claim.text, cursor) if claim.text else -1
+                if start >= 0:
+                    cursor = start + len(claim.text)
+                claims.append(Claim(
+                    answer=answer, index=position + 1, text=claim.text,
+                    start=start if start >= 0 else None,
+                    end=start + len(claim.text) if start >= 0 else None,
+                ))
+        Claim.objects.bulk_create(claims)
+
+        citations: list[Citation] = []
+        labels: list[Label] = []
+        claim_iter = iter(claims)
+        for record in records:
+            for claim_record in record.claims:
+                claim = next(claim_iter)
+                for position, cited in enumerate(claim_record.citations):
+                    if cited.passage_id is not None:
+                        passage = by_id.get((claim.answer_id, canonical_passage_id(cited.passage_id)))
+                    else:
+                        passage = by_source.get((claim.answer_id, normalize_source(cited.source)))
+                    citations.append(Citation(
+                        claim=claim, passage=passage, position=position,
+                        cited_id=passage.passage_id if passage else (cited.passage_id or cited.source or ""),
+                        span=cited.span, fabricated=passage is None,
+                    ))
+                if claim_record.label is not None:
+                    labels.append(Label(
+                        claim=claim, reviewer=self.reviewer(claim_record.reviewer or self.default_reviewer),
+                        value=claim_record.label, justification=claim_record.justification,
+                        claim_revision=claim.revision,
+                    ))
+        Citation.objects.bulk_create(citations)
+        Label.objects.bulk_create(labels)
+        self.report.answers_created += len(answers)
+        self.report.claims_created += len(claims)
+        self.report.citations_created += len(citations)
+        self.report.fabricated_citations += sum(c.fabricated for c in citations)
+        self.report.labels_created += len(labels)
+
+    def _sync_labels(self, known: list[tuple[AnswerRecord, Answer]]) -> None:
+        """Re-import of an answer already stored: add the file's labels that
+        differ from the reviewer's current label (history kept)."""
+        wanted = [(record, answer) for record, answer in known if any(c.label for c in record.claims)]
+        if not wanted:
+            return
+        claims = {
+            (c.answer_id, c.index): c
+            for c in Claim.objects.filter(answer__in=[a for _r, a in wanted]).only("id", "answer_id", "index",
+                                                                                  "revision")
+        }
+        current = {
+            (label.claim_id, label.reviewer_id): label
+            for label in Label.objects.filter(claim__in=claims.values(), is_current=True)
+        }
+        replaced: list[int] = []
+        created: list[Label] = []
+        for record, answer in wanted:
+            for position, claim_record in enumerate(record.claims):
+                claim = claims.get((answer.pk, position + 1))
+                if claim is None or claim_record.label is None:
+                    continue
+                reviewer = self.reviewer(claim_record.reviewer or self.default_reviewer)
+                label = current.get((claim.pk, reviewer.pk))
+                if label and label.value == claim_record.label and label.justification == claim_record.justification:
+                    continue
+                if label:
+                    replaced.append(label.pk)
+                created.append(Label(claim=claim, reviewer=reviewer, value=claim_record.label,
+                                     justification=claim_record.justification, claim_revision=claim.revision))
+        Label.objects.filter(pk__in=replaced).update(is_current=False)
+        Label.objects.bulk_create(created)
+        self.report.labels_created += len(created)
+
+
+def project_for_import(*, slug: str | None, name: str | None = None) -> Project:
+    """The project an import goes to: ``slug`` (created if absent), else the
+    only project there is, else a new project ``default``.
+
+    Raises ValueError when no slug is given and several projects exist.
+    """
+    if slug:
+        project, _created = Project.objects.get_or_create(slug=slug, defaults={"name": name or slug})
+        return project
+    projects = list(Project.objects.all()[:2])
+    if len(projects) == 1:
+        return projects[0]
+    if not projects:
+        return Project.objects.create(slug="default", name=name or "Default project")
+    raise ValueError("several projects exist: pass --project SLUG")

@@ -1,0 +1,324 @@
+"""Citelab's data model (SPEC §2): projects, questions with gold, runs, answers,
+passages, claims, citations, labels and label table versions.
+
+Invariants live in the database (named constraints); writes go through
+``labeling.services``; ``save()`` stays plain.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.contrib.auth.models import AbstractUser
+from django.db import models
+from django.db.models import F, Q
+from django.urls import reverse
+
+
+class ReviewerKind(models.TextChoices):
+    HUMAN = "human", "Human reviewer"
+    EXTERNAL = "external", "External annotator (imported)"
+    MODEL = "model", "Automated labeler (model)"
+
+
+class Reviewer(AbstractUser):
+    """A person or an imported labeler who gives labels (SPEC §2 "reviewer").
+
+    Imported labelers (a dataset's annotators, an automated judge) are users of
+    kind ``external`` or ``model`` with an unusable password.
+    """
+
+    kind = models.CharField(max_length=16, choices=ReviewerKind.choices, default=ReviewerKind.HUMAN)
+
+    class Meta:
+        verbose_name = "reviewer"
+
+    def __str__(self) -> str:
+        return self.username
+
+
+class Project(models.Model):
+    """A question set with its members; runs belong to it (SPEC §2)."""
+
+    slug = models.SlugField(max_length=64, unique=True)
+    name = models.CharField(max_length=200)
+    description = models.TextField(blank=True)
+    members = models.ManyToManyField(settings.AUTH_USER_MODEL, blank=True, related_name="projects")
+    # Issue "labeling screen" §4: a project may require a justification for SUPPORTED too.
+    require_justification_for_supported = models.BooleanField(default=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["slug"]
+
+    def __str__(self) -> str:
+        return self.name or self.slug
+
+    def get_absolute_url(self) -> str:
+        return reverse("project_detail", kwargs={"project_slug": self.slug})
+
+
+class Question(models.Model):
+    """A user query, stable across runs by ``question_id`` (SPEC §2), with gold.
+
+    Gold is optional and comes in three parts, each either absent or given
+    (possibly empty): supporting passage ids (``GoldPassageId``), reference
+    passages (``GoldReference``), expected sources (``ExpectedSource``). The
+    ``*_given`` flags tell "absent" from "given but empty", which the metrics
+    need (SPEC §4.2, §4.3).
+    """
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="questions")
+    question_id = models.CharField(max_length=200)
+    text = models.TextField()
+    answerable = models.BooleanField(null=True, blank=True)
+    gold_ids_given = models.BooleanField(default=False)
+    gold_references_given = models.BooleanField(default=False)
+    gold_sources_given = models.BooleanField(default=False)
+
+    class Meta:
+        ordering = ["project", "question_id"]
+        constraints = [
+            models.UniqueConstraint(fields=["project", "question_id"], name="question_id_unique_per_project"),
+        ]
+
+    def __str__(self) -> str:
+        return self.question_id
+
+
+class GoldPassageId(models.Model):
+    """One gold supporting passage id of a question (SPEC §4.2)."""
+
+    question = models.ForeignKey(Question, on_delete=models.CASCADE, related_name="gold_ids")
+    passage_id = models.CharField(max_length=200)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["question", "passage_id"], name="gold_id_unique_per_question"),
+        ]
+
+    def __str__(self) -> str:
+        return self.passage_id
+
+
+class GoldReference(models.Model):
+    """One gold reference passage (source + text) of a question (SPEC §4.3).
+
+    An empty ``text`` is matched by any citation of the same source.
+    """
+
+    question = models.ForeignKey(Question, on_delete=models.CASCADE, related_name="gold_references")
+    position = models.PositiveIntegerField()
+    source = models.CharField(max_length=1000, blank=True)
+    text = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["question", "position"]
+        constraints = [
+            models.UniqueConstraint(fields=["question", "position"], name="gold_reference_position_unique"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.source}: {self.text[:40]}"
+
+
+class ExpectedSource(models.Model):
+    """One expected source document of a question (SPEC §4.3)."""
+
+    question = models.ForeignKey(Question, on_delete=models.CASCADE, related_name="expected_sources")
+    source = models.CharField(max_length=1000)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["question", "source"], name="expected_source_unique"),
+        ]
+
+    def __str__(self) -> str:
+        return self.source
+
+
+class Run(models.Model):
+    """One system configuration answering the project's questions (SPEC §2)."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="runs")
+    name = models.CharField(max_length=200)
+    # Free metadata (prompt, model, chunking…): never scored, so JSON is fine here.
+    metadata = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["project", "created_at", "name"]
+        constraints = [
+            models.UniqueConstraint(fields=["project", "name"], name="run_name_unique_per_project"),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def get_absolute_url(self) -> str:
+        return reverse("run_detail", kwargs={"project_slug": self.project.slug, "run_name": self.name})
+
+
+class Answer(models.Model):
+    """One run's response to one question (SPEC §2)."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="answers")
+    question = models.ForeignKey(Question, on_delete=models.CASCADE, related_name="answers")
+    text = models.TextField()
+    # SHA-256 of the imported content: re-importing the same answer is a no-op.
+    content_hash = models.CharField(max_length=64)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["run", "question__question_id"]
+        constraints = [
+            models.UniqueConstraint(fields=["run", "question"], name="one_answer_per_run_and_question"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.run_id}:{self.question_id}"
+
+
+class Passage(models.Model):
+    """One retrieved passage sent to the model with an answer (SPEC §2)."""
+
+    answer = models.ForeignKey(Answer, on_delete=models.CASCADE, related_name="passages")
+    passage_id = models.CharField(max_length=200)
+    position = models.PositiveIntegerField()
+    source = models.CharField(max_length=1000, blank=True)
+    text = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["answer", "position"]
+        constraints = [
+            models.UniqueConstraint(fields=["answer", "passage_id"], name="passage_id_unique_per_answer"),
+        ]
+
+    def __str__(self) -> str:
+        return self.passage_id
+
+
+class Claim(models.Model):
+    """One atomic assertion of an answer, ordered by ``index`` (SPEC §2, §3).
+
+    ``revision`` grows each time the claim's text or citations change; labels
+    given on an older revision are stale. ``start``/``end`` locate the claim in
+    the answer text when it is a verbatim substring (for marking it in place).
+    """
+
+    answer = models.ForeignKey(Answer, on_delete=models.CASCADE, related_name="claims")
+    index = models.PositiveIntegerField()
+    text = models.TextField()
+    start = models.PositiveIntegerField(null=True, blank=True)
+    end = models.PositiveIntegerField(null=True, blank=True)
+    revision = models.PositiveIntegerField(default=1)
+
+    class Meta:
+        ordering = ["answer", "index"]
+        constraints = [
+            models.UniqueConstraint(fields=["answer", "index"], name="claim_index_unique_per_answer"),
+            models.CheckConstraint(
+                condition=Q(start__isnull=True, end__isnull=True)
+                | Q(start__isnull=False, end__isnull=False, end__gte=F("start")),
+                name="claim_offsets_ordered",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.text[:80]
+
+
+class Citation(models.Model):
+    """A link from a claim to a passage, optionally with a quoted span (SPEC §2).
+
+    A cited id absent from the answer's passages is kept with ``passage`` null
+    and ``fabricated`` true (SPEC §4.2): never silently dropped.
+    """
+
+    claim = models.ForeignKey(Claim, on_delete=models.CASCADE, related_name="citations")
+    passage = models.ForeignKey(Passage, null=True, blank=True, on_delete=models.CASCADE, related_name="citations")
+    position = models.PositiveIntegerField()
+    # The passage id exactly as the answer cites it (kept for fabricated ids).
+    cited_id = models.CharField(max_length=200)
+    span = models.TextField(blank=True)
+    fabricated = models.BooleanField(default=False)
+
+    class Meta:
+        ordering = ["claim", "position"]
+        constraints = [
+            models.UniqueConstraint(fields=["claim", "position"], name="citation_position_unique"),
+            models.CheckConstraint(
+                condition=Q(fabricated=True, passage__isnull=True) | Q(fabricated=False, passage__isnull=False),
+                name="citation_fabricated_iff_no_passage",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.cited_id
+
+
+class LabelValue(models.TextChoices):
+    SUPPORTED = "SUPPORTED"
+    UNSUPPORTED = "UNSUPPORTED"
+    UNCITED = "UNCITED"
+
+
+class Label(models.Model):
+    """One reviewer's verdict on one claim, with a justification (SPEC §2, §3).
+
+    Every label is kept as history. ``is_current`` marks the one current label
+    per (claim, reviewer); a label given on an older claim revision is stale
+    (``is_stale``) and no longer current, so the claim is back in the queue.
+    """
+
+    claim = models.ForeignKey(Claim, on_delete=models.CASCADE, related_name="labels")
+    reviewer = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="labels")
+    value = models.CharField(max_length=16, choices=LabelValue.choices)
+    justification = models.TextField(blank=True)
+    claim_revision = models.PositiveIntegerField()
+    is_current = models.BooleanField(default=True)
+    is_stale = models.BooleanField(default=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["claim", "-created_at", "-id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["claim", "reviewer"], condition=Q(is_current=True), name="one_current_label_per_reviewer"
+            ),
+            models.CheckConstraint(condition=~Q(is_current=True, is_stale=True), name="stale_label_not_current"),
+        ]
+        indexes = [
+            models.Index(fields=["reviewer", "is_current"], name="label_reviewer_current"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.value} by {self.reviewer_id} on claim {self.claim_id}"
+
+
+class LabelTableVersion(models.Model):
+    """An immutable, content-hashed snapshot of a run's label table (SPEC §2).
+
+    ``sha256`` is the hash of the canonical serialization stored in ``file``;
+    reading the file back verifies it. Versions are numbered 1, 2, … per run.
+    """
+
+    run = models.ForeignKey(Run, on_delete=models.PROTECT, related_name="versions")
+    number = models.PositiveIntegerField()
+    author = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT,
+                               related_name="label_table_versions")
+    note = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    row_count = models.PositiveIntegerField()
+    label_count = models.PositiveIntegerField()
+    sha256 = models.CharField(max_length=64)
+    file = models.FileField(upload_to="label_tables/")
+
+    class Meta:
+        ordering = ["run", "number"]
+        constraints = [
+            models.UniqueConstraint(fields=["run", "number"], name="version_number_unique_per_run"),
+            models.CheckConstraint(condition=Q(number__gte=1), name="version_number_positive"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.run} v{self.number}"

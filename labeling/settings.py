@@ -1,0 +1,159 @@
+"""Citelab settings: one file, every deployment value from the environment.
+
+Environment variables:
+- ``SECRET_KEY``: required when ``DEBUG`` is off.
+- ``DEBUG``: ``1/true/yes/on`` or ``0/false/no/off`` (default on for local use).
+- ``ALLOWED_HOSTS``: comma-separated host names (default: localhost names).
+- ``DATABASE_URL``: e.g. ``postgres://postgres@127.0.0.1:5432/citelab``;
+  unset means a SQLite file ``db.sqlite3`` beside ``manage.py``.
+- ``CITELAB_MEDIA_ROOT``: where label table version files are stored.
+- ``CITELAB_MAX_UPLOAD_MB``: upload size limit for imports (default 50).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off", ""}
+
+
+def env_bool(name: str, default: bool) -> bool:
+    """Read a boolean environment variable; ImproperlyConfigured on other values."""
+    raw = os.environ.get(name)
+    if raw is None:
+        return default
+    value = raw.strip().lower()
+    if value in _TRUE:
+        return True
+    if value in _FALSE:
+        return False
+    raise ImproperlyConfigured(f"{name}={raw!r} is not a boolean (use 1/0, true/false)")
+
+
+def env_list(name: str, default: list[str]) -> list[str]:
+    """Read a comma-separated environment variable into a list of stripped items."""
+    raw = os.environ.get(name)
+    if raw is None:
+        return default
+    return [item.strip() for item in raw.split(",") if item.strip()]
+
+
+def env_int(name: str, default: int) -> int:
+    """Read a positive integer environment variable; ImproperlyConfigured otherwise."""
+    raw = os.environ.get(name)
+    if raw is None:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ImproperlyConfigured(f"{name}={raw!r} is not an integer") from None
+    if value <= 0:
+        raise ImproperlyConfigured(f"{name}={raw!r} must be positive")
+    return value
+
+
+DEBUG = env_bool("DEBUG", True)
+SECRET_KEY = os.environ.get("SECRET_KEY", "")
+if not SECRET_KEY:
+    if not DEBUG:
+        raise ImproperlyConfigured("SECRET_KEY must be set when DEBUG is off")
+    SECRET_KEY = "citelab-insecure-development-key-do-not-use-in-production"
+ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]", "testserver"])
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "django.contrib.humanize",
+    "django_htmx",
+    "template_partials",
+    "labeling",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django_htmx.middleware.HtmxMiddleware",
+]
+
+ROOT_URLCONF = "labeling.urls"
+WSGI_APPLICATION = "labeling.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    }
+]
+
+_database_url = os.environ.get("DATABASE_URL", "").strip()
+if _database_url:
+    try:
+        DATABASES = {"default": dj_database_url.parse(_database_url, conn_max_age=60)}
+    except ValueError as exc:
+        raise ImproperlyConfigured(f"DATABASE_URL is not a valid database URL: {exc}") from None
+else:
+    DATABASES = {
+        "default": {
+            "ENGINE": "django.db.backends.sqlite3",
+            "NAME": BASE_DIR / "db.sqlite3",
+            # WAL lets reviewers read while another one saves a label.
+            "OPTIONS": {"init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+                        "transaction_mode": "IMMEDIATE"},
+        }
+    }
+
+AUTH_USER_MODEL = "labeling.Reviewer"
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+]
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "project_list"
+LOGOUT_REDIRECT_URL = "login"
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = BASE_DIR / "staticfiles"
+MEDIA_URL = "media/"
+MEDIA_ROOT = Path(os.environ.get("CITELAB_MEDIA_ROOT", BASE_DIR / "media"))
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"
+                    if not DEBUG else
+                    "django.contrib.staticfiles.storage.StaticFilesStorage"},
+}
+
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+CITELAB_MAX_UPLOAD_BYTES = env_int("CITELAB_MAX_UPLOAD_MB", 50) * 1024 * 1024
+DATA_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
+FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024

@@ -1,0 +1,1 @@
+"""Function views, one module per area (STYLE §3)."""

@@ -1,0 +1,289 @@
+"""Claim-level citation metrics: coverage, support, gap (SPEC §4.1).
+
+Definitions from the seed "Measure Citation Coverage and Support" as read by
+SPEC §4.1, per answer and pooled over answers:
+
+- cited         claim with ``n_citations > 0``
+- labeled cited cited claim labeled SUPPORTED or UNSUPPORTED
+- pending       cited claim without a label yet (or whose reviewers disagree)
+- coverage      cited / claims
+- support       SUPPORTED / labeled cited (so a half-labeled run shows a
+                provisional support beside its pending count)
+- gap           pooled coverage − pooled support
+
+A claim without citations needs no reviewer (it is UNCITED automatically, SPEC
+§3), so its label may be UNCITED or null; it is never pending.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from scoring.labels import (
+    SUPPORTED,
+    UNCITED,
+    UNSUPPORTED,
+    check_label_values,
+    require_columns,
+    sort_by,
+)
+from scoring.ratio import Ratio, difference
+
+CLAIM_COLUMNS = ("answer_id", "question_id", "claim_index", "n_citations", "label")
+ANSWER_COLUMNS = ("answer_id", "question_id")
+COUNT_COLUMNS = ("claims", "cited", "labeled_cited", "supported", "unsupported", "pending")
+_RECORD_KEYS = (
+    "question_id",
+    "answer_id",
+    "claims",
+    "cited",
+    "labeled_cited",
+    "supported",
+    "pending",
+    "coverage",
+    "support",
+)
+
+
+@dataclass(frozen=True)
+class ClaimMetrics:
+    """Coverage and support of a set of answers (SPEC §4.1).
+
+    Counts are ints over the claims of non-abstaining answers. ``coverage`` and
+    ``support`` are pooled :class:`~scoring.ratio.Ratio` (value in [0, 1], or
+    ``None`` on a zero denominator); ``gap`` = coverage − support, ``None`` if
+    either is. ``mean_coverage``/``mean_support`` are the means of the defined
+    per-answer values (``None`` when no answer has one), ``*_skipped`` the
+    number of answers left out of that mean because their value is undefined
+    (no claims, an abstention, or no labeled cited claim).
+
+    ``per_answer`` has one row per answer, sorted by ``question_id`` then
+    ``answer_id``: ``answer_id, question_id, claims, cited, labeled_cited,
+    supported, unsupported, pending`` (int), ``coverage, support`` (float or
+    ``None``, object dtype) and ``abstention`` (bool).
+    """
+
+    answers: int
+    claims: int
+    cited: int
+    labeled_cited: int
+    supported: int
+    unsupported: int
+    pending: int
+    coverage: Ratio
+    support: Ratio
+    gap: float | None
+    mean_coverage: float | None
+    mean_support: float | None
+    coverage_skipped: int
+    support_skipped: int
+    per_answer: pd.DataFrame = field(repr=False, compare=False)
+    abstentions: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready pooled figures: ints, floats in [0, 1] or ``None`` (never NaN)."""
+        return {
+            "claims": self.claims,
+            "cited": self.cited,
+            "labeled_cited": self.labeled_cited,
+            "supported": self.supported,
+            "unsupported": self.unsupported,
+            "pending": self.pending,
+            "coverage": self.coverage.value,
+            "support": self.support.value,
+            "gap": self.gap,
+            "mean_coverage": self.mean_coverage,
+            "mean_support": self.mean_support,
+            "coverage_skipped": self.coverage_skipped,
+            "support_skipped": self.support_skipped,
+        }
+
+    def per_answer_records(self) -> list[dict[str, Any]]:
+        """One JSON-ready dict per answer (keys ``question_id, answer_id, claims,
+        cited, labeled_cited, supported, pending, coverage, support``), in
+        ``per_answer`` order; undefined ratios are ``None``."""
+        columns = [self.per_answer[key].tolist() for key in _RECORD_KEYS]
+        return [
+            {key: to_native(value) for key, value in zip(_RECORD_KEYS, row, strict=True)}
+            for row in zip(*columns, strict=True)
+        ]
+
+
+def claim_metrics(claims: pd.DataFrame, answers: pd.DataFrame | None = None) -> ClaimMetrics:
+    """Coverage, support and gap, pooled and per answer (SPEC §4.1, §4.2).
+
+    ``claims``: one row per claim, columns
+
+    - ``answer_id``   hashable
+    - ``question_id`` str
+    - ``claim_index`` int, position in the answer (carried, not scored)
+    - ``n_citations`` int ≥ 0
+    - ``label``       SUPPORTED / UNSUPPORTED / UNCITED, or null = pending
+      (e.g. the ``label`` of :func:`scoring.labels.resolve_labels`)
+    - ``abstention``  optional bool, per answer: an answer to an unanswerable
+      question that cites nothing (``AbstentionMetrics.per_answer.abstained``).
+      Its claims are not factual claims (SPEC §4.2, last bullet): they are left
+      out of every count, and the answer's coverage and support are ``None``.
+      An answer is taken as abstaining when any of its rows says so.
+
+    ``answers``: optional, columns ``answer_id, question_id``; answers listed
+    here without claims still get a per-answer row (coverage ``None``).
+
+    Raises ``ValueError`` on a missing column, an unknown label value, a null
+    or negative ``n_citations``, or a label breaking SPEC §3 (UNCITED on a cited
+    claim, SUPPORTED/UNSUPPORTED on a claim without citations).
+    """
+    require_columns(claims, CLAIM_COLUMNS, name="claims")
+    label = claims["label"]
+    check_label_values(label, allow_null=True)
+    n_citations = claims["n_citations"]
+    if n_citations.isna().any():
+        raise ValueError(f"{int(n_citations.isna().sum())} claim(s) have a null n_citations")
+    n_citations = n_citations.to_numpy()
+    if (n_citations < 0).any():
+        raise ValueError(f"{int((n_citations < 0).sum())} claim(s) have a negative n_citations")
+
+    cited = n_citations > 0
+    supported = (label == SUPPORTED).to_numpy(dtype=bool)
+    unsupported = (label == UNSUPPORTED).to_numpy(dtype=bool)
+    _check_consistency(claims, cited, supported | unsupported, (label == UNCITED).to_numpy(bool))
+
+    codes, answer_ids = _factorize(claims["answer_id"])
+    n_answers = len(answer_ids)
+
+    def per_answer_count(mask: np.ndarray) -> np.ndarray:
+        return np.bincount(codes[mask], minlength=n_answers)
+
+    if "abstention" in claims.columns:
+        flags = claims["abstention"].astype("boolean").fillna(False).to_numpy(dtype=bool)
+        abstaining = per_answer_count(flags) > 0
+    else:
+        abstaining = np.zeros(n_answers, dtype=bool)
+    factual = ~abstaining[codes]
+    first_row = np.unique(codes, return_index=True)[1]
+
+    per_answer = pd.DataFrame(
+        {
+            "answer_id": answer_ids,
+            "question_id": claims["question_id"].to_numpy(dtype=object)[first_row],
+            "claims": per_answer_count(factual),
+            "cited": per_answer_count(factual & cited),
+            "labeled_cited": per_answer_count(factual & cited & (supported | unsupported)),
+            "supported": per_answer_count(factual & cited & supported),
+            "unsupported": per_answer_count(factual & cited & unsupported),
+            "pending": per_answer_count(factual & cited & label.isna().to_numpy(dtype=bool)),
+            "abstention": abstaining,
+        }
+    )
+    per_answer = _add_answers_without_claims(per_answer, answers)
+    per_answer.insert(8, "coverage", _ratio_column(per_answer["cited"], per_answer["claims"]))
+    per_answer.insert(
+        9, "support", _ratio_column(per_answer["supported"], per_answer["labeled_cited"])
+    )
+    per_answer = sort_by(per_answer, ["question_id", "answer_id"])
+
+    totals = {column: int(per_answer[column].sum()) for column in COUNT_COLUMNS}
+    coverage = Ratio(totals["cited"], totals["claims"])
+    support = Ratio(totals["supported"], totals["labeled_cited"])
+    mean_coverage, coverage_skipped = mean_of_defined(per_answer["coverage"])
+    mean_support, support_skipped = mean_of_defined(per_answer["support"])
+    return ClaimMetrics(
+        answers=len(per_answer),
+        **totals,
+        coverage=coverage,
+        support=support,
+        gap=difference(coverage.value, support.value),
+        mean_coverage=mean_coverage,
+        mean_support=mean_support,
+        coverage_skipped=coverage_skipped,
+        support_skipped=support_skipped,
+        per_answer=per_answer,
+        abstentions=int(per_answer["abstention"].sum()),
+    )
+
+
+def to_native(value: Any) -> Any:
+    """A DataFrame cell as a JSON-ready Python value: numpy scalars unwrapped,
+    NaN/pd.NA/None as ``None``."""
+    if isinstance(value, np.generic):
+        value = value.item()
+    if value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value)):
+        return None
+    return value
+
+
+def _check_consistency(
+    claims: pd.DataFrame, cited: np.ndarray, judged: np.ndarray, uncited_label: np.ndarray
+) -> None:
+    # Scoring a label that contradicts the citations would silently drop the
+    # claim from both support counts; the product forbids it (SPEC §3).
+    bad = (cited & uncited_label) | (~cited & judged)
+    if bad.any():
+        rows = claims.loc[bad, ["answer_id", "claim_index", "n_citations", "label"]].head(5)
+        shown = "; ".join(
+            f"answer {a!r} claim {i!r}: {n} citation(s), {lab}"
+            for a, i, n, lab in rows.itertuples(index=False)
+        )
+        raise ValueError(
+            f"{int(bad.sum())} claim(s) break 'UNCITED if and only if no citation' "
+            f"(SPEC §3): {shown}"
+        )
+
+
+def _factorize(ids: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    try:
+        codes, uniques = pd.factorize(ids, sort=True)
+    except TypeError:  # ids of mixed types cannot be sorted
+        codes, uniques = pd.factorize(ids, sort=False)
+    if (codes < 0).any():
+        raise ValueError("claims frame has row(s) without an answer_id")
+    return codes, np.asarray(uniques, dtype=object)
+
+
+def _add_answers_without_claims(
+    per_answer: pd.DataFrame, answers: pd.DataFrame | None
+) -> pd.DataFrame:
+    if answers is None:
+        return per_answer
+    require_columns(answers, ANSWER_COLUMNS, name="answers")
+    missing = answers.loc[~answers["answer_id"].isin(per_answer["answer_id"]), ANSWER_COLUMNS]
+    missing = missing.drop_duplicates("answer_id")
+    if missing.empty:
+        return per_answer
+    empty = pd.DataFrame(
+        {
+            "answer_id": missing["answer_id"].to_numpy(dtype=object),
+            "question_id": missing["question_id"].to_numpy(dtype=object),
+            **{column: np.zeros(len(missing), dtype="int64") for column in COUNT_COLUMNS},
+            "abstention": np.zeros(len(missing), dtype=bool),
+        }
+    )
+    if per_answer.empty:
+        return empty
+    return pd.concat([per_answer, empty], ignore_index=True)
+
+
+def _ratio_column(numerator: pd.Series, denominator: pd.Series) -> np.ndarray:
+    """Per-answer ratio as an object array: float in [0, 1], ``None`` on 0/0."""
+    num = numerator.to_numpy(dtype="int64")
+    den = denominator.to_numpy(dtype="int64")
+    out = np.full(len(num), None, dtype=object)
+    defined = den > 0
+    out[defined] = num[defined] / den[defined]
+    return out
+
+
+def mean_of_defined(values: pd.Series) -> tuple[float | None, int]:
+    """Per-answer mean (SPEC §4): (mean of the non-null values, number of nulls
+    skipped). The mean is ``None`` when every value is null (or none is given)."""
+    defined = [value for value in values.tolist() if value is not None]
+    skipped = len(values) - len(defined)
+    if not defined:
+        return None, skipped
+    # fsum: exactly 1.0 when every answer scores 1.0, no drift over 100k answers
+    return math.fsum(defined) / len(defined), skipped

@@ -1,0 +1,150 @@
+"""Label values, input checks, and how reviewers' labels resolve per claim.
+
+The labels frame is the shape every label-consuming function of ``scoring``
+takes (SPEC §3, §4.1, §4.4): one row per *current* label of one reviewer on
+one claim, with columns
+
+- ``claim_id``  hashable, the claim's stable id
+- ``reviewer``  str, the reviewer's name (a person or an imported ``model``)
+- ``label``     str, one of ``SUPPORTED``, ``UNSUPPORTED``, ``UNCITED``
+
+Stale labels (SPEC §3: the claim's text or citations changed since) are not
+current and must not be passed in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import numpy as np
+import pandas as pd
+
+SUPPORTED = "SUPPORTED"
+UNSUPPORTED = "UNSUPPORTED"
+UNCITED = "UNCITED"
+LABEL_VALUES = (SUPPORTED, UNSUPPORTED, UNCITED)
+
+LABEL_COLUMNS = ("claim_id", "reviewer", "label")
+
+
+def require_columns(frame: pd.DataFrame, columns: Iterable[str], *, name: str) -> None:
+    """Raise ``ValueError`` naming every column of ``columns`` missing from ``frame``.
+
+    ``name`` says which input frame is meant (``"claims"``, ``"labels"`` …) so
+    the message points at the caller's mistake.
+    """
+    missing = [column for column in columns if column not in frame.columns]
+    if missing:
+        raise ValueError(
+            f"{name} frame lacks column(s) {', '.join(missing)}; it has {list(frame.columns)}"
+        )
+
+
+def check_label_values(values: pd.Series, *, allow_null: bool) -> None:
+    """Raise ``ValueError`` unless every value is a label value (SPEC §3).
+
+    ``values`` is any Series of labels. Nulls (None/NaN/pd.NA) are allowed only
+    when ``allow_null`` (a pending claim in the claims frame); a labels-frame
+    row must carry a value. The message names the unknown values, e.g.
+    ``unknown label value(s) 'supported', 'YES'``.
+    """
+    present = values.notna()
+    unknown = values[present & ~values.isin(LABEL_VALUES)]
+    if len(unknown):
+        names = sorted({repr(value) for value in unknown.unique()})
+        shown = ", ".join(names[:10]) + (f" and {len(names) - 10} more" if len(names) > 10 else "")
+        raise ValueError(
+            f"unknown label value(s) {shown} in {len(unknown)} row(s); "
+            f"expected one of {', '.join(LABEL_VALUES)}"
+        )
+    if not allow_null and not present.all():
+        raise ValueError(f"{int((~present).sum())} label row(s) have no label value")
+
+
+def check_labels_frame(labels: pd.DataFrame) -> None:
+    """Validate a labels frame (module docstring): columns, values, one label
+    per (claim_id, reviewer).
+
+    Raises ``ValueError`` on a missing column, a null or unknown label value, or
+    a reviewer with two current labels on one claim (naming the first few).
+    """
+    require_columns(labels, LABEL_COLUMNS, name="labels")
+    check_label_values(labels["label"], allow_null=False)
+    if labels["reviewer"].isna().any():
+        raise ValueError("labels frame has row(s) without a reviewer")
+    twice = labels.duplicated(["claim_id", "reviewer"], keep=False)
+    if twice.any():
+        pairs = labels.loc[twice, ["claim_id", "reviewer"]].drop_duplicates().head(5)
+        shown = ", ".join(f"({c!r}, {r!r})" for c, r in pairs.itertuples(index=False))
+        raise ValueError(
+            f"a reviewer has more than one current label on a claim: {shown}; "
+            "pass only each reviewer's current label"
+        )
+
+
+def sort_by(frame: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
+    """``frame`` sorted by ``columns`` with a fresh index, so results do not
+    depend on input row order; ids of mixed, unorderable types keep their
+    first-seen order instead of raising."""
+    try:
+        return frame.sort_values(columns, kind="stable").reset_index(drop=True)
+    except TypeError:
+        return frame.reset_index(drop=True)
+
+
+def resolve_labels(labels: pd.DataFrame, *, reviewer: str | None = None) -> pd.DataFrame:
+    """One resolved label per claim from the reviewers' current labels.
+
+    In: a labels frame (module docstring). With ``reviewer=NAME`` only that
+    reviewer's labels count (e.g. to score one reviewer or an imported model).
+
+    Out: one row per ``claim_id`` with at least one counted label, sorted by
+    ``claim_id``, columns
+
+    - ``claim_id``
+    - ``label``        the value every counted reviewer gave, or ``None`` when
+      they disagree: the claim stays *pending* until adjudicated (SPEC §4:
+      pending is not a value)
+    - ``reviewers``    int, number of reviewers counted on the claim
+    - ``disagreement`` bool, True when the counted reviewers gave ≥ 2 values
+
+    Raises ``ValueError`` as :func:`check_labels_frame`.
+    """
+    check_labels_frame(labels)
+    if reviewer is not None:
+        labels = labels[labels["reviewer"] == reviewer]
+    grouped = labels.groupby("claim_id", sort=False)["label"]
+    disagreement = (grouped.nunique() > 1).to_numpy(dtype=bool)
+    first = grouped.first().to_numpy(dtype=object)
+    resolved = pd.DataFrame(
+        {
+            "claim_id": pd.Series(grouped.size().index.to_numpy(dtype=object), dtype=object),
+            "label": pd.Series(np.where(disagreement, None, first), dtype=object),
+            "reviewers": grouped.size().to_numpy(dtype="int64"),
+            "disagreement": disagreement,
+        }
+    )
+    return sort_by(resolved, ["claim_id"])
+
+
+def disagreements(labels: pd.DataFrame) -> pd.DataFrame:
+    """The claims whose current reviewers disagree, one column per reviewer.
+
+    In: a labels frame (module docstring).
+    Out: one row per disagreeing claim, sorted by ``claim_id``; columns
+    ``claim_id`` then each reviewer who labeled any of these claims (sorted by
+    name), a cell holding that reviewer's label or ``None`` where the reviewer
+    did not label the claim. Empty (only ``claim_id``) when everyone agrees.
+
+    Raises ``ValueError`` as :func:`check_labels_frame`.
+    """
+    resolved = resolve_labels(labels)
+    disputed = resolved.loc[resolved["disagreement"], "claim_id"]
+    rows = labels[labels["claim_id"].isin(disputed)]
+    if rows.empty:
+        return pd.DataFrame({"claim_id": pd.Series([], dtype=object)})
+    wide = rows.pivot(index="claim_id", columns="reviewer", values="label").astype(object)
+    wide = wide.reindex(columns=sorted(wide.columns))
+    wide = wide.where(wide.notna(), None)
+    wide.columns.name = None
+    return sort_by(wide.reset_index(), ["claim_id"])

@@ -1,0 +1,1 @@
+// Keyboard shortcuts live here (STYLE §4); pages work without this file.
