@@ -20,3 +20,21 @@ def expertqa_path() -> Path:
     if not EXPERTQA_PATH.exists():
         pytest.fail(f"{EXPERTQA_PATH} is missing: the suite needs ../shared/data beside the repo")
     return EXPERTQA_PATH
+
+
+@pytest.fixture
+def expertqa_project(db, expertqa_path):
+    """Project ``expertqa`` with all 118 real answers of ``../shared/data`` imported."""
+    from labeling.importing import project_for_import, run_import
+
+    project = project_for_import(slug="expertqa")
+    run_import(project=project, source=expertqa_path)
+    return project
+
+
+@pytest.fixture
+def reviewer(db):
+    """A logged-in-able human reviewer ``alice`` (password ``pw-for-tests-1``)."""
+    from tests.factories import ReviewerFactory
+
+    return ReviewerFactory(username="alice")

@@ -1,0 +1,122 @@
+"""Scores of a run: reads the run's frames and hands them to ``scoring``.
+
+The one place that decides which label counts for a claim (SPEC §3 and issue
+"Foundation" §5): a claim without citations is UNCITED; a cited claim takes
+the label its current reviewers agree on (or only ``reviewer``'s when given);
+disagreement leaves it pending.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+
+from labeling.exports import frames
+from labeling.models import LabelValue, Run
+from scoring.citation_ids import (
+    AbstentionMetrics,
+    CitationIdMetrics,
+    abstention_metrics,
+    citation_id_metrics,
+)
+from scoring.claims import ClaimMetrics, claim_metrics
+from scoring.labels import resolve_labels
+
+DEFAULT_MATCH_METHOD = "ngram"
+
+
+@dataclass
+class RunScores:
+    """Every metric of one run (SPEC §4), ready for the CLI, pages and exports.
+
+    ``claims_frame`` is the run's claims with the resolved ``label`` column and
+    ``disagreement`` (bool); ``gold`` is ``None`` when no question of the run
+    has reference passages or expected sources.
+    """
+
+    run: Run
+    reviewer: str | None
+    claims: ClaimMetrics
+    citation_ids: CitationIdMetrics
+    abstention: AbstentionMetrics
+    gold: Any | None
+    claims_frame: pd.DataFrame
+    disagreements: int
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON object of ``score --format json`` (issue "Foundation" §6, issue "Gold" §4)."""
+        per_answer = self.claims.per_answer_records()
+        result: dict[str, Any] = {
+            "run": self.run.name,
+            "project": self.run.project.slug,
+            "reviewer": self.reviewer,
+            "answers": self.claims.answers,
+            "claims": self.claims.to_dict(),
+            "disagreements": self.disagreements,
+            "citation_ids": self.citation_ids.to_dict(),
+            "abstention": self.abstention.to_dict(),
+        }
+        if self.gold is not None:
+            gold = self.gold.to_dict()
+            result["context"] = gold["context"]
+            result["source"] = gold["source"]
+        result["per_answer"] = per_answer
+        return result
+
+
+def resolved_claims_frame(run: Run, *, reviewer: str | None = None) -> tuple[pd.DataFrame, int]:
+    """Claims of ``run`` with the label that counts.
+
+    Returns ``(frame, disagreements)``: the claims frame of
+    ``labeling.exports.frames.claims_frame`` plus ``label`` (value or None =
+    pending) and ``disagreement`` (bool), and the number of cited claims whose
+    current reviewers disagree.
+    """
+    claims = frames.claims_frame(run)
+    labels = frames.labels_frame(run)
+    resolved = resolve_labels(labels[["claim_id", "reviewer", "label"]], reviewer=reviewer)
+    merged = claims.merge(resolved[["claim_id", "label", "disagreement"]], on="claim_id", how="left")
+    merged["disagreement"] = merged["disagreement"].fillna(False).astype(bool)
+    uncited = merged["n_citations"] == 0
+    labels_col = merged["label"].astype(object).where(merged["label"].notna(), None)
+    # SPEC §3: a claim without citations is UNCITED, whoever labeled it.
+    labels_col[uncited] = LabelValue.UNCITED.value
+    merged["label"] = labels_col
+    merged.loc[uncited, "disagreement"] = False
+    return merged, int(merged["disagreement"].sum())
+
+
+def run_scores(
+    run: Run, *, reviewer: str | None = None, match_method: str = DEFAULT_MATCH_METHOD,
+    match_threshold: float | None = None,
+) -> RunScores:
+    """Compute every metric of ``run`` (SPEC §4.1–§4.3).
+
+    ``reviewer`` restricts labels to one reviewer's. ``match_method`` and
+    ``match_threshold`` select the passage matcher for the gold metrics.
+    Raises ValueError for an unknown match method.
+    """
+    claims, disagreements = resolved_claims_frame(run, reviewer=reviewer)
+    answers = frames.answers_frame(run)
+    citations = frames.citations_frame(run)
+    claim_result = claim_metrics(
+        claims[["answer_id", "question_id", "claim_index", "n_citations", "label", "abstention"]],
+        answers[["answer_id", "question_id"]],
+    )
+    id_citations = citations[["answer_id", "fabricated"]].assign(passage_id=citations["cited_id"])
+    ids = citation_id_metrics(answers, id_citations, frames.gold_ids_frame(run))
+    abstention = abstention_metrics(answers, id_citations)
+    gold = None
+    if answers["has_references"].any() or answers["has_expected_sources"].any():
+        from scoring.gold import gold_metrics
+        from scoring.matching import get_matcher
+
+        matcher = get_matcher(match_method, threshold=match_threshold)
+        gold = gold_metrics(
+            answers, citations[["answer_id", "citation_id", "source", "text"]],
+            frames.references_frame(run), frames.expected_sources_frame(run), matcher=matcher,
+        )
+    return RunScores(run=run, reviewer=reviewer, claims=claim_result, citation_ids=ids, abstention=abstention,
+                     gold=gold, claims_frame=claims, disagreements=disagreements)
