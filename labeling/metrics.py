@@ -105,12 +105,13 @@ def run_scores(
         claims[["answer_id", "question_id", "claim_index", "n_citations", "label", "abstention"]],
         answers[["answer_id", "question_id"]],
     )
-    id_citations = citations[["answer_id", "fabricated"]].assign(passage_id=citations["cited_id"])
+    id_citations = citations[["answer_id", "passage_id", "fabricated"]]
     ids = citation_id_metrics(answers, id_citations, frames.gold_ids_frame(run))
     abstention = abstention_metrics(answers, id_citations)
     gold = None
     if answers["has_references"].any() or answers["has_expected_sources"].any():
         from scoring.gold import gold_metrics
+
         from scoring.matching import get_matcher
 
         matcher = get_matcher(match_method, threshold=match_threshold)

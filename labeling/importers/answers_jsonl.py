@@ -218,7 +218,8 @@ def _claims(value: Any, problem) -> list[ClaimRecord]:
         label = item.get("label")
         if label is not None:
             if not isinstance(label, str) or label.strip().upper() not in LABEL_VALUES:
-                problem(f"{field}.label", f"unknown label {label!r} (expected one of {', '.join(LABEL_VALUES)} or null)")
+                expected = ", ".join(LABEL_VALUES)
+                problem(f"{field}.label", f"unknown label {label!r} (expected one of {expected} or null)")
                 label = None
             else:
                 label = label.strip().upper()

@@ -1,0 +1,63 @@
+"""``python manage.py demo [--no-serve]``: a ready-to-click Citelab on the embedded SQLite.
+
+Migrates the default database, imports every answers file under ``fixtures/``
+into the project ``demo`` (idempotent), creates the reviewer ``demo`` and
+serves the app on 127.0.0.1:8000.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.core.management import call_command
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.db import transaction
+
+from labeling.importers.records import ImportFailed
+from labeling.importing import run_import
+from labeling.models import Project, Reviewer
+
+DEMO_PROJECT = "demo"
+DEMO_REVIEWER = "demo"
+DEMO_PASSWORD = "citelab-demo"
+FIXTURE_FILES = [
+    "seed_coverage_support.jsonl",
+    "seed_citation_ids.jsonl",
+    "seed_gold_references.jsonl",
+    "expertqa_sample.jsonl",
+]
+
+
+class Command(BaseCommand):
+    help = "Prepare a demo project from fixtures/ and serve Citelab on 127.0.0.1:8000."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--no-serve", action="store_true", help="only migrate and load the demo data")
+        parser.add_argument("--addrport", default="127.0.0.1:8000", help="where to serve (default %(default)s)")
+
+    def handle(self, *args, no_serve: bool, addrport: str, **options) -> None:
+        call_command("migrate", interactive=False, verbosity=0)
+        fixtures_dir = settings.BASE_DIR / "fixtures"
+        with transaction.atomic():
+            project, _created = Project.objects.get_or_create(
+                slug=DEMO_PROJECT,
+                defaults={"name": "Demo: seeds and ExpertQA sample",
+                          "description": "The seeds' worked examples and 20 real ExpertQA answers with expert labels."},
+            )
+            for name in FIXTURE_FILES:
+                try:
+                    report = run_import(project=project, source=fixtures_dir / name)
+                except ImportFailed as failure:
+                    raise CommandError(f"fixtures/{name}: {failure}") from None
+                self.stdout.write(f"fixtures/{name}: {report.summary()}")
+            reviewer = Reviewer.objects.filter(username=DEMO_REVIEWER).first()
+            if reviewer is None:
+                reviewer = Reviewer.objects.create_user(username=DEMO_REVIEWER, password=DEMO_PASSWORD,
+                                                        is_staff=True, is_superuser=True)
+            project.members.add(reviewer)
+        self.stdout.write(self.style.SUCCESS(
+            f"Demo ready. Log in as reviewer '{DEMO_REVIEWER}' with password '{DEMO_PASSWORD}'."
+        ))
+        if no_serve:
+            return
+        self.stdout.write(self.style.SUCCESS(f"Serving on http://{addrport}/ (Ctrl-C to stop)"))
+        call_command("runserver", addrport, use_reloader=False)

@@ -1,0 +1,180 @@
+"""``python manage.py score --run NAME [--project SLUG] [--reviewer NAME] --format json|table``.
+
+With ``--baseline A --max-drop support=0.05 …`` it is a CI gate: exit status 1,
+naming the metric and the numbers, when the run falls more than the allowed
+drop below the baseline run (issue "Versioned label tables…" §5).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from labeling.metrics import DEFAULT_MATCH_METHOD, RunScores, run_scores
+from labeling.models import Project, Reviewer, Run
+from scoring.ratio import format_value
+
+# Metric name → path in RunScores.to_dict(); all are "higher is better".
+GATE_METRICS: dict[str, tuple[str, ...]] = {
+    "coverage": ("claims", "coverage"),
+    "support": ("claims", "support"),
+    "mean_coverage": ("claims", "mean_coverage"),
+    "mean_support": ("claims", "mean_support"),
+    "precision": ("citation_ids", "precision"),
+    "recall": ("citation_ids", "recall"),
+    "context_precision": ("context", "precision"),
+    "context_recall": ("context", "recall"),
+    "context_f1": ("context", "f1"),
+    "source_precision": ("source", "precision"),
+    "source_recall": ("source", "recall"),
+    "source_f1": ("source", "f1"),
+}
+
+
+def find_project(slug: str | None) -> Project:
+    """``--project SLUG``, or the only project there is. CommandError otherwise."""
+    if slug:
+        try:
+            return Project.objects.get(slug=slug)
+        except Project.DoesNotExist:
+            raise CommandError(f"no project {slug!r}") from None
+    projects = list(Project.objects.all()[:2])
+    if len(projects) == 1:
+        return projects[0]
+    raise CommandError("no project yet: import answers first" if not projects else
+                       "several projects exist: pass --project SLUG")
+
+
+def find_run(project: Project, name: str) -> Run:
+    """Run ``name`` of ``project``; CommandError listing the project's runs otherwise."""
+    try:
+        return Run.objects.select_related("project").get(project=project, name=name)
+    except Run.DoesNotExist:
+        names = ", ".join(project.runs.values_list("name", flat=True)) or "none"
+        raise CommandError(f"project {project.slug!r} has no run {name!r} (runs: {names})") from None
+
+
+def parse_max_drop(values: list[str]) -> dict[str, float]:
+    """``["support=0.05", …]`` → ``{"support": 0.05}``; CommandError naming a bad item."""
+    drops: dict[str, float] = {}
+    for item in values:
+        name, sep, number = item.partition("=")
+        name = name.strip()
+        if not sep or name not in GATE_METRICS:
+            raise CommandError(f"--max-drop {item!r}: use METRIC=NUMBER with METRIC one of {', '.join(GATE_METRICS)}")
+        try:
+            drops[name] = float(number)
+        except ValueError:
+            raise CommandError(f"--max-drop {item!r}: {number!r} is not a number") from None
+        if drops[name] < 0:
+            raise CommandError(f"--max-drop {item!r}: the allowed drop cannot be negative")
+    return drops
+
+
+def metric_value(scores: dict[str, Any], name: str) -> float | None:
+    section, key = GATE_METRICS[name]
+    return scores.get(section, {}).get(key)
+
+
+class Command(BaseCommand):
+    help = "Citation metrics of a run (SPEC §4) as JSON or a table; optionally gate on a baseline run."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--run", required=True)
+        parser.add_argument("--project", help="project slug (default: the only project)")
+        parser.add_argument("--reviewer", help="count only this reviewer's labels")
+        parser.add_argument("--format", choices=["json", "table"], default="table")
+        parser.add_argument("--match-method", default=DEFAULT_MATCH_METHOD,
+                            help="passage match method for gold metrics: substring, ngram, embeddings, llm")
+        parser.add_argument("--match-threshold", type=float, default=None)
+        parser.add_argument("--baseline", help="baseline run to gate against (CI)")
+        parser.add_argument("--max-drop", action="append", default=[], metavar="METRIC=X",
+                            help="fail when METRIC falls more than X below the baseline (repeatable)")
+
+    def handle(self, *args, **options) -> None:
+        project = find_project(options["project"])
+        run = find_run(project, options["run"])
+        reviewer = options["reviewer"]
+        if reviewer and not Reviewer.objects.filter(username=reviewer).exists():
+            raise CommandError(f"no reviewer {reviewer!r}")
+        drops = parse_max_drop(options["max_drop"])
+        if drops and not options["baseline"]:
+            raise CommandError("--max-drop needs --baseline RUN")
+        scores = self._scores(run, options)
+        if options["format"] == "json":
+            self.stdout.write(json.dumps(scores.to_dict(), indent=2, ensure_ascii=False))
+        else:
+            self.stdout.write(render_table(scores))
+        if options["baseline"]:
+            baseline = self._scores(find_run(project, options["baseline"]), options)
+            failures = gate(baseline.to_dict(), scores.to_dict(), drops)
+            if failures:
+                raise CommandError("CI gate failed:\n" + "\n".join(failures), returncode=1)
+            self.stderr.write(self.style.SUCCESS(f"CI gate passed: {run.name} vs baseline {options['baseline']}"))
+
+    def _scores(self, run: Run, options: dict[str, Any]) -> RunScores:
+        try:
+            return run_scores(run, reviewer=options["reviewer"], match_method=options["match_method"],
+                              match_threshold=options["match_threshold"])
+        except ValueError as exc:
+            raise CommandError(str(exc)) from None
+
+
+def gate(baseline: dict[str, Any], candidate: dict[str, Any], drops: dict[str, float]) -> list[str]:
+    """Failures of ``candidate`` against ``baseline`` (both ``RunScores.to_dict()``).
+
+    A metric fails when ``candidate < baseline − max_drop`` (compared on the
+    exact ratios), or when the baseline has a value and the candidate's is
+    undefined. A metric undefined on the baseline cannot be gated and is
+    reported as a failure too, so a misconfigured gate never passes silently.
+    """
+    failures = []
+    for name, max_drop in drops.items():
+        before, after = metric_value(baseline, name), metric_value(candidate, name)
+        label = f"{name}: {candidate['run']} {format_value(after, 4)} vs baseline {baseline['run']} "
+        if before is None:
+            failures.append(label + f"{format_value(before, 4)} (undefined on the baseline; cannot gate)")
+        elif after is None:
+            failures.append(label + f"{format_value(before, 4)} (undefined on the run)")
+        elif before - after > max_drop + 1e-12:
+            failures.append(label + f"{format_value(before, 4)}: dropped {before - after:.4f} > allowed {max_drop:.4f}")
+    return failures
+
+
+def render_table(scores: RunScores) -> str:
+    """Plain-text report of a run's metrics for a person (fractions beside ratios)."""
+    c = scores.claims
+    ids = scores.citation_ids
+    lines = [
+        f"Run {scores.run.name} (project {scores.run.project.slug})"
+        + (f", labels of {scores.reviewer}" if scores.reviewer else ", agreed labels"),
+        f"  answers {c.answers}, claims {c.claims}, cited {c.cited}, labeled cited {c.labeled_cited}, "
+        f"pending {c.pending}, reviewer disagreements {scores.disagreements}",
+        "",
+        f"  {'metric':<22}{'pooled':>22}{'per-answer mean':>22}",
+        f"  {'coverage':<22}{str(c.coverage):>22}{_mean(c.mean_coverage, c.coverage_skipped):>22}",
+        f"  {'support':<22}{str(c.support):>22}{_mean(c.mean_support, c.support_skipped):>22}",
+        f"  {'gap':<22}{format_value(c.gap):>22}",
+        f"  {'citation precision':<22}{str(ids.precision):>22}{_mean(ids.mean_precision, None):>22}",
+        f"  {'citation recall':<22}{str(ids.recall):>22}{_mean(ids.mean_recall, None):>22}",
+        f"  {'fabricated':<22}{str(ids.fabricated_rate):>22}",
+        f"  {'abstention':<22}{str(scores.abstention.rate):>22}",
+    ]
+    if scores.gold is not None:
+        gold = scores.gold.to_dict()
+        for level in ("context", "source"):
+            g = gold[level]
+            for metric in ("precision", "recall", "f1"):
+                lines.append(f"  {level + ' ' + metric:<22}{format_value(g[metric]):>22}"
+                             f"{format_value(g['mean_' + metric]):>22}")
+    if c.pending:
+        lines.append("")
+        lines.append(f"  support is provisional: {c.pending} cited claim(s) still unlabeled")
+    return "\n".join(lines)
+
+
+def _mean(value: float | None, skipped: int | None) -> str:
+    text = format_value(value)
+    return f"{text} ({skipped} skipped)" if skipped else text

@@ -1,0 +1,144 @@
+"""``manage.py score`` on the seeds' fixtures and the real ExpertQA labels
+(issue "Foundation" §6 and "Done when"), plus the CI gate (issue 5 §5)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
+
+from labeling.importing import run_import
+from labeling.models import Claim, Label, Run
+from tests.conftest import FIXTURES_DIR
+from tests.factories import LabelFactory, ProjectFactory, ReviewerFactory
+
+
+def score_json(*args: str, capsys) -> dict:
+    call_command("score", *args, "--format", "json")
+    return json.loads(capsys.readouterr().out)
+
+
+@pytest.fixture
+def seeds(db):
+    project = ProjectFactory(slug="demo")
+    for name in ("seed_coverage_support.jsonl", "seed_citation_ids.jsonl", "seed_gold_references.jsonl"):
+        run_import(project=project, source=FIXTURES_DIR / name)
+    return project
+
+
+def test_seed_coverage_support_example_gives_coverage_one_and_support_three_fifths(seeds, capsys):
+    """Seed 'Measure Citation Coverage and Support': 5 claims, all cited, 3 SUPPORTED
+    → coverage 5/5 = 1.0 exactly, support 3/5 = 0.6, gap 0.4."""
+    result = score_json("--run", "seed-coverage-support", capsys=capsys)
+    claims = result["claims"]
+    assert (claims["claims"], claims["cited"], claims["labeled_cited"], claims["supported"]) == (5, 5, 5, 3)
+    assert claims["coverage"] == 1.0 and claims["support"] == 0.6
+    assert claims["gap"] == pytest.approx(0.4)
+    assert result["per_answer"][0]["question_id"] == "seed-support-1"
+
+
+def test_seed_citation_ids_example_gives_precision_three_quarters_recall_three_fifths(seeds, capsys):
+    """Seed 'Citation Precision and Recall': tp = 1+1+1+0 = 3, fp = 0+1+0+0 = 1,
+    fn = 0+0+1+1 = 2 → precision 3/4, recall 3/5. The fifth answer is to an
+    unanswerable question and cites nothing: abstention 1/1, its claim is not counted."""
+    result = score_json("--run", "seed-citation-ids", capsys=capsys)
+    ids = result["citation_ids"]
+    assert (ids["tp"], ids["fp"], ids["fn"]) == (3, 1, 2)
+    assert ids["precision"] == 0.75 and ids["recall"] == 0.6
+    assert (ids["fabricated"], ids["fabricated_rate"]) == (0, 0.0)
+    assert result["abstention"] == {"unanswerable": 1, "abstained": 1, "rate": 1.0}
+    assert (result["claims"]["claims"], result["claims"]["cited"]) == (5, 4)
+
+
+@pytest.mark.parametrize(
+    ("run", "answers", "claims", "cited", "labeled_cited", "supported", "coverage", "support", "mean_cov", "mean_sup"),
+    [
+        ("post_hoc_gs_gpt4", 30, 181, 177, 175, 133, 0.9779, 0.7600, 0.9830, 0.7519),
+        ("post_hoc_sphere_gpt4", 30, 180, 180, 171, 92, 1.0000, 0.5380, 1.0000, 0.4968),
+        ("rr_gs_gpt4", 29, 162, 123, 123, 110, 0.7593, 0.8943, 0.7787, 0.8092),
+        ("rr_sphere_gpt4", 29, 212, 159, 150, 113, 0.7500, 0.7533, 0.7737, 0.7172),
+    ],
+)
+def test_expertqa_scores_match_the_published_per_run_figures(
+    expertqa_project, capsys, run, answers, claims, cited, labeled_cited, supported, coverage, support, mean_cov,
+    mean_sup,
+):
+    """The table of ../shared/data/README.md, computed from the experts' labels."""
+    result = score_json("--run", run, "--project", "expertqa", capsys=capsys)
+    c = result["claims"]
+    assert result["answers"] == answers
+    assert (c["claims"], c["cited"], c["labeled_cited"], c["supported"]) == (claims, cited, labeled_cited, supported)
+    assert c["pending"] == cited - labeled_cited
+    assert round(c["coverage"], 4) == coverage and round(c["support"], 4) == support
+    assert round(c["mean_coverage"], 4) == mean_cov and round(c["mean_support"], 4) == mean_sup
+    assert len(result["per_answer"]) == answers
+
+
+def test_table_format_shows_fractions_beside_ratios(seeds, capsys):
+    call_command("score", "--run", "seed-coverage-support", "--project", "demo")
+    out = capsys.readouterr().out
+    assert "5/5 = 1.00" in out and "3/5 = 0.60" in out
+
+
+def test_disagreeing_reviewers_leave_the_claim_pending_unless_one_reviewer_is_chosen(seeds, capsys):
+    """Claim 1 of the seed run: seed-reviewer says SUPPORTED; bob says UNSUPPORTED.
+    Agreed labels: 2 supported of 4 labeled, 1 pending. Bob only: 1 labeled cited (0 supported)."""
+    claim = Claim.objects.get(answer__run__name="seed-coverage-support", index=1)
+    LabelFactory(claim=claim, reviewer=ReviewerFactory(username="bob"), value="UNSUPPORTED", justification="no")
+    agreed = score_json("--run", "seed-coverage-support", capsys=capsys)
+    assert (agreed["claims"]["supported"], agreed["claims"]["labeled_cited"], agreed["claims"]["pending"]) == (2, 4, 1)
+    assert agreed["disagreements"] == 1
+    bob = score_json("--run", "seed-coverage-support", "--reviewer", "bob", capsys=capsys)
+    assert (bob["claims"]["labeled_cited"], bob["claims"]["supported"], bob["claims"]["pending"]) == (1, 0, 4)
+
+
+def test_json_has_the_documented_keys(seeds, capsys):
+    result = score_json("--run", "seed-citation-ids", capsys=capsys)
+    assert {"run", "answers", "claims", "citation_ids", "abstention", "per_answer"} <= set(result)
+    assert {"claims", "cited", "labeled_cited", "supported", "unsupported", "pending", "coverage", "support", "gap",
+            "mean_coverage", "mean_support"} <= set(result["claims"])
+    assert {"tp", "fp", "fn", "precision", "recall", "fabricated", "fabricated_rate"} <= set(result["citation_ids"])
+    assert {"question_id", "claims", "cited", "supported", "coverage", "support"} <= set(result["per_answer"][0])
+
+
+def test_unknown_run_lists_the_project_runs(seeds):
+    with pytest.raises(CommandError, match="has no run 'nope'.*seed-coverage-support"):
+        call_command("score", "--run", "nope")
+
+
+def _copy_run(project, source_run: str, new_name: str) -> Run:
+    run_import(project=project, source=FIXTURES_DIR / "seed_coverage_support.jsonl", run_name=new_name)
+    return Run.objects.get(project=project, name=new_name)
+
+
+def test_ci_gate_fails_naming_metric_and_numbers_when_support_drops(seeds, capsys):
+    """Baseline support 3/5 = 0.6; candidate relabels one SUPPORTED claim → 2/5 = 0.4.
+    Drop 0.2 > 0.05 → exit 1; coverage unchanged (1.0 → 1.0) passes."""
+    candidate = _copy_run(seeds, "seed-coverage-support", "prompt-v2")
+    label = Label.objects.get(claim__answer__run=candidate, claim__index=1)
+    label.is_current = False
+    label.save()
+    LabelFactory(claim=label.claim, reviewer=label.reviewer, value="UNSUPPORTED", justification="weaker")
+    with pytest.raises(CommandError) as failure:
+        call_command("score", "--run", "prompt-v2", "--baseline", "seed-coverage-support",
+                     "--max-drop", "support=0.05", "--max-drop", "coverage=0.05")
+    assert failure.value.returncode == 1
+    message = str(failure.value)
+    expected = "support: prompt-v2 0.4000 vs baseline seed-coverage-support 0.6000: dropped 0.2000 > allowed 0.0500"
+    assert expected in message
+    assert "coverage" not in message.replace("seed-coverage-support", "")
+
+
+def test_ci_gate_passes_when_within_the_allowed_drop(seeds, capsys):
+    _copy_run(seeds, "seed-coverage-support", "prompt-v2")
+    call_command("score", "--run", "prompt-v2", "--baseline", "seed-coverage-support",
+                 "--max-drop", "support=0.05", "--max-drop", "coverage=0")
+    assert "CI gate passed" in capsys.readouterr().err
+
+
+def test_ci_gate_rejects_unknown_metric(seeds):
+    with pytest.raises(CommandError, match="--max-drop 'accuracy=0.1'"):
+        call_command("score", "--run", "seed-coverage-support", "--baseline", "seed-coverage-support",
+                     "--max-drop", "accuracy=0.1")

@@ -1,0 +1,74 @@
+"""Settings read from the environment (STYLE §1) and the demo command (issue "Foundation" §8)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+from django.core.exceptions import ImproperlyConfigured
+from django.core.management import call_command
+
+from labeling.models import Answer, Project, Reviewer, Run
+from labeling.settings import env_bool, env_int, env_list
+from tests.conftest import REPO_ROOT
+
+
+def test_env_helpers_parse_and_reject(monkeypatch):
+    monkeypatch.setenv("X_BOOL", "off")
+    assert env_bool("X_BOOL", True) is False
+    monkeypatch.setenv("X_BOOL", "maybe")
+    with pytest.raises(ImproperlyConfigured, match="X_BOOL='maybe' is not a boolean"):
+        env_bool("X_BOOL", True)
+    monkeypatch.setenv("X_LIST", "a.example, b.example ,")
+    assert env_list("X_LIST", []) == ["a.example", "b.example"]
+    monkeypatch.setenv("X_INT", "-3")
+    with pytest.raises(ImproperlyConfigured, match="must be positive"):
+        env_int("X_INT", 1)
+
+
+def _settings_in_subprocess(env: dict[str, str], expression: str) -> subprocess.CompletedProcess:
+    code = f"import django; django.setup(); from django.conf import settings; print({expression})"
+    clean = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "DEBUG", "SECRET_KEY")}
+    return subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT, capture_output=True, text=True,
+                          env={**clean, "DJANGO_SETTINGS_MODULE": "labeling.settings", **env})
+
+
+def test_sqlite_by_default_and_postgres_from_database_url():
+    default = _settings_in_subprocess({}, "settings.DATABASES['default']['ENGINE']")
+    assert default.stdout.strip() == "django.db.backends.sqlite3"
+    pg = _settings_in_subprocess({"DATABASE_URL": "postgres://postgres@127.0.0.1:5432/citelab"},
+                                 "settings.DATABASES['default']['ENGINE'], settings.DATABASES['default']['NAME']")
+    assert pg.stdout.strip() == "django.db.backends.postgresql citelab"
+
+
+def test_production_without_secret_key_is_refused():
+    result = _settings_in_subprocess({"DEBUG": "0"}, "settings.SECRET_KEY")
+    assert result.returncode != 0
+    assert "SECRET_KEY must be set when DEBUG is off" in result.stderr
+
+
+@pytest.mark.django_db
+def test_demo_prepares_the_project_and_reviewer_idempotently(capsys):
+    call_command("demo", "--no-serve")
+    out = capsys.readouterr().out
+    assert "Log in as reviewer 'demo' with password 'citelab-demo'" in out
+    project = Project.objects.get(slug="demo")
+    assert sorted(Run.objects.filter(project=project).values_list("name", flat=True)) == [
+        "post_hoc_gs_gpt4", "post_hoc_sphere_gpt4", "rr_gs_gpt4", "rr_sphere_gpt4",
+        "seed-citation-ids", "seed-coverage-support", "seed-gold-references"]
+    assert Answer.objects.count() == 1 + 5 + 3 + 20
+    assert project.members.filter(username="demo").exists()
+    assert Reviewer.objects.get(username="demo").check_password("citelab-demo")
+    call_command("demo", "--no-serve")
+    assert Answer.objects.count() == 29
+
+
+def test_scoring_never_imports_django():
+    result = subprocess.run(
+        [sys.executable, "-c", "import scoring, scoring.claims, scoring.ratio, scoring.normalize, sys; "
+                               "assert 'django' not in sys.modules, 'django imported'"],
+        cwd=REPO_ROOT, capture_output=True, text=True,
+    )
+    assert result.returncode == 0, result.stderr
