@@ -60,8 +60,7 @@ class Agreement:
                 for row, counts in self.confusion.to_dict("index").items()
             },
             "disagreements": [
-                {"claim_id": _native(c), "a": a, "b": b}
-                for c, a, b in self.disagreements.itertuples(index=False)
+                {"claim_id": _native(c), "a": a, "b": b} for c, a, b in self.disagreements.itertuples(index=False)
             ],
         }
 
@@ -115,9 +114,7 @@ def pairwise_agreement(labels: pd.DataFrame, reviewer_a: str, reviewer_b: str) -
     )
 
 
-def krippendorff_alpha(
-    labels: pd.DataFrame, *, reviewers: Iterable[str] | None = None
-) -> float | None:
+def krippendorff_alpha(labels: pd.DataFrame, *, reviewers: Iterable[str] | None = None) -> float | None:
     """Krippendorff's alpha, nominal, across all reviewers (SPEC §4.4).
 
     In: a labels frame; with ``reviewers`` only those reviewers' labels count.

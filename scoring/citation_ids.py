@@ -124,9 +124,7 @@ class AbstentionMetrics:
         }
 
 
-def citation_id_metrics(
-    answers: pd.DataFrame, citations: pd.DataFrame, gold_ids: pd.DataFrame
-) -> CitationIdMetrics:
+def citation_id_metrics(answers: pd.DataFrame, citations: pd.DataFrame, gold_ids: pd.DataFrame) -> CitationIdMetrics:
     """Citation precision and recall of cited ids vs gold ids, plus fabricated ids.
 
     Frames as in the module docstring. Per answer with ``has_gold``: ``cited``
@@ -158,14 +156,12 @@ def citation_id_metrics(
     gold_answer_ids = answers.loc[has_gold, "answer_id"]
     stray = ~gold_ids["answer_id"].isin(gold_answer_ids)
     if stray.any():
-        shown = ", ".join(repr(a) for a in gold_ids.loc[stray, "answer_id"].unique()[:5])
+        shown = _show(gold_ids.loc[stray, "answer_id"])
         raise ValueError(f"gold_ids has rows for answer(s) whose has_gold is False: {shown}")
 
     cited = _distinct_ids(citations, name="citations")
     cited["fabricated"] = _flag(citations["fabricated"])
-    cited = cited.groupby(["answer_id", "passage_id"], sort=False, as_index=False)[
-        "fabricated"
-    ].any()
+    cited = cited.groupby(["answer_id", "passage_id"], sort=False, as_index=False)["fabricated"].any()
     gold = _distinct_ids(gold_ids, name="gold_ids").drop_duplicates()
 
     matched = cited.merge(gold, on=["answer_id", "passage_id"], how="left", indicator=True)
@@ -184,8 +180,8 @@ def citation_id_metrics(
 
     per_answer = pd.DataFrame(
         {
-            "answer_id": answer_ids.to_numpy(dtype=object),
-            "question_id": answers["question_id"].to_numpy(dtype=object),
+            "answer_id": answer_ids.to_numpy(),
+            "question_id": answers["question_id"].to_numpy(),
             "has_gold": has_gold,
             "cited": n_cited,
             "fabricated": n_fabricated,
@@ -246,8 +242,8 @@ def abstention_metrics(answers: pd.DataFrame, citations: pd.DataFrame) -> Absten
     abstained = unanswerable & (n_citations == 0)
     per_answer = pd.DataFrame(
         {
-            "answer_id": answers["answer_id"].to_numpy(dtype=object),
-            "question_id": answers["question_id"].to_numpy(dtype=object),
+            "answer_id": answers["answer_id"].to_numpy(),
+            "question_id": answers["question_id"].to_numpy(),
             "unanswerable": unanswerable,
             "citations": n_citations,
             "abstained": abstained,
@@ -266,17 +262,22 @@ def _flag(values: pd.Series) -> np.ndarray:
     return values.astype("boolean").fillna(False).to_numpy(dtype=bool)
 
 
+def _show(ids: pd.Series) -> str:
+    """The first few distinct ids for an error message."""
+    return ", ".join(repr(value) for value in ids.drop_duplicates().head(5).tolist())
+
+
 def _check_answer_ids(answers: pd.DataFrame) -> None:
     twice = answers["answer_id"].duplicated()
     if twice.any():
-        shown = ", ".join(repr(a) for a in answers.loc[twice, "answer_id"].unique()[:5])
+        shown = _show(answers.loc[twice, "answer_id"])
         raise ValueError(f"answers frame lists answer_id(s) more than once: {shown}")
 
 
 def _check_known(frame: pd.DataFrame, answers: pd.DataFrame, *, name: str) -> None:
     unknown = ~frame["answer_id"].isin(answers["answer_id"])
     if unknown.any():
-        shown = ", ".join(repr(a) for a in frame.loc[unknown, "answer_id"].unique()[:5])
+        shown = _show(frame.loc[unknown, "answer_id"])
         raise ValueError(f"{name} frame has rows for answer(s) not in answers: {shown}")
 
 
@@ -285,9 +286,9 @@ def _distinct_ids(frame: pd.DataFrame, *, name: str) -> pd.DataFrame:
         raise ValueError(f"{name} frame has row(s) without a passage_id")
     return pd.DataFrame(
         {
-            "answer_id": frame["answer_id"].to_numpy(dtype=object),
+            "answer_id": frame["answer_id"].to_numpy(),
             # ids are compared as the strings the answer cites ("3" and 3 are one id)
-            "passage_id": frame["passage_id"].astype(str).to_numpy(dtype=object),
+            "passage_id": frame["passage_id"].astype(str).to_numpy(),
         }
     )
 

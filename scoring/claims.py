@@ -25,10 +25,11 @@ import numpy as np
 import pandas as pd
 
 from scoring.labels import (
+    LABEL_VALUES,
     SUPPORTED,
     UNCITED,
     UNSUPPORTED,
-    check_label_values,
+    label_codes,
     require_columns,
     sort_by,
 )
@@ -131,16 +132,16 @@ def claim_metrics(claims: pd.DataFrame, answers: pd.DataFrame | None = None) -> 
       out of every count, and the answer's coverage and support are ``None``.
       An answer is taken as abstaining when any of its rows says so.
 
-    ``answers``: optional, columns ``answer_id, question_id``; answers listed
-    here without claims still get a per-answer row (coverage ``None``).
+    ``answers``: optional, columns ``answer_id, question_id`` (and optionally
+    ``abstention``); answers listed here without claims still get a per-answer
+    row (0 claims, coverage and support ``None``).
 
     Raises ``ValueError`` on a missing column, an unknown label value, a null
     or negative ``n_citations``, or a label breaking SPEC §3 (UNCITED on a cited
     claim, SUPPORTED/UNSUPPORTED on a claim without citations).
     """
     require_columns(claims, CLAIM_COLUMNS, name="claims")
-    label = claims["label"]
-    check_label_values(label, allow_null=True)
+    label = label_codes(claims["label"], allow_null=True)
     n_citations = claims["n_citations"]
     if n_citations.isna().any():
         raise ValueError(f"{int(n_citations.isna().sum())} claim(s) have a null n_citations")
@@ -149,9 +150,9 @@ def claim_metrics(claims: pd.DataFrame, answers: pd.DataFrame | None = None) -> 
         raise ValueError(f"{int((n_citations < 0).sum())} claim(s) have a negative n_citations")
 
     cited = n_citations > 0
-    supported = (label == SUPPORTED).to_numpy(dtype=bool)
-    unsupported = (label == UNSUPPORTED).to_numpy(dtype=bool)
-    _check_consistency(claims, cited, supported | unsupported, (label == UNCITED).to_numpy(bool))
+    supported = label == LABEL_VALUES.index(SUPPORTED)
+    unsupported = label == LABEL_VALUES.index(UNSUPPORTED)
+    _check_consistency(claims, cited, supported | unsupported, label == LABEL_VALUES.index(UNCITED))
 
     codes, answer_ids = _factorize(claims["answer_id"])
     n_answers = len(answer_ids)
@@ -159,32 +160,26 @@ def claim_metrics(claims: pd.DataFrame, answers: pd.DataFrame | None = None) -> 
     def per_answer_count(mask: np.ndarray) -> np.ndarray:
         return np.bincount(codes[mask], minlength=n_answers)
 
-    if "abstention" in claims.columns:
-        flags = claims["abstention"].astype("boolean").fillna(False).to_numpy(dtype=bool)
-        abstaining = per_answer_count(flags) > 0
-    else:
-        abstaining = np.zeros(n_answers, dtype=bool)
+    abstaining = per_answer_count(_abstention_flags(claims)) > 0
     factual = ~abstaining[codes]
     first_row = np.unique(codes, return_index=True)[1]
 
     per_answer = pd.DataFrame(
         {
             "answer_id": answer_ids,
-            "question_id": claims["question_id"].to_numpy(dtype=object)[first_row],
+            "question_id": claims["question_id"].to_numpy()[first_row],
             "claims": per_answer_count(factual),
             "cited": per_answer_count(factual & cited),
             "labeled_cited": per_answer_count(factual & cited & (supported | unsupported)),
             "supported": per_answer_count(factual & cited & supported),
             "unsupported": per_answer_count(factual & cited & unsupported),
-            "pending": per_answer_count(factual & cited & label.isna().to_numpy(dtype=bool)),
+            "pending": per_answer_count(factual & cited & (label < 0)),
             "abstention": abstaining,
         }
     )
     per_answer = _add_answers_without_claims(per_answer, answers)
     per_answer.insert(8, "coverage", _ratio_column(per_answer["cited"], per_answer["claims"]))
-    per_answer.insert(
-        9, "support", _ratio_column(per_answer["supported"], per_answer["labeled_cited"])
-    )
+    per_answer.insert(9, "support", _ratio_column(per_answer["supported"], per_answer["labeled_cited"]))
     per_answer = sort_by(per_answer, ["question_id", "answer_id"])
 
     totals = {column: int(per_answer[column].sum()) for column in COUNT_COLUMNS}
@@ -217,22 +212,16 @@ def to_native(value: Any) -> Any:
     return value
 
 
-def _check_consistency(
-    claims: pd.DataFrame, cited: np.ndarray, judged: np.ndarray, uncited_label: np.ndarray
-) -> None:
+def _check_consistency(claims: pd.DataFrame, cited: np.ndarray, judged: np.ndarray, uncited_label: np.ndarray) -> None:
     # Scoring a label that contradicts the citations would silently drop the
     # claim from both support counts; the product forbids it (SPEC §3).
     bad = (cited & uncited_label) | (~cited & judged)
     if bad.any():
         rows = claims.loc[bad, ["answer_id", "claim_index", "n_citations", "label"]].head(5)
         shown = "; ".join(
-            f"answer {a!r} claim {i!r}: {n} citation(s), {lab}"
-            for a, i, n, lab in rows.itertuples(index=False)
+            f"answer {a!r} claim {i!r}: {n} citation(s), {lab}" for a, i, n, lab in rows.itertuples(index=False)
         )
-        raise ValueError(
-            f"{int(bad.sum())} claim(s) break 'UNCITED if and only if no citation' "
-            f"(SPEC §3): {shown}"
-        )
+        raise ValueError(f"{int(bad.sum())} claim(s) break 'UNCITED if and only if no citation' (SPEC §3): {shown}")
 
 
 def _factorize(ids: pd.Series) -> tuple[np.ndarray, np.ndarray]:
@@ -242,30 +231,35 @@ def _factorize(ids: pd.Series) -> tuple[np.ndarray, np.ndarray]:
         codes, uniques = pd.factorize(ids, sort=False)
     if (codes < 0).any():
         raise ValueError("claims frame has row(s) without an answer_id")
-    return codes, np.asarray(uniques, dtype=object)
+    return codes, np.asarray(uniques)
 
 
-def _add_answers_without_claims(
-    per_answer: pd.DataFrame, answers: pd.DataFrame | None
-) -> pd.DataFrame:
+def _add_answers_without_claims(per_answer: pd.DataFrame, answers: pd.DataFrame | None) -> pd.DataFrame:
     if answers is None:
         return per_answer
     require_columns(answers, ANSWER_COLUMNS, name="answers")
-    missing = answers.loc[~answers["answer_id"].isin(per_answer["answer_id"]), ANSWER_COLUMNS]
+    missing = answers[~answers["answer_id"].isin(per_answer["answer_id"])]
     missing = missing.drop_duplicates("answer_id")
     if missing.empty:
         return per_answer
     empty = pd.DataFrame(
         {
-            "answer_id": missing["answer_id"].to_numpy(dtype=object),
-            "question_id": missing["question_id"].to_numpy(dtype=object),
+            "answer_id": missing["answer_id"].to_numpy(),
+            "question_id": missing["question_id"].to_numpy(),
             **{column: np.zeros(len(missing), dtype="int64") for column in COUNT_COLUMNS},
-            "abstention": np.zeros(len(missing), dtype=bool),
+            "abstention": _abstention_flags(missing),
         }
     )
     if per_answer.empty:
         return empty
     return pd.concat([per_answer, empty], ignore_index=True)
+
+
+def _abstention_flags(frame: pd.DataFrame) -> np.ndarray:
+    """The optional ``abstention`` column as bools (absent or null: False)."""
+    if "abstention" not in frame.columns:
+        return np.zeros(len(frame), dtype=bool)
+    return frame["abstention"].astype("boolean").fillna(False).to_numpy(dtype=bool)
 
 
 def _ratio_column(numerator: pd.Series, denominator: pd.Series) -> np.ndarray:
