@@ -1,0 +1,401 @@
+"""Pictures as server-side SVG geometry (issue 5 part 2): the per-answer
+coverage × support scatter of a run and the coverage / support / gap trend
+across a project's runs.
+
+The functions here turn metric rows into coordinates; the partials
+``templates/labeling/_scatter.html`` and ``_runs_trend.html`` only draw them
+(autoescaped, no JavaScript, no chart library). Coordinates are SVG user units
+in the chart's ``viewBox``; every value shown is also in a ``<title>``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+from django.db.models import Count
+
+from labeling.comparison import answer_review_url
+from labeling.exports import frames
+from labeling.metrics import resolved_claims_frame
+from labeling.models import Answer, Claim, Label, LabelValue, Project, Run
+from scoring.claims import claim_metrics
+from scoring.labels import resolve_labels
+from scoring.ratio import format_value
+
+# The four patterns of the seed "Measure Citation Coverage and Support"; a
+# value ≥ QUADRANT_SPLIT counts as high.
+QUADRANT_SPLIT = 0.5
+QUADRANTS = {
+    ("high", "low"): ("High coverage, low support", "cites everything, verifies nothing"),
+    ("low", "high"): ("Low coverage, high support", "honest but under-cites"),
+    ("high", "high"): ("High/high", "good citation hygiene"),
+    ("low", "low"): ("Low/low", "largely ungrounded"),
+}
+
+
+@dataclass(frozen=True)
+class Box:
+    """The plot area: ``left``, ``top``, ``right``, ``bottom`` in SVG units."""
+
+    left: float
+    top: float
+    right: float
+    bottom: float
+
+    @property
+    def width(self) -> float:
+        return self.right - self.left
+
+    @property
+    def height(self) -> float:
+        return self.bottom - self.top
+
+
+@dataclass(frozen=True)
+class Tick:
+    """A gridline at ``position`` (x for the x axis, y for the y axis) and its ``text``."""
+
+    position: float
+    text: str
+
+
+@dataclass(frozen=True)
+class Quadrant:
+    """One labeled quadrant: rectangle ``x, y, width, height``; ``title`` and
+    ``subtitle`` drawn from ``label_x, label_y`` with ``anchor`` (start/end)."""
+
+    key: str
+    x: float
+    y: float
+    width: float
+    height: float
+    title: str
+    subtitle: str
+    label_x: float
+    label_y: float
+    anchor: str
+
+
+@dataclass(frozen=True)
+class ScatterPoint:
+    """Answers sharing one (coverage, support) value: centre ``cx, cy``,
+    radius ``r`` (grows with ``count``), ``title`` (tooltip), ``url`` (the
+    answer's review page when the point is one answer, else "")."""
+
+    cx: float
+    cy: float
+    r: float
+    count: int
+    coverage: float
+    support: float
+    title: str
+    url: str
+
+
+@dataclass(frozen=True)
+class NotPlotted:
+    """An answer left out of the scatter because a ratio is undefined (SPEC §4)."""
+
+    question_id: str
+    answer_id: Any
+    reason: str
+    url: str
+
+
+@dataclass(frozen=True)
+class ScatterChart:
+    """Geometry of the coverage (x) × support (y) scatter of one run's answers."""
+
+    width: int
+    height: int
+    plot: Box
+    split_x: float
+    split_y: float
+    x_ticks: list[Tick]
+    y_ticks: list[Tick]
+    quadrants: list[Quadrant]
+    points: list[ScatterPoint]
+    not_plotted: list[NotPlotted]
+    answers: int
+    caption: str
+
+    @property
+    def plotted(self) -> int:
+        return sum(point.count for point in self.points)
+
+
+def scatter_chart(
+    rows: Iterable[Mapping[str, Any]], *, answer_url: Callable[[Any], str] | None = None, caption: str = "",
+) -> ScatterChart:
+    """Scatter geometry from per-answer metric rows.
+
+    ``rows``: mappings with ``question_id``, ``answer_id``, ``coverage`` and
+    ``support`` (floats in [0, 1] or ``None``) and optionally ``claims``,
+    ``cited``, ``pending`` (ints, to say why a ratio is undefined) — e.g.
+    ``ClaimMetrics.per_answer_records()``. Answers with an undefined coverage
+    or support are listed in ``not_plotted`` instead. Answers at the same
+    exact value share one point whose radius grows with the square root of
+    their number. ``answer_url(answer_id)`` links points and listed answers.
+    """
+    width, height = 460, 400
+    plot = Box(left=56, top=12, right=width - 14, bottom=height - 48)
+    pad = 10  # keeps points at 0 and 1 fully inside the frame
+
+    def x_of(value: float) -> float:
+        return round(plot.left + pad + value * (plot.width - 2 * pad), 2)
+
+    def y_of(value: float) -> float:
+        return round(plot.bottom - pad - value * (plot.height - 2 * pad), 2)
+
+    link = answer_url or (lambda _answer_id: "")
+    groups: dict[tuple[float, float], list[Mapping[str, Any]]] = {}
+    not_plotted: list[NotPlotted] = []
+    count = 0
+    for row in rows:
+        count += 1
+        coverage, support = _number(row.get("coverage")), _number(row.get("support"))
+        if coverage is None or support is None:
+            not_plotted.append(NotPlotted(str(row["question_id"]), row["answer_id"], _why_undefined(row),
+                                          link(row["answer_id"])))
+            continue
+        groups.setdefault((coverage, support), []).append(row)
+
+    points = []
+    for (coverage, support), members in sorted(groups.items(), key=lambda item: -len(item[1])):
+        names = ", ".join(str(member["question_id"]) for member in members[:5])
+        more = f" and {len(members) - 5} more" if len(members) > 5 else ""
+        noun = "answer" if len(members) == 1 else "answers"
+        points.append(ScatterPoint(
+            cx=x_of(coverage), cy=y_of(support), r=round(min(4 + 2.2 * math.sqrt(len(members) - 1), 16), 2),
+            count=len(members), coverage=coverage, support=support,
+            title=f"{len(members)} {noun} ({names}{more}): coverage {format_value(coverage)}, "
+                  f"support {format_value(support)}",
+            url=link(members[0]["answer_id"]) if len(members) == 1 else "",
+        ))
+
+    split_x, split_y = x_of(QUADRANT_SPLIT), y_of(QUADRANT_SPLIT)
+    quadrants = []
+    for (cov, sup), (title, subtitle) in QUADRANTS.items():
+        left = cov == "low"
+        top = sup == "high"
+        quadrants.append(Quadrant(
+            key=f"{cov}-coverage-{sup}-support",
+            x=plot.left if left else split_x, y=plot.top if top else split_y,
+            width=(split_x - plot.left) if left else (plot.right - split_x),
+            height=(split_y - plot.top) if top else (plot.bottom - split_y),
+            title=title, subtitle=subtitle,
+            label_x=plot.left + 6 if left else plot.right - 6,
+            label_y=plot.top + 16 if top else plot.bottom - 22,
+            anchor="start" if left else "end",
+        ))
+    ticks = [0, 0.25, 0.5, 0.75, 1]
+    return ScatterChart(
+        width=width, height=height, plot=plot, split_x=split_x, split_y=split_y,
+        x_ticks=[Tick(x_of(t), format_value(t)) for t in ticks],
+        y_ticks=[Tick(y_of(t), format_value(t)) for t in ticks],
+        quadrants=quadrants, points=points, not_plotted=not_plotted, answers=count, caption=caption,
+    )
+
+
+@dataclass(frozen=True)
+class TrendMarker:
+    """One run's value of one series at ``x, y``, with its tooltip ``title``."""
+
+    x: float
+    y: float
+    title: str
+
+
+@dataclass(frozen=True)
+class TrendSeries:
+    """One metric across runs: ``segments`` are SVG ``points`` strings of the
+    runs in a row whose value is defined (an undefined value breaks the line)."""
+
+    key: str
+    label: str
+    segments: list[str]
+    markers: list[TrendMarker]
+
+
+@dataclass(frozen=True)
+class TrendChart:
+    """Geometry of coverage / support / gap across a project's runs (Run.created_at order)."""
+
+    width: int
+    height: int
+    plot: Box
+    x_ticks: list[Tick]
+    y_ticks: list[Tick]
+    zero_y: float | None
+    series: list[TrendSeries]
+    runs: int
+    rotate_labels: bool
+
+
+TREND_SERIES = (("coverage", "Coverage"), ("support", "Support"), ("gap", "Gap (coverage − support)"))
+
+
+def trend_chart(rows: Iterable[Mapping[str, Any]]) -> TrendChart:
+    """Line-chart geometry from one row per run, oldest first.
+
+    ``rows``: mappings with ``run`` (name), ``coverage``, ``support``, ``gap``
+    (floats or ``None``; coverage and support in [0, 1], gap in [−1, 1]).
+    The y axis runs from 1 down to 0, or lower in steps of 0.25 when a gap is
+    negative. Run names longer than 16 characters are shortened on the axis
+    (full in the tooltips); with more than 8 runs every k-th name is shown.
+    """
+    rows = list(rows)
+    width, height = 640, 280
+    rotate = len(rows) > 4
+    plot = Box(left=44, top=12, right=width - 16, bottom=height - (76 if rotate else 40))
+    values = [_number(row.get(key)) for row in rows for key, _ in TREND_SERIES]
+    lowest = min([value for value in values if value is not None] + [0.0])
+    y_min = math.floor(lowest * 4) / 4
+    y_max = 1.0
+
+    def y_of(value: float) -> float:
+        return round(plot.bottom - (value - y_min) / (y_max - y_min) * plot.height, 2)
+
+    pad = 24
+    if len(rows) <= 1:
+        xs = [round(plot.left + plot.width / 2, 2)]
+    else:
+        step = (plot.width - 2 * pad) / (len(rows) - 1)
+        xs = [round(plot.left + pad + i * step, 2) for i in range(len(rows))]
+
+    series = []
+    for key, label in TREND_SERIES:
+        segments: list[str] = []
+        current: list[str] = []
+        markers = []
+        for x, row in zip(xs, rows, strict=False):
+            value = _number(row.get(key))
+            if value is None:
+                if current:
+                    segments.append(" ".join(current))
+                current = []
+                continue
+            y = y_of(value)
+            current.append(f"{x},{y}")
+            markers.append(TrendMarker(x, y, f"{row['run']}: {label.lower()} {format_value(value)}"))
+        if current:
+            segments.append(" ".join(current))
+        series.append(TrendSeries(key=key, label=label, segments=segments, markers=markers))
+
+    every = max(1, math.ceil(len(rows) / 8))
+    x_ticks = [
+        Tick(x, _shorten(str(row["run"]))) for i, (x, row) in enumerate(zip(xs, rows, strict=False)) if i % every == 0
+    ]
+    y_ticks = []
+    tick = y_min
+    while tick <= y_max + 1e-9:
+        y_ticks.append(Tick(y_of(tick), format_value(tick)))
+        tick += 0.25
+    return TrendChart(
+        width=width, height=height, plot=plot, x_ticks=x_ticks, y_ticks=y_ticks,
+        zero_y=y_of(0.0) if y_min < 0 else None, series=series, runs=len(rows), rotate_labels=rotate,
+    )
+
+
+def run_scatter(run: Run) -> ScatterChart:
+    """The scatter of ``run``'s answers, from the resolved labels (4 queries)."""
+    claims, _ = resolved_claims_frame(run)
+    answers = frames.answers_frame(run)
+    metrics = claim_metrics(
+        claims[["answer_id", "question_id", "claim_index", "n_citations", "label", "abstention"]],
+        answers[["answer_id", "question_id"]],
+    )
+    return scatter_chart(
+        metrics.per_answer_records(), answer_url=_answer_url_for(run.project.slug, run.name),
+        caption=f"Answers of run {run.name}",
+    )
+
+
+def project_trend(project: Project) -> TrendChart:
+    """Coverage / support / gap of each run of ``project``, oldest run first.
+
+    Reads the whole project in 4 queries (runs, claims with citation counts,
+    current labels, answers), whatever the number of runs. Labels resolve as in
+    ``labeling.metrics.resolved_claims_frame``: a claim without citations is
+    UNCITED; reviewers who disagree leave a cited claim pending.
+    """
+    return trend_chart(project_trend_rows(project))
+
+
+def project_trend_rows(project: Project) -> list[dict[str, Any]]:
+    """One dict per run of ``project`` in ``created_at`` order: ``run`` (name),
+    ``created_at``, ``answers``, ``coverage``, ``support``, ``gap`` (pooled,
+    float or ``None``, SPEC §4.1). 4 queries."""
+    runs = list(Run.objects.filter(project=project).order_by("created_at", "name").values_list("id", "name",
+                                                                                                   "created_at"))
+    claims = pd.DataFrame.from_records(
+        list(
+            Claim.objects.filter(answer__run__project=project)
+            .annotate(n_citations=Count("citations"))
+            .values_list("id", "answer_id", "answer__run_id", "answer__question__question_id", "index", "n_citations")
+        ),
+        columns=["claim_id", "answer_id", "run_id", "question_id", "claim_index", "n_citations"],
+    )
+    labels = pd.DataFrame.from_records(
+        list(Label.objects.filter(claim__answer__run__project=project, is_current=True).values_list(
+            "claim_id", "reviewer__username", "value")),
+        columns=["claim_id", "reviewer", "label"],
+    )
+    answers = pd.DataFrame.from_records(
+        list(Answer.objects.filter(run__project=project).annotate(cited=Count("claims__citations"))
+             .values_list("id", "run_id", "question__question_id", "question__answerable", "cited")),
+        columns=["answer_id", "run_id", "question_id", "answerable", "cited"],
+    )
+    resolved = resolve_labels(labels)
+    claims = claims.merge(resolved[["claim_id", "label"]], on="claim_id", how="left")
+    labels_col = claims["label"].astype(object).where(claims["label"].notna(), None)
+    labels_col[claims["n_citations"] == 0] = LabelValue.UNCITED.value
+    claims["label"] = labels_col
+    abstained = set(answers.loc[(answers["answerable"] == False) & (answers["cited"] == 0), "answer_id"])  # noqa: E712
+    claims["abstention"] = claims["answer_id"].isin(abstained)
+
+    rows = []
+    for run_id, name, created_at in runs:
+        run_claims = claims[claims["run_id"] == run_id]
+        run_answers = answers[answers["run_id"] == run_id]
+        metrics = claim_metrics(
+            run_claims[["answer_id", "question_id", "claim_index", "n_citations", "label", "abstention"]],
+            run_answers[["answer_id", "question_id"]],
+        )
+        rows.append({
+            "run": name, "created_at": created_at, "answers": metrics.answers,
+            "coverage": metrics.coverage.value, "support": metrics.support.value, "gap": metrics.gap,
+        })
+    return rows
+
+
+def _answer_url_for(project_slug: str, run_name: str) -> Callable[[Any], str]:
+    def url(answer_id: Any) -> str:
+        return answer_review_url(project_slug=project_slug, run_name=run_name, answer_id=answer_id)
+
+    return url
+
+
+def _number(value: Any) -> float | None:
+    if value is None or value is pd.NA:
+        return None
+    value = float(value)
+    return None if math.isnan(value) else value
+
+
+def _why_undefined(row: Mapping[str, Any]) -> str:
+    if _number(row.get("coverage")) is None:
+        return "no factual claims (empty answer or abstention)"
+    if not row.get("cited", 1):
+        return "no cited claim: support undefined"
+    if row.get("pending"):
+        return f"support pending: {row['pending']} cited claim(s) unlabeled"
+    return "support undefined"
+
+
+def _shorten(text: str, limit: int = 16) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"

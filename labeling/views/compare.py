@@ -1,0 +1,113 @@
+"""Run comparison page and its xlsx download (SPEC §5)."""
+
+from __future__ import annotations
+
+from django import forms
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import ValidationError
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, render
+from django.utils.text import slugify
+from django.views.decorators.http import require_GET
+
+from labeling.charts import scatter_chart
+from labeling.comparison import RunComparison, comparison_xlsx, delta_class, run_comparison
+from labeling.models import Project, Run
+from scoring.compare import DEFAULT_THRESHOLD
+
+XLSX_TYPE = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
+
+
+class CompareForm(forms.Form):
+    a = forms.ChoiceField(label="Run A (before)")
+    b = forms.ChoiceField(label="Run B (after)")
+    threshold = forms.FloatField(
+        label="Alignment threshold", min_value=0.01, max_value=1.0, initial=DEFAULT_THRESHOLD,
+        help_text="Claims whose text differs pair up when their similarity is at least this (0–1).",
+        widget=forms.NumberInput(attrs={"step": "0.01"}),
+    )
+
+    def __init__(self, *args, runs: list[Run], **kwargs):
+        super().__init__(*args, **kwargs)
+        choices = [(run.name, run.name) for run in runs]
+        self.fields["a"].choices = choices
+        self.fields["b"].choices = choices
+
+    def clean(self):
+        cleaned = super().clean()
+        if cleaned.get("a") and cleaned.get("a") == cleaned.get("b"):
+            raise ValidationError("Choose two different runs.")
+        return cleaned
+
+
+def _project_for(request: HttpRequest, project_slug: str) -> Project:
+    project = get_object_or_404(Project, slug=project_slug)
+    # Same visibility as the project list: members, or a superuser.
+    if not request.user.is_superuser and not project.members.filter(pk=request.user.pk).exists():
+        raise Http404("No such project")
+    return project
+
+
+def _comparison_from(request: HttpRequest, project: Project) -> tuple[CompareForm, RunComparison | None]:
+    runs = list(Run.objects.filter(project=project).select_related("project").order_by("created_at", "name"))
+    if {"a", "b"} <= set(request.GET):
+        form = CompareForm(request.GET, runs=runs)
+    else:
+        # Unbound: preselect the two newest runs, older as A.
+        initial = {"threshold": DEFAULT_THRESHOLD}
+        if len(runs) >= 2:
+            initial |= {"a": runs[-2].name, "b": runs[-1].name}
+        form = CompareForm(initial=initial, runs=runs)
+    if not form.is_bound or not form.is_valid():
+        return form, None
+    by_name = {run.name: run for run in runs}
+    try:
+        comparison = run_comparison(
+            run_a=by_name[form.cleaned_data["a"]], run_b=by_name[form.cleaned_data["b"]],
+            threshold=form.cleaned_data["threshold"],
+        )
+    except ValidationError as error:
+        form.add_error(None, error)
+        return form, None
+    return form, comparison
+
+
+@login_required
+@require_GET
+def run_compare(request: HttpRequest, project_slug: str) -> HttpResponse:
+    project = _project_for(request, project_slug)
+    form, comparison = _comparison_from(request, project)
+    context = {"project": project, "form": form, "comparison": comparison}
+    if comparison is not None:
+        result = comparison.result
+        context |= {
+            "result": result,
+            "summary": [(row, delta_class(row.key, row.delta)) for row in result.summary],
+            "counts": result.counts(),
+            "per_question": comparison.per_question_rows(),
+            "label_flips": comparison.claim_rows("label_flips"),
+            "citation_changes": comparison.claim_rows("citation_changes"),
+            "added": comparison.claim_rows("added"),
+            "removed": comparison.claim_rows("removed"),
+            "scatter_a": scatter_chart(comparison.scatter_rows("a"), answer_url=comparison.url_a,
+                                       caption=f"A: {comparison.run_a.name}"),
+            "scatter_b": scatter_chart(comparison.scatter_rows("b"), answer_url=comparison.url_b,
+                                       caption=f"B: {comparison.run_b.name}"),
+            "query": request.GET.urlencode(),
+        }
+    template = "labeling/compare.html#comparison-results" if request.htmx else "labeling/compare.html"
+    return render(request, template, context)
+
+
+@login_required
+@require_GET
+def run_compare_xlsx(request: HttpRequest, project_slug: str) -> HttpResponse:
+    project = _project_for(request, project_slug)
+    form, comparison = _comparison_from(request, project)
+    if comparison is None:
+        return render(request, "labeling/compare.html", {"project": project, "form": form, "comparison": None},
+                      status=400)
+    filename = slugify(f"{project.slug}-{comparison.run_a.name}-vs-{comparison.run_b.name}") or "comparison"
+    response = HttpResponse(comparison_xlsx(comparison), content_type=XLSX_TYPE)
+    response["Content-Disposition"] = f'attachment; filename="{filename}.xlsx"'
+    return response
