@@ -1,0 +1,457 @@
+"""Reads shared by the project, run and review pages (STYLE §3).
+
+Counts come from annotated aggregate queries (``Count`` with ``filter``), so
+each function runs a fixed number of queries whatever the number of runs,
+answers or claims. Which label counts for a claim follows
+``labeling.metrics`` (SPEC §3, §4.1): a claim without citations is UNCITED; a
+cited claim is SUPPORTED (UNSUPPORTED) when every current label on it says so,
+pending when it has none or its reviewers disagree. "Your progress" counts
+the cited claims that carry the given reviewer's own current label.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.core.paginator import Page, Paginator
+from django.db.models import Count, Exists, IntegerField, OuterRef, Prefetch, Q, QuerySet, Subquery
+from django.db.models.functions import Coalesce
+
+from labeling.highlight import Segment, answer_segments, passage_segments
+from labeling.models import (
+    Answer,
+    Citation,
+    Claim,
+    Label,
+    LabelValue,
+    Project,
+    Question,
+    Reviewer,
+    Run,
+)
+from scoring.ratio import Ratio, difference
+
+ANSWERS_PER_PAGE = 50
+ANSWER_FILTERS = {
+    "unlabeled": "cited claims you have not labeled",
+    "unsupported": "a claim labeled UNSUPPORTED",
+    "fabricated": "fabricated citations",
+}
+
+
+@dataclass(frozen=True)
+class ClaimCounts:
+    """Claim counts of a run or an answer, and the ratios built on them (SPEC §4.1).
+
+    ``claims`` leaves out the claims of abstaining answers (SPEC §4.2);
+    ``cited`` = claims with ≥ 1 citation; ``labeled`` = cited claims with the
+    reviewer's own current label; ``supported``/``unsupported`` = cited claims
+    whose current labels all say so; ``disagreements`` = cited claims with
+    both values; ``fabricated`` = fabricated citations.
+    """
+
+    claims: int = 0
+    cited: int = 0
+    labeled: int = 0
+    supported: int = 0
+    unsupported: int = 0
+    disagreements: int = 0
+    fabricated: int = 0
+
+    @property
+    def coverage(self) -> Ratio:
+        return Ratio(self.cited, self.claims)
+
+    @property
+    def support(self) -> Ratio:
+        return Ratio(self.supported, self.supported + self.unsupported)
+
+    @property
+    def gap(self) -> float | None:
+        return difference(self.coverage.value, self.support.value)
+
+    @property
+    def pending(self) -> int:
+        """Cited claims without a resolved label (unlabeled or disputed)."""
+        return self.cited - self.supported - self.unsupported
+
+    @property
+    def progress(self) -> Ratio:
+        """The reviewer's own progress: labeled / cited."""
+        return Ratio(self.labeled, self.cited)
+
+    @property
+    def status(self) -> str:
+        """``has disagreement``, ``done``, ``in progress`` or ``not started`` (for the reviewer)."""
+        if self.disagreements:
+            return "has disagreement"
+        if self.labeled >= self.cited:
+            return "done"
+        return "in progress" if self.labeled else "not started"
+
+
+def _count_aggregates(reviewer: Reviewer, *, on_answer: bool = False) -> dict[str, Any]:
+    """``Count`` expressions over claims, for a ``Claim`` queryset (grouped by
+    run or aggregated) or, with ``on_answer``, an ``Answer`` queryset.
+
+    One pass over claims ⋈ citations ⋈ labels; every count is DISTINCT so the
+    join's fan-out never double counts. Resolved labels come from three counts
+    by inclusion–exclusion: claims whose labels are all SUPPORTED = judged
+    claims − claims with an UNSUPPORTED label (and the reverse); disputed =
+    claims with both values.
+    """
+    prefix = "claims__" if on_answer else ""
+    claim = f"{prefix}id"
+    cited = Q(**{f"{prefix}citations__isnull": False})
+    current = {f"{prefix}labels__is_current": True}
+    judged = cited & Q(**current, **{f"{prefix}labels__value__in": [LabelValue.SUPPORTED, LabelValue.UNSUPPORTED]})
+    # SPEC §4.2: an answer to an unanswerable question that cites nothing is an
+    # abstention; its claims are not factual claims and leave every count.
+    abstaining = Q(**{("" if on_answer else "answer__") + "question__answerable": False}) & ~Exists(
+        Citation.objects.filter(claim__answer=OuterRef("pk" if on_answer else "answer"))
+    )
+    return {
+        "n_claims": Count(claim, distinct=True),
+        "n_abstaining": Count(claim, distinct=True, filter=abstaining),
+        "n_cited": Count(claim, distinct=True, filter=cited),
+        "n_judged": Count(claim, distinct=True, filter=judged),
+        "n_has_supported": Count(claim, distinct=True,
+                                 filter=judged & Q(**{f"{prefix}labels__value": LabelValue.SUPPORTED})),
+        "n_has_unsupported": Count(claim, distinct=True,
+                                   filter=judged & Q(**{f"{prefix}labels__value": LabelValue.UNSUPPORTED})),
+        "n_labeled": Count(claim, distinct=True,
+                           filter=cited & Q(**current, **{f"{prefix}labels__reviewer": reviewer})),
+        "n_fabricated": Count(f"{prefix}citations", distinct=True,
+                              filter=Q(**{f"{prefix}citations__fabricated": True})),
+    }
+
+
+def _counts(row: dict[str, Any] | Any) -> ClaimCounts:
+    get = row.get if isinstance(row, dict) else (lambda key: getattr(row, key))
+    judged, has_sup, has_uns = get("n_judged") or 0, get("n_has_supported") or 0, get("n_has_unsupported") or 0
+    return ClaimCounts(
+        claims=(get("n_claims") or 0) - (get("n_abstaining") or 0),
+        cited=get("n_cited") or 0,
+        labeled=get("n_labeled") or 0,
+        supported=judged - has_uns,
+        unsupported=judged - has_sup,
+        disagreements=has_sup + has_uns - judged,
+        fabricated=get("n_fabricated") or 0,
+    )
+
+
+def visible_projects(*, user: Reviewer) -> QuerySet[Project]:
+    """Projects ``user`` may open: all for a superuser, else those they are a member of."""
+    if user.is_superuser:
+        return Project.objects.all()
+    return Project.objects.filter(members=user)
+
+
+def project_rows(*, user: Reviewer) -> QuerySet[Project]:
+    """Visible projects with ``n_runs`` and ``n_questions`` annotated. One query."""
+    runs = Run.objects.filter(project=OuterRef("pk")).values("project").annotate(n=Count("id")).values("n")
+    questions = (Question.objects.filter(project=OuterRef("pk")).values("project")
+                 .annotate(n=Count("id")).values("n"))
+    return visible_projects(user=user).annotate(
+        n_runs=Coalesce(Subquery(runs, output_field=IntegerField()), 0),
+        n_questions=Coalesce(Subquery(questions, output_field=IntegerField()), 0),
+    ).order_by("slug")
+
+
+@dataclass
+class RunRow:
+    run: Run
+    answers: int
+    counts: ClaimCounts
+
+
+def run_rows(*, project: Project, reviewer: Reviewer) -> list[RunRow]:
+    """Every run of ``project`` with its claim counts and the reviewer's progress.
+
+    Two queries: the runs with their answer counts, and one grouped aggregate
+    over all claims of the project (counts per run, see ``ClaimCounts``).
+    """
+    runs = list(Run.objects.filter(project=project).annotate(n_answers=Count("answers")).order_by("created_at", "name"))
+    grouped = (
+        Claim.objects.filter(answer__run__project=project)
+        .values("answer__run_id")
+        .annotate(**_count_aggregates(reviewer))
+        .order_by()
+    )
+    by_run = {row["answer__run_id"]: _counts(row) for row in grouped}
+    for run in runs:
+        run.project = project
+    return [RunRow(run=run, answers=run.n_answers, counts=by_run.get(run.pk, ClaimCounts())) for run in runs]
+
+
+def run_counts(*, run: Run, reviewer: Reviewer) -> ClaimCounts:
+    """Claim counts of one run (``ClaimCounts``). One aggregate query."""
+    row = Claim.objects.filter(answer__run=run).aggregate(**_count_aggregates(reviewer))
+    return _counts(row)
+
+
+def run_progress(*, run: Run, reviewer: Reviewer) -> Ratio:
+    """The reviewer's progress on ``run``: cited claims they labeled / cited claims.
+
+    Two cheap counts (the run progress bar refreshes after every save).
+    """
+    cited = Claim.objects.filter(answer__run=run).filter(Exists(Citation.objects.filter(claim=OuterRef("pk"))))
+    labeled = Label.objects.filter(reviewer=reviewer, is_current=True, claim__answer__run=run).filter(
+        Exists(Citation.objects.filter(claim=OuterRef("claim")))
+    )
+    return Ratio(labeled.count(), cited.count())
+
+
+@dataclass
+class AnswerRow:
+    answer: Answer
+    counts: ClaimCounts
+
+
+@dataclass
+class AnswerPage:
+    page: Page
+    rows: list[AnswerRow]
+    filter: str
+
+
+def _unlabeled_claims(reviewer: Reviewer) -> QuerySet[Claim]:
+    """Cited claims without a current label by ``reviewer`` (the reviewer's queue)."""
+    return Claim.objects.filter(Exists(Citation.objects.filter(claim=OuterRef("pk")))).exclude(
+        Exists(Label.objects.filter(claim=OuterRef("pk"), reviewer=reviewer, is_current=True))
+    )
+
+
+def answer_page(*, run: Run, reviewer: Reviewer, answer_filter: str = "", page_number: Any = 1,
+                per_page: int = ANSWERS_PER_PAGE) -> AnswerPage:
+    """One page of the run's answers (ordered by ``question_id``) with their counts.
+
+    ``answer_filter``: ``""`` (all), ``"unlabeled"`` (has a cited claim the
+    reviewer has not labeled), ``"unsupported"`` (some reviewer's current
+    label on one of its claims is UNSUPPORTED), ``"fabricated"`` (cites an id
+    that was not among its passages). Unknown filters raise ValueError; a page
+    number out of range gives the last page. Three queries: count, the page's
+    ids, the page's rows with counts.
+    """
+    answers = Answer.objects.filter(run=run)
+    if answer_filter == "unlabeled":
+        answers = answers.filter(pk__in=_unlabeled_claims(reviewer).filter(answer__run=run).values("answer_id"))
+    elif answer_filter == "unsupported":
+        answers = answers.filter(pk__in=Label.objects.filter(
+            claim__answer__run=run, is_current=True, value=LabelValue.UNSUPPORTED).values("claim__answer_id"))
+    elif answer_filter == "fabricated":
+        answers = answers.filter(pk__in=Citation.objects.filter(
+            claim__answer__run=run, fabricated=True).values("claim__answer_id"))
+    elif answer_filter:
+        raise ValueError(f"unknown answer filter {answer_filter!r}; use one of {', '.join(ANSWER_FILTERS)}")
+    ids = answers.order_by("question__question_id", "pk").values_list("pk", flat=True)
+    page = Paginator(ids, per_page).get_page(page_number)
+    page_ids = list(page.object_list)
+    rows = (
+        Answer.objects.filter(pk__in=page_ids)
+        .select_related("question")
+        .annotate(**_count_aggregates(reviewer, on_answer=True))
+    )
+    by_id = {answer.pk: answer for answer in rows}
+    return AnswerPage(
+        page=page,
+        rows=[AnswerRow(answer=by_id[pk], counts=_counts(by_id[pk])) for pk in page_ids],
+        filter=answer_filter,
+    )
+
+
+def next_unlabeled_claim(*, run: Run, reviewer: Reviewer, after: Claim | None = None) -> Claim | None:
+    """The next claim of the reviewer's queue in ``run`` (issue "labeling screen" §6).
+
+    Queue: cited claims without a current label by ``reviewer``, in
+    ``question_id``/``index`` order. With ``after``, the search starts right
+    after that claim (later claims of its answer, then later answers) and
+    wraps around to the start of the run. ``None`` when the queue is empty.
+    At most four small queries.
+    """
+    queue = _unlabeled_claims(reviewer).filter(answer__run=run).order_by("answer__question__question_id", "index")
+    if after is None:
+        return queue.select_related("answer").first()
+    in_answer = queue.filter(answer_id=after.answer_id, index__gt=after.index).select_related("answer").first()
+    if in_answer is not None:
+        return in_answer
+    question_id = Question.objects.filter(answers=after.answer_id).values_list("question_id", flat=True).first()
+    later = queue.filter(answer__question__question_id__gt=question_id).select_related("answer").first()
+    if later is not None:
+        return later
+    return queue.filter(answer__question__question_id__lte=question_id).select_related("answer").first()
+
+
+def last_labeled_claim(*, run: Run, reviewer: Reviewer) -> Claim | None:
+    """The claim of ``reviewer``'s most recent current label in ``run`` (what ``u`` undoes)."""
+    label = (
+        Label.objects.filter(reviewer=reviewer, is_current=True, claim__answer__run=run)
+        .select_related("claim").order_by("-pk").first()
+    )
+    return label.claim if label is not None else None
+
+
+# -- the review page ---------------------------------------------------------------------------
+
+@dataclass
+class CitationView:
+    citation: Citation
+    segments: list[Segment]
+    span_found: bool
+
+
+@dataclass
+class ClaimView:
+    claim: Claim
+    citations: list[Citation]
+    my_label: Label | None
+    number: int = 0  # 1-based position among the answer's claims, for display
+
+    @property
+    def cited(self) -> bool:
+        return bool(self.citations)
+
+    @property
+    def state(self) -> str:
+        """CSS/badge state for the reviewer: UNCITED, SUPPORTED, UNSUPPORTED or pending."""
+        if not self.citations:
+            return LabelValue.UNCITED.value
+        return self.my_label.value if self.my_label is not None else "pending"
+
+    @property
+    def fabricated(self) -> bool:
+        return any(c.fabricated for c in self.citations)
+
+
+@dataclass
+class HistoryEntry:
+    label: Label
+    status: str  # current, superseded, undone, stale
+
+
+@dataclass
+class ReviewContext:
+    """Everything the review page shows for one answer and its current claim.
+
+    ``claims`` in index order; ``segments`` the answer text cut at claim
+    offsets as ``(text, ClaimView | None)``; ``unplaced`` the claims that
+    cannot be marked in place; ``current`` the selected claim (``None`` for an
+    answer without claims); ``passages`` the current claim's citations with
+    highlight segments; ``history`` every label on the current claim, newest
+    first; ``gold`` the question's gold (``None`` when it has none).
+    """
+
+    answer: Answer
+    claims: list[ClaimView]
+    segments: list[tuple[str, ClaimView | None]]
+    unplaced: list[ClaimView]
+    current: ClaimView | None
+    passages: list[CitationView]
+    history: list[HistoryEntry]
+    gold: dict[str, Any] | None
+    previous_claim: ClaimView | None = None
+    next_claim: ClaimView | None = None
+    answer_counts: ClaimCounts = field(default_factory=ClaimCounts)
+
+
+def review_answer(*, run: Run, answer_id: int) -> Answer | None:
+    """The answer ``answer_id`` of ``run`` with its question, or ``None``."""
+    return Answer.objects.select_related("question", "run__project").filter(run=run, pk=answer_id).first()
+
+
+def claim_in_run(*, run: Run, claim_id: int) -> Claim | None:
+    """Claim ``claim_id`` when it belongs to ``run`` (else ``None``: the URL names another run)."""
+    return Claim.objects.select_related("answer").filter(answer__run=run, pk=claim_id).first()
+
+
+def review_context(*, answer: Answer, reviewer: Reviewer, claim_id: int | None = None) -> ReviewContext:
+    """The review page of ``answer`` for ``reviewer`` (one prefetch chain, 4–7 queries).
+
+    Queries: claims → citations (+ passages) → the reviewer's current labels,
+    the current claim's label history, and the question's gold (ids,
+    references, expected sources — only the parts it has). The current claim
+    is ``claim_id`` when it is one of the answer's claims, else the first
+    cited claim the reviewer has not labeled, else the first claim.
+    """
+    claims = list(
+        Claim.objects.filter(answer=answer).order_by("index").prefetch_related(
+            Prefetch("citations", queryset=Citation.objects.select_related("passage").order_by("position")),
+            Prefetch("labels", queryset=Label.objects.filter(reviewer=reviewer, is_current=True),
+                     to_attr="my_labels"),
+        )
+    )
+    views = [
+        ClaimView(claim=c, citations=list(c.citations.all()), my_label=(c.my_labels[0] if c.my_labels else None),
+                  number=n)
+        for n, c in enumerate(claims, start=1)
+    ]
+    by_id = {view.claim.pk: view for view in views}
+    current = by_id.get(claim_id) if claim_id is not None else None
+    if current is None:
+        current = next((v for v in views if v.cited and v.my_label is None), views[0] if views else None)
+    raw_segments, unplaced_ids = answer_segments(
+        answer.text, ((v.claim.pk, v.claim.start, v.claim.end) for v in views)
+    )
+    segments = [(s.text, by_id.get(s.claim_id) if s.claim_id is not None else None) for s in raw_segments]
+    unplaced = [by_id[pk] for pk in sorted(unplaced_ids, key=lambda pk: by_id[pk].claim.index)]
+    passages: list[CitationView] = []
+    history: list[HistoryEntry] = []
+    previous_claim = next_claim = None
+    if current is not None:
+        position = views.index(current)
+        previous_claim = views[position - 1] if position > 0 else None
+        next_claim = views[position + 1] if position + 1 < len(views) else None
+        for citation in current.citations:
+            text = citation.passage.text if citation.passage is not None else ""
+            segments_, found = passage_segments(text, span=citation.span, claim=current.claim.text)
+            passages.append(CitationView(citation=citation, segments=segments_, span_found=found))
+        history = label_history(claim=current.claim)
+    cited = sum(1 for v in views if v.cited)
+    counts = ClaimCounts(
+        claims=len(views), cited=cited, labeled=sum(1 for v in views if v.cited and v.my_label is not None),
+    )
+    return ReviewContext(
+        answer=answer, claims=views, segments=segments, unplaced=unplaced, current=current, passages=passages,
+        history=history, gold=question_gold(question=answer.question), previous_claim=previous_claim,
+        next_claim=next_claim, answer_counts=counts,
+    )
+
+
+def label_history(*, claim: Claim) -> list[HistoryEntry]:
+    """Every label on ``claim`` (all reviewers), newest first, each with its status.
+
+    ``current``; ``stale`` (given on an older claim revision); ``undone`` (not
+    current, newer than the reviewer's current label or the reviewer has none
+    — see ``label_undo``); ``superseded`` otherwise. One query.
+    """
+    labels = list(Label.objects.filter(claim=claim).select_related("reviewer").order_by("-pk"))
+    current_id = {label.reviewer_id: label.pk for label in labels if label.is_current}
+    entries = []
+    for label in labels:
+        if label.is_current:
+            status = "current"
+        elif label.is_stale:
+            status = "stale"
+        elif label.pk > current_id.get(label.reviewer_id, 0):
+            status = "undone"
+        else:
+            status = "superseded"
+        entries.append(HistoryEntry(label=label, status=status))
+    return entries
+
+
+def question_gold(*, question: Question) -> dict[str, Any] | None:
+    """The question's gold for display: ``ids`` (list of str), ``references``
+    (GoldReference list), ``sources`` (list of str); ``None`` when no part is
+    given. One query per part the question has."""
+    if not (question.gold_ids_given or question.gold_references_given or question.gold_sources_given):
+        return None
+    return {
+        "ids": list(question.gold_ids.order_by("passage_id").values_list("passage_id", flat=True))
+        if question.gold_ids_given else None,
+        "references": list(question.gold_references.order_by("position"))
+        if question.gold_references_given else None,
+        "sources": list(question.expected_sources.order_by("source").values_list("source", flat=True))
+        if question.gold_sources_given else None,
+    }

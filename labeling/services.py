@@ -1,0 +1,391 @@
+"""Writes of the labeling screen (STYLE §3): labels, undo, claim edits, reviewers.
+
+Every service is keyword-only, runs inside ``transaction.atomic`` and raises
+``ValidationError`` with a message a reviewer can act on; nothing is written
+when it raises. Concurrency (issue "labeling screen" §7): each service locks
+the claim row it changes (``select_for_update``; on SQLite the IMMEDIATE
+transaction mode serializes writers instead), and ``label_save`` refuses to
+overwrite a label its caller has not seen (``LabelConflict``).
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Iterable
+
+from django.contrib.auth.password_validation import validate_password
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.db.models import F, Max
+
+from labeling.models import Citation, Claim, Label, LabelValue, Project, Reviewer, ReviewerKind
+
+JUDGED = (LabelValue.SUPPORTED, LabelValue.UNSUPPORTED)
+
+
+class LabelConflict(ValidationError):
+    """The label (or the claim) changed since the reviewer's form was rendered.
+
+    ``newer`` is the reviewer's current label that the form did not know about
+    (``None`` when the conflict is a claim revision or a removed label);
+    ``claim`` is the claim as it is now.
+    """
+
+    def __init__(self, message: str, *, claim: Claim, newer: Label | None):
+        super().__init__(message, code="conflict")
+        self.claim = claim
+        self.newer = newer
+
+
+def _lock_claim(claim: Claim) -> Claim:
+    """Re-read ``claim`` under a row lock, with its answer, run and project."""
+    return (
+        Claim.objects.select_for_update(of=("self",))
+        .select_related("answer__run__project")
+        .get(pk=claim.pk)
+    )
+
+
+def label_save(
+    *, claim: Claim, reviewer: Reviewer, value: str, justification: str, base_revision: int,
+    base_label_id: int | None,
+) -> Label:
+    """Record ``reviewer``'s label on ``claim`` (SPEC §3).
+
+    ``base_revision`` is the claim revision the reviewer saw and
+    ``base_label_id`` the id of their current label on the claim when the form
+    was rendered (``None``: they had none). The previous current label stays in
+    history (``is_current=False``). Saving exactly the current value and
+    justification again returns the current label unchanged (a double submit
+    is harmless).
+
+    Raises:
+    - ``LabelConflict`` when the claim was edited since (revision differs) or
+      the reviewer's current label is not ``base_label_id`` (another tab saved
+      or undid one): nothing is saved, ``exc.newer`` is the label now current.
+    - ``ValidationError`` for an unknown value, UNCITED on a cited claim,
+      SUPPORTED/UNSUPPORTED on a claim without citations, or a blank
+      justification where required (always for UNSUPPORTED; for SUPPORTED when
+      ``Project.require_justification_for_supported``).
+    """
+    justification = (justification or "").strip()
+    if value not in LabelValue.values:
+        raise ValidationError(
+            f"Unknown label value {value!r}: choose SUPPORTED or UNSUPPORTED.", code="invalid_value"
+        )
+    with transaction.atomic():
+        locked = _lock_claim(claim)
+        if base_revision != locked.revision:
+            raise LabelConflict(
+                f"Claim {locked.index} was edited (split, merged or reworded) after you opened it: "
+                "nothing was saved. Read the claim as it is now and label it again.",
+                claim=locked, newer=None,
+            )
+        current = (
+            Label.objects.select_for_update(of=("self",)).select_related("reviewer")
+            .filter(claim=locked, reviewer=reviewer, is_current=True).first()
+        )
+        if current is not None and current.value == value and current.justification == justification:
+            return current
+        current_id = current.pk if current is not None else None
+        if current_id != base_label_id:
+            if current is None:
+                message = (f"Your label on claim {locked.index} was undone in another tab after you opened "
+                           "it: nothing was saved. Check the claim and save again.")
+            else:
+                message = (f"You labeled claim {locked.index} {current.value} in another tab after you opened "
+                           "this one: nothing was saved. Compare with the newer label below and save again "
+                           "to replace it.")
+            raise LabelConflict(message, claim=locked, newer=current)
+        cited = locked.citations.exists()
+        if value == LabelValue.UNCITED and cited:
+            raise ValidationError(
+                f"Claim {locked.index} cites a passage, so it cannot be UNCITED: "
+                "label it SUPPORTED or UNSUPPORTED.", code="uncited_on_cited",
+            )
+        if value in JUDGED and not cited:
+            raise ValidationError(
+                f"Claim {locked.index} has no citation: it is UNCITED automatically and takes no "
+                f"{value} label.", code="judged_on_uncited",
+            )
+        project = locked.answer.run.project
+        if not justification and (
+            value == LabelValue.UNSUPPORTED
+            or (value == LabelValue.SUPPORTED and project.require_justification_for_supported)
+        ):
+            raise ValidationError(
+                f"Say why the claim is {value}: a justification is required"
+                + (" in this project." if value == LabelValue.SUPPORTED else "."),
+                code="justification_required",
+            )
+        if current is not None:
+            current.is_current = False
+            current.save(update_fields=["is_current"])
+        return Label.objects.create(
+            claim=locked, reviewer=reviewer, value=value, justification=justification,
+            claim_revision=locked.revision, is_current=True, is_stale=False,
+        )
+
+
+def label_undo(*, claim: Claim, reviewer: Reviewer) -> Label | None:
+    """Undo ``reviewer``'s current label on ``claim`` by flipping ``is_current``.
+
+    The current label stops being current and stays in history (a non-current,
+    non-stale label newer than the current one reads as "undone"); the
+    reviewer's previous label on the same claim revision, if any, becomes
+    current again and is returned. ``None`` means the claim is back in the
+    reviewer's queue. Undoing again walks further back through history.
+
+    Raises ValidationError when the reviewer has no current label on the claim.
+    """
+    with transaction.atomic():
+        locked = _lock_claim(claim)
+        current = (
+            Label.objects.select_for_update(of=("self",))
+            .filter(claim=locked, reviewer=reviewer, is_current=True).first()
+        )
+        if current is None:
+            raise ValidationError(f"You have no label on claim {locked.index} to undo.", code="nothing_to_undo")
+        previous = (
+            Label.objects.select_for_update(of=("self",))
+            .filter(claim=locked, reviewer=reviewer, is_current=False, is_stale=False,
+                    claim_revision=locked.revision, pk__lt=current.pk)
+            .order_by("-pk").first()
+        )
+        current.is_current = False
+        current.save(update_fields=["is_current"])
+        if previous is None:
+            return None
+        previous.is_current = True
+        previous.save(update_fields=["is_current"])
+        return previous
+
+
+def _stale_labels(claim: Claim) -> int:
+    """Mark every label of ``claim`` stale (SPEC §3: kept in history, no longer current)."""
+    return Label.objects.filter(claim=claim, is_stale=False).update(is_current=False, is_stale=True)
+
+
+def _shift_indexes(*, answer_id: int, from_index: int, delta: int) -> None:
+    """Add ``delta`` to the index of the answer's claims at ``from_index`` and above.
+
+    PostgreSQL checks ``unique (answer, index)`` row by row and the column is
+    unsigned, so the block first moves above every existing index, then to its
+    final place: no two claims ever share an index on the way.
+    """
+    block = Claim.objects.filter(answer_id=answer_id, index__gte=from_index)
+    top = Claim.objects.filter(answer_id=answer_id).aggregate(top=Max("index"))["top"] or 0
+    out_of_the_way = top + abs(delta) + 1
+    if block.update(index=F("index") + out_of_the_way):
+        Claim.objects.filter(answer_id=answer_id, index__gt=top).update(
+            index=F("index") - out_of_the_way + delta
+        )
+
+
+def _locate(answer_text: str, text: str, *, near: int | None) -> tuple[int | None, int | None]:
+    """Offsets of ``text`` in the answer, the occurrence closest to ``near``; ``(None, None)``
+    when the claim text is not a verbatim part of the answer."""
+    if not text:
+        return None, None
+    starts = []
+    index = answer_text.find(text)
+    while index >= 0:
+        starts.append(index)
+        index = answer_text.find(text, index + 1)
+    if not starts:
+        return None, None
+    best = min(starts, key=lambda s: abs(s - near)) if near is not None else starts[0]
+    return best, best + len(text)
+
+
+def claim_split(
+    *, claim: Claim, at: int | None = None, first_text: str | None = None, second_text: str | None = None,
+    first_citation_ids: Iterable[int] | None = None, second_citation_ids: Iterable[int] | None = None,
+) -> tuple[Claim, Claim]:
+    """Split ``claim`` into two claims that follow each other (SPEC §3: claims are atomic).
+
+    Where: either ``at`` (a character offset into the claim text, 0 < at <
+    len) or the text of each part (``first_text``, ``second_text``). Which
+    citations each part keeps: ids of the claim's citations
+    (default: both parts keep all); a citation may go to both parts but must
+    go to at least one. The first part keeps the claim's id, gets revision + 1
+    and its labels become stale; the second part is a new claim at ``index +
+    1`` (revision 1), later claims move down by one. Offsets are recomputed
+    (``None`` when a part is not verbatim answer text). A part left without
+    citations is UNCITED.
+
+    Returns ``(first, second)``. Raises ValidationError for a bad offset, an
+    empty part, a citation that is not the claim's, or a dropped citation.
+    """
+    with transaction.atomic():
+        locked = _lock_claim(claim)
+        if at is not None:
+            if not 0 < at < len(locked.text):
+                raise ValidationError(
+                    f"Split claim {locked.index} at a character between 1 and {len(locked.text) - 1} "
+                    f"(got {at}).", code="bad_offset",
+                )
+            first, second = locked.text[:at].strip(), locked.text[at:].strip()
+        else:
+            first, second = (first_text or "").strip(), (second_text or "").strip()
+        if not first or not second:
+            raise ValidationError(
+                f"Both parts of claim {locked.index} need text: write what each part asserts.", code="empty_part"
+            )
+        citations = list(locked.citations.order_by("position"))
+        by_id = {c.pk: c for c in citations}
+        keep_first = set(by_id) if first_citation_ids is None else {int(i) for i in first_citation_ids}
+        keep_second = set(by_id) if second_citation_ids is None else {int(i) for i in second_citation_ids}
+        unknown = (keep_first | keep_second) - set(by_id)
+        if unknown:
+            raise ValidationError(
+                f"Citation(s) {sorted(unknown)} do not belong to claim {locked.index}.", code="unknown_citation"
+            )
+        dropped = [c.cited_id for c in citations if c.pk not in keep_first and c.pk not in keep_second]
+        if dropped:
+            raise ValidationError(
+                f"Citation(s) [{', '.join(dropped)}] would be lost: give each citation to the first part, "
+                "the second part, or both.", code="dropped_citation",
+            )
+        answer_text = locked.answer.text
+        near = locked.start
+        first_start, first_end = _locate(answer_text, first, near=near)
+        second_start, second_end = _locate(
+            answer_text, second, near=first_end if first_end is not None else near
+        )
+        _shift_indexes(answer_id=locked.answer_id, from_index=locked.index + 1, delta=1)
+        _stale_labels(locked)
+        locked.text, locked.start, locked.end = first, first_start, first_end
+        locked.revision += 1
+        locked.save(update_fields=["text", "start", "end", "revision"])
+        Citation.objects.filter(claim=locked).exclude(pk__in=keep_first).delete()
+        new = Claim.objects.create(
+            answer_id=locked.answer_id, index=locked.index + 1, text=second, start=second_start,
+            end=second_end, revision=1,
+        )
+        Citation.objects.bulk_create([
+            Citation(claim=new, passage_id=c.passage_id, position=position, cited_id=c.cited_id, span=c.span,
+                     fabricated=c.fabricated)
+            for position, c in enumerate(c for c in citations if c.pk in keep_second)
+        ])
+        return locked, new
+
+
+def claim_merge(*, claim: Claim, other: Claim) -> Claim:
+    """Merge two adjacent claims of one answer into the first (SPEC §3).
+
+    The merged claim keeps the lower index and id; its text is the answer text
+    from the first claim's start to the second's end when both are located,
+    else the two texts joined by a space. It gets the citations of both
+    (a citation of the same passage with the same span is kept once),
+    revision + 1, and every label of both claims becomes stale and stays in its
+    history. Later claims move up by one.
+
+    Returns the merged claim. Raises ValidationError when the claims are the
+    same, belong to different answers or are not neighbours.
+    """
+    with transaction.atomic():
+        pair = list(
+            Claim.objects.select_for_update(of=("self",)).select_related("answer")
+            .filter(pk__in=[claim.pk, other.pk]).order_by("index")
+        )
+        if len(pair) != 2 or pair[0].answer_id != pair[1].answer_id:
+            raise ValidationError("Only two different claims of the same answer can be merged.", code="not_pair")
+        first, second = pair
+        if second.index != first.index + 1:
+            raise ValidationError(
+                f"Claims {first.index} and {second.index} are not neighbours: merge adjacent claims only.",
+                code="not_adjacent",
+            )
+        answer_text = first.answer.text
+        if first.start is not None and second.start is not None and first.end <= second.start:
+            first.text = answer_text[first.start:second.end]
+            first.end = second.end
+        else:
+            first.text = f"{first.text.rstrip()} {second.text.lstrip()}"
+            first.start, first.end = _locate(answer_text, first.text, near=first.start)
+        _stale_labels(first)
+        _stale_labels(second)
+        Label.objects.filter(claim=second).update(claim=first)
+        kept = {(c.passage_id, c.cited_id, c.span) for c in first.citations.all()}
+        position = (first.citations.aggregate(top=Max("position"))["top"] or 0) + 1
+        for citation in second.citations.order_by("position"):
+            key = (citation.passage_id, citation.cited_id, citation.span)
+            if key in kept:
+                continue
+            kept.add(key)
+            Citation.objects.filter(pk=citation.pk).update(claim=first, position=position)
+            position += 1
+        second.delete()
+        first.revision += 1
+        first.save(update_fields=["text", "start", "end", "revision"])
+        _shift_indexes(answer_id=first.answer_id, from_index=second.index + 1, delta=-1)
+        return first
+
+
+def claim_edit(*, claim: Claim, text: str) -> Claim:
+    """Replace the text of ``claim`` (SPEC §3: a changed claim loses its labels' validity).
+
+    Same text (after stripping): nothing changes. Otherwise revision + 1, every
+    label becomes stale (kept in history) and offsets are recomputed (``None``
+    when the new text is not verbatim answer text). Raises ValidationError on
+    an empty text.
+    """
+    text = (text or "").strip()
+    if not text:
+        raise ValidationError(
+            "A claim needs text. To drop a claim, merge it into its neighbour.", code="empty_text"
+        )
+    with transaction.atomic():
+        locked = _lock_claim(claim)
+        if text == locked.text:
+            return locked
+        _stale_labels(locked)
+        locked.text = text
+        locked.start, locked.end = _locate(locked.answer.text, text, near=locked.start)
+        locked.revision += 1
+        locked.save(update_fields=["text", "start", "end", "revision"])
+        return locked
+
+
+def reviewer_create(
+    *, username: str, password: str | None = None, project_slugs: list[str] | None = None,
+) -> tuple[Reviewer, str]:
+    """Create a human reviewer who can log in, member of the given projects.
+
+    ``project_slugs`` ``None`` (or empty) means every existing project. When
+    ``password`` is ``None`` a random one is generated. Returns ``(reviewer,
+    password)`` so the caller can show a generated password once.
+
+    Raises ValidationError for an invalid or taken name, a password the
+    validators reject, or unknown project slugs (nothing is created then).
+    """
+    username = (username or "").strip()
+    if not username:
+        raise ValidationError("Give the reviewer a name.", code="empty_name")
+    try:
+        Reviewer.username_validator(username)
+    except ValidationError:
+        raise ValidationError(
+            f"Reviewer name {username!r} may contain only letters, digits and @/./+/-/_.", code="bad_name"
+        ) from None
+    if len(username) > Reviewer._meta.get_field("username").max_length:
+        raise ValidationError(f"Reviewer name {username!r} is too long (150 characters at most).", code="bad_name")
+    with transaction.atomic():
+        if Reviewer.objects.filter(username=username).exists():
+            raise ValidationError(f"Reviewer {username!r} already exists.", code="exists")
+        if project_slugs:
+            projects = list(Project.objects.filter(slug__in=project_slugs))
+            unknown = sorted(set(project_slugs) - {p.slug for p in projects})
+            if unknown:
+                raise ValidationError(f"Unknown project(s): {', '.join(unknown)}.", code="unknown_project")
+        else:
+            projects = list(Project.objects.all())
+        reviewer = Reviewer(username=username, kind=ReviewerKind.HUMAN)
+        if password is None:
+            password = secrets.token_urlsafe(12)
+        validate_password(password, reviewer)
+        reviewer.set_password(password)
+        reviewer.save()
+        reviewer.projects.add(*projects)
+        return reviewer, password
