@@ -1,0 +1,298 @@
+"""The label table of a run (SPEC §2, §6): ORM → one DataFrame row per claim.
+
+Columns, in export order (``LABEL_TABLE_COLUMNS``):
+
+==============  ==========================================================
+run             run name (str)
+question_id     str, stable across runs
+answer_id       int, the answer's database id
+claim_index     int, 1-based position of the claim in its answer
+claim           claim text (str)
+citations       cited passage ids as the answer cites them, in citation
+                order, joined with ``", "`` ("" = the claim cites nothing)
+cited_span      the quoted spans, one line ``[id] span`` per citation that
+                has one ("" when none)
+passage         text of each cited passage, ``[id] text`` blocks separated
+                by a blank line; a fabricated id reads ``[id] (not among the
+                passages sent with this answer)``
+label           SUPPORTED / UNSUPPORTED / UNCITED, or ``None`` = pending
+justification   str ("" when none)
+reviewer        the reviewer(s) whose label the row shows, ``", "``-joined
+                usernames in name order ("" when none)
+labeled_at      latest ``created_at`` of those labels, ISO 8601 UTC to the
+                second (``"2025-01-31T09:15:00Z"``), or ``None``
+status          ``labeled`` (cited, label agreed), ``pending`` (cited, no
+                label yet), ``disagreement`` (cited, the counted reviewers
+                disagree: label ``None``), ``uncited`` (no citation: UNCITED
+                automatically, SPEC §3), ``abstention`` (claim of an answer
+                that abstains, SPEC §4.2: not scored)
+claim_id        int, the claim's database id (round-trip key)
+claim_revision  int, the claim's revision when the table was read (an
+                import refuses rows whose claim changed since)
+==============  ==========================================================
+
+Which label a row shows: the label that counts for scoring, as decided by
+:func:`labeling.metrics.resolved_claims_frame` — the value every current
+reviewer agrees on (pending when they disagree), UNCITED for a claim without
+citations — or, with ``reviewer=NAME``, that one reviewer's current label.
+``justification`` is the counted reviewer's, or, when several reviewers
+agree and more than one wrote one, ``"name: text"`` paragraphs in name order.
+
+The canonical serialization of a table (what a label table version stores and
+hashes) is :func:`canonical_bytes`: UTF-8 JSON Lines of ``CANONICAL_COLUMNS``
+(every column but ``passage``, which is answer content fixed at import, not
+labeling state), one object per row, keys sorted, separators ``,`` and ``:``
+without spaces, non-ASCII kept as is, rows sorted by ``question_id``,
+``claim_index``, ``claim_id``, every line ending in ``\\n``. No value in it
+depends on when it is written except ``labeled_at``, so two snapshots of an
+unchanged table have the same SHA-256.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from datetime import UTC, datetime
+from typing import Any
+
+import pandas as pd
+
+from labeling.exports import frames
+from labeling.metrics import resolved_claims_frame
+from labeling.models import Citation, Claim, LabelValue, Passage, Run
+from scoring.claims import ClaimMetrics, claim_metrics, to_native
+
+LABEL_TABLE_COLUMNS = (
+    "run", "question_id", "answer_id", "claim_index", "claim", "citations", "cited_span", "passage",
+    "label", "justification", "reviewer", "labeled_at", "status", "claim_id", "claim_revision",
+)
+CANONICAL_COLUMNS = tuple(column for column in LABEL_TABLE_COLUMNS if column != "passage")
+INT_COLUMNS = ("answer_id", "claim_index", "claim_id", "claim_revision")
+# Columns that may be None; every other text column holds "" when empty.
+NULLABLE_COLUMNS = ("label", "labeled_at")
+CITATION_SEPARATOR = ", "
+FABRICATED_PASSAGE = "(not among the passages sent with this answer)"
+
+STATUS_LABELED = "labeled"
+STATUS_PENDING = "pending"
+STATUS_DISAGREEMENT = "disagreement"
+STATUS_UNCITED = "uncited"
+STATUS_ABSTENTION = "abstention"
+
+
+def format_labeled_at(value: datetime | None) -> str | None:
+    """ISO 8601 in UTC to the second with a ``Z``: ``"2025-01-31T09:15:00Z"``."""
+    if value is None or value is pd.NaT:
+        return None
+    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def split_citations(value: str) -> list[str]:
+    """The ids of a ``citations`` cell: ``"1, 3"`` → ``["1", "3"]``, ``""`` → ``[]``."""
+    return [item.strip() for item in value.split(",") if item.strip()] if value else []
+
+
+def label_table_frame(run: Run, *, reviewer: str | None = None, with_passages: bool = True) -> pd.DataFrame:
+    """The label table of ``run`` as it stands now (module docstring for columns).
+
+    ``reviewer`` shows that reviewer's labels instead of the agreed ones;
+    ``with_passages=False`` leaves the ``passage`` column empty and skips
+    reading passage texts (snapshots do not store it). Rows are sorted by
+    ``question_id``, ``claim_index``. Text columns are object dtype, ""
+    when empty; ``label``/``labeled_at`` are ``None`` when absent.
+
+    Queries: 3 (claims, answers, labels in resolved_claims_frame) + labels
+    with times + claim revisions + citations (+ passages) = 6 or 7, whatever
+    the number of claims.
+    """
+    claims, _disagreements = resolved_claims_frame(run, reviewer=reviewer)
+    labels = frames.labels_frame(run)
+    if reviewer is not None:
+        labels = labels[labels["reviewer"] == reviewer]
+    revisions = dict(Claim.objects.filter(answer__run=run).values_list("id", "revision"))
+    cited: dict[int, list[tuple[str, str, bool, int | None]]] = defaultdict(list)
+    for claim_id, cited_id, span, fabricated, passage_pk in (
+        Citation.objects.filter(claim__answer__run=run)
+        .order_by("claim_id", "position")
+        .values_list("claim_id", "cited_id", "span", "fabricated", "passage_id")
+    ):
+        cited[claim_id].append((cited_id, span, fabricated, passage_pk))
+    passage_text: dict[int, str] = {}
+    if with_passages:
+        passage_text = dict(Passage.objects.filter(answer__run=run).values_list("id", "text"))
+
+    by_claim: dict[int, list[tuple[str, str, str, datetime]]] = defaultdict(list)
+    for claim_id, name, value, justification, labeled_at in labels[
+        ["claim_id", "reviewer", "label", "justification", "labeled_at"]
+    ].itertuples(index=False):
+        by_claim[claim_id].append((name, value, justification or "", labeled_at))
+
+    columns: dict[str, list[Any]] = {column: [] for column in LABEL_TABLE_COLUMNS}
+    for claim_id, answer_id, question_id, claim_index, text, n_citations, abstention, label, disagreement in claims[
+        ["claim_id", "answer_id", "question_id", "claim_index", "claim", "n_citations", "abstention", "label",
+         "disagreement"]
+    ].itertuples(index=False):
+        claim_id = int(claim_id)
+        citations = cited.get(claim_id, [])
+        label = to_native(label)
+        given = sorted(by_claim.get(claim_id, []))
+        if disagreement:
+            counted = given
+        else:
+            counted = [item for item in given if item[1] == label]
+        if bool(abstention):
+            status = STATUS_ABSTENTION
+        elif int(n_citations) == 0:
+            status = STATUS_UNCITED
+        elif disagreement:
+            status = STATUS_DISAGREEMENT
+        elif label is None:
+            status = STATUS_PENDING
+        else:
+            status = STATUS_LABELED
+        columns["run"].append(run.name)
+        columns["question_id"].append(str(question_id))
+        columns["answer_id"].append(int(answer_id))
+        columns["claim_index"].append(int(claim_index))
+        columns["claim"].append(text)
+        columns["citations"].append(CITATION_SEPARATOR.join(c[0] for c in citations))
+        columns["cited_span"].append("\n".join(f"[{c[0]}] {c[1]}" for c in citations if c[1]))
+        columns["passage"].append(_passage_cell(citations, passage_text) if with_passages else "")
+        columns["label"].append(label)
+        columns["justification"].append("" if disagreement else _justification(counted))
+        columns["reviewer"].append(CITATION_SEPARATOR.join(item[0] for item in counted))
+        columns["labeled_at"].append(format_labeled_at(max(item[3] for item in counted)) if counted else None)
+        columns["status"].append(status)
+        columns["claim_id"].append(claim_id)
+        columns["claim_revision"].append(int(revisions[claim_id]))
+    return _frame(columns)
+
+
+def _passage_cell(citations: list[tuple[str, str, bool, int | None]], passage_text: dict[int, str]) -> str:
+    blocks: list[str] = []
+    seen: set[str] = set()
+    for cited_id, _span, fabricated, passage_pk in citations:
+        if cited_id in seen:
+            continue
+        seen.add(cited_id)
+        text = FABRICATED_PASSAGE if fabricated or passage_pk is None else passage_text.get(passage_pk, "")
+        blocks.append(f"[{cited_id}] {text}")
+    return "\n\n".join(blocks)
+
+
+def _justification(counted: list[tuple[str, str, str, datetime]]) -> str:
+    written = [(name, justification) for name, _value, justification, _at in counted if justification]
+    if len(written) == 1:
+        return written[0][1]
+    return "\n\n".join(f"{name}: {justification}" for name, justification in written)
+
+
+def _frame(columns: dict[str, list[Any]]) -> pd.DataFrame:
+    """Columns → DataFrame with int64 id columns and object text columns
+    (pandas' own string dtype would turn ``None`` into NaN)."""
+    return pd.DataFrame({
+        column: pd.Series(values, dtype="int64" if column in INT_COLUMNS else object)
+        for column, values in columns.items()
+    })
+
+
+def canonical_bytes(table: pd.DataFrame) -> bytes:
+    """The canonical serialization of a label table (module docstring).
+
+    In: a label table frame (``CANONICAL_COLUMNS`` at least; ``passage`` is
+    ignored). Out: UTF-8 bytes, deterministic for equal tables.
+    """
+    ordered = table.sort_values(["question_id", "claim_index", "claim_id"], kind="stable")
+    data = {column: ordered[column].tolist() for column in CANONICAL_COLUMNS}
+    lines = []
+    for i in range(len(ordered)):
+        row = {column: to_native(data[column][i]) for column in CANONICAL_COLUMNS}
+        lines.append(json.dumps(row, ensure_ascii=False, sort_keys=True, separators=(",", ":")))
+        lines.append("\n")
+    return "".join(lines).encode("utf-8")
+
+
+def table_from_canonical(data: bytes) -> pd.DataFrame:
+    """Parse :func:`canonical_bytes` output back into a label table frame
+    (``passage`` column empty). Raises ValueError on malformed content."""
+    columns: dict[str, list[Any]] = {column: [] for column in LABEL_TABLE_COLUMNS}
+    for number, line in enumerate(data.decode("utf-8").splitlines(), start=1):
+        if not line:
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"line {number}: invalid JSON ({exc.msg})") from None
+        if not isinstance(row, dict) or set(row) != set(CANONICAL_COLUMNS):
+            raise ValueError(f"line {number}: expected an object with keys {', '.join(CANONICAL_COLUMNS)}")
+        for column in CANONICAL_COLUMNS:
+            columns[column].append(row[column])
+        columns["passage"].append("")
+    return _frame(columns)
+
+
+def passage_texts(run: Run, table: pd.DataFrame) -> pd.DataFrame:
+    """``table`` with its ``passage`` column filled from the run's stored
+    passages (answers are immutable after import, so this is what the table
+    showed when it was written). One query (+1 for citations)."""
+    text_of = dict(Passage.objects.filter(answer__run=run).values_list("id", "text"))
+    cited: dict[int, list[tuple[str, str, bool, int | None]]] = defaultdict(list)
+    for claim_id, cited_id, fabricated, passage_pk in (
+        Citation.objects.filter(claim__answer__run=run)
+        .order_by("claim_id", "position")
+        .values_list("claim_id", "cited_id", "fabricated", "passage_id")
+    ):
+        cited[claim_id].append((cited_id, "", fabricated, passage_pk))
+    filled = table.copy()
+    filled["passage"] = pd.Series(
+        [_passage_cell(cited.get(int(claim_id), []), text_of) for claim_id in table["claim_id"].tolist()],
+        dtype=object, index=table.index,
+    )
+    return filled
+
+
+def passages_frame(run: Run) -> pd.DataFrame:
+    """The passages sent with each answer of ``run`` (the workbook's
+    Passages sheet). Columns ``question_id``, ``answer_id`` (int),
+    ``passage_id``, ``source``, ``text``; sorted by question, position. One query.
+    """
+    rows = (
+        Passage.objects.filter(answer__run=run)
+        .order_by("answer__question__question_id", "answer_id", "position")
+        .values_list("answer__question__question_id", "answer_id", "passage_id", "source", "text")
+    )
+    columns: dict[str, list[Any]] = {c: [] for c in ("question_id", "answer_id", "passage_id", "source", "text")}
+    for row in rows:
+        for column, value in zip(columns, row, strict=True):
+            columns[column].append(value)
+    return pd.DataFrame({
+        column: pd.Series(values, dtype="int64" if column == "answer_id" else object)
+        for column, values in columns.items()
+    })
+
+
+def table_claim_metrics(table: pd.DataFrame) -> ClaimMetrics:
+    """Coverage, support and gap of a label table, pooled and per answer
+    (SPEC §4.1), computed from the table alone so a version scores the same
+    forever. A claim is cited when its ``citations`` cell names an id;
+    ``status == "abstention"`` rows are left out as scoring.claims documents.
+    """
+    claims = pd.DataFrame({
+        "answer_id": table["answer_id"].astype("int64"),
+        "question_id": table["question_id"].astype(object),
+        "claim_index": table["claim_index"].astype("int64"),
+        "n_citations": pd.Series([len(split_citations(v)) for v in table["citations"].tolist()], dtype="int64",
+                                 index=table.index),
+        "label": table["label"].astype(object),
+        "abstention": (table["status"] == STATUS_ABSTENTION).astype(bool),
+    })
+    return claim_metrics(claims)
+
+
+def label_count(table: pd.DataFrame) -> int:
+    """Claims of the table carrying a label (UNCITED included)."""
+    return int(table["label"].notna().sum())
+
+
+def is_label_value(value: Any) -> bool:
+    return value in LabelValue.values

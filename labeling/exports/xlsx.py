@@ -1,0 +1,269 @@
+"""Label table → Excel workbook (SPEC §6), streamed with openpyxl's write-only mode.
+
+Sheets:
+
+- ``Labels``: one row per claim, the columns of
+  ``labeling.exports.label_table.LABEL_TABLE_COLUMNS``. Header bold on a
+  tinted fill, frozen, with an autofilter; set widths; long text wrapped;
+  ``label`` has a SUPPORTED/UNSUPPORTED/UNCITED drop-down and a colour per value.
+- ``Answers``: one row per answer: counts (claims, cited, labeled cited,
+  supported, unsupported, pending) and coverage/support as fractions in
+  [0, 1] (blank when undefined) beside the ratio text ``"3/5 = 0.60"``.
+- ``Summary``: pooled and per-answer mean metrics, the table (current or
+  version N), its SHA-256, the reviewer view and the export time.
+- ``Passages``: the passages sent with each answer.
+
+Spreadsheet safety (SPEC §7): a text cell starting with ``=``, ``+``, ``-``,
+``@``, a tab or a carriage return is written as a string cell (type ``s``)
+with Excel's quote prefix, never as a formula. XML cannot hold carriage
+returns or most control characters, and Excel cells hold at most 32,767
+characters: :func:`spreadsheet_text` is the one place that turns a value into
+what a cell can keep (CR/CRLF → LF, other control characters but tab and LF
+dropped, over-long text cut with a trailing ``"…"``). Importers compare
+through the same function.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import datetime
+from typing import IO, Any
+
+import pandas as pd
+from openpyxl import Workbook
+from openpyxl.cell import WriteOnlyCell
+from openpyxl.formatting.rule import CellIsRule
+from openpyxl.styles import Alignment, Font, PatternFill
+from openpyxl.utils import get_column_letter
+from openpyxl.worksheet.datavalidation import DataValidation
+
+from labeling.exports.label_table import LABEL_TABLE_COLUMNS
+from scoring.claims import ClaimMetrics, to_native
+from scoring.ratio import Ratio, format_value
+
+EXCEL_MAX_CELL_CHARS = 32_767
+_ILLEGAL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f]")
+DANGEROUS_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
+LABEL_CHOICES = ("SUPPORTED", "UNSUPPORTED", "UNCITED")
+
+# Width in characters per Labels column; the wrapped ones get line breaks.
+_LABEL_WIDTHS = {
+    "run": 16, "question_id": 22, "answer_id": 10, "claim_index": 8, "claim": 60, "citations": 12,
+    "cited_span": 40, "passage": 60, "label": 15, "justification": 45, "reviewer": 14, "labeled_at": 21,
+    "status": 13, "claim_id": 10, "claim_revision": 9,
+}
+_WRAPPED = {"claim", "cited_span", "passage", "justification"}
+# Same palette as static/css/app.css (--supported, --unsupported, --uncited).
+_LABEL_COLOURS = {
+    "SUPPORTED": ("1F8A4C", "E3F4EA"),
+    "UNSUPPORTED": ("B4372F", "FBE7E5"),
+    "UNCITED": ("6B7280", "EEF0F3"),
+}
+_HEADER_FONT = Font(bold=True, color="FFFFFF")
+_HEADER_FILL = PatternFill("solid", fgColor="2F5BD3")
+_WRAP = Alignment(wrap_text=True, vertical="top")
+_TOP = Alignment(vertical="top")
+
+
+def spreadsheet_text(value: str) -> str:
+    """``value`` as an XLSX cell can keep it (module docstring)."""
+    if "\r" in value:
+        value = value.replace("\r\n", "\n").replace("\r", "\n")
+    if _ILLEGAL.search(value):
+        value = _ILLEGAL.sub("", value)
+    if len(value) > EXCEL_MAX_CELL_CHARS:
+        value = value[: EXCEL_MAX_CELL_CHARS - 1] + "…"
+    return value
+
+
+def is_dangerous(value: str) -> bool:
+    """True when a spreadsheet would read ``value`` as a formula."""
+    return value.startswith(DANGEROUS_PREFIXES)
+
+
+@dataclass(frozen=True)
+class WorkbookInfo:
+    """What the Summary sheet says about the table: ``version`` number (None
+    for the current table), its ``sha256`` (None for the current table),
+    ``reviewer`` (None = agreed labels) and the export time."""
+
+    project: str
+    run: str
+    version: int | None
+    sha256: str | None
+    reviewer: str | None
+    exported_at: datetime
+    note: str = ""
+
+
+class _Sheet:
+    """Appends rows to a write-only sheet, turning values into safe cells."""
+
+    def __init__(self, workbook: Workbook, title: str, columns: list[str], widths: dict[str, float]):
+        self.ws = workbook.create_sheet(title)
+        self.columns = columns
+        for number, column in enumerate(columns, start=1):
+            self.ws.column_dimensions[get_column_letter(number)].width = widths.get(column, 14)
+        self.ws.freeze_panes = "A2"
+        header = []
+        for column in columns:
+            cell = WriteOnlyCell(self.ws, value=column)
+            cell.font = _HEADER_FONT
+            cell.fill = _HEADER_FILL
+            header.append(cell)
+        self.ws.append(header)
+        self.rows = 0
+
+    def cell(self, value: Any, *, wrap: bool = False, number_format: str | None = None) -> Any:
+        value = to_native(value)
+        if isinstance(value, str):
+            value = spreadsheet_text(value)
+            if is_dangerous(value):
+                cell = WriteOnlyCell(self.ws, value=value)
+                # Never a formula: a string cell, quote-prefixed as Excel marks typed text.
+                cell.data_type = "s"
+                cell.quotePrefix = True
+                if wrap:
+                    cell.alignment = _WRAP
+                return cell
+            if wrap and value:
+                cell = WriteOnlyCell(self.ws, value=value)
+                cell.alignment = _WRAP
+                return cell
+            return value
+        if number_format is not None and value is not None:
+            cell = WriteOnlyCell(self.ws, value=value)
+            cell.number_format = number_format
+            return cell
+        return value
+
+    def append(self, row: list[Any]) -> None:
+        self.ws.append(row)
+        self.rows += 1
+
+    def finish(self, *, autofilter: bool = True) -> None:
+        if autofilter:
+            last = get_column_letter(len(self.columns))
+            self.ws.auto_filter.ref = f"A1:{last}{self.rows + 1}"
+
+
+def write_label_workbook(
+    out: str | IO[bytes], *, table: pd.DataFrame, metrics: ClaimMetrics, passages: pd.DataFrame,
+    info: WorkbookInfo,
+) -> None:
+    """Write the label table workbook (module docstring) to ``out`` (path or
+    binary file).
+
+    ``table``: label table frame (``LABEL_TABLE_COLUMNS``); ``metrics``: its
+    :func:`labeling.exports.label_table.table_claim_metrics`; ``passages``:
+    :func:`labeling.exports.label_table.passages_frame`. Memory stays flat in
+    the number of rows: openpyxl streams each sheet to a temporary file.
+    """
+    workbook = Workbook(write_only=True)
+    _labels_sheet(workbook, table)
+    _answers_sheet(workbook, metrics)
+    _summary_sheet(workbook, metrics, info, rows=len(table))
+    _passages_sheet(workbook, passages)
+    workbook.save(out)
+
+
+def _labels_sheet(workbook: Workbook, table: pd.DataFrame) -> None:
+    columns = list(LABEL_TABLE_COLUMNS)
+    sheet = _Sheet(workbook, "Labels", columns, _LABEL_WIDTHS)
+    data = [table[column].tolist() for column in columns]
+    wrapped = [column in _WRAPPED for column in columns]
+    for i in range(len(table)):
+        sheet.append([sheet.cell(data[k][i], wrap=wrapped[k]) for k in range(len(columns))])
+    sheet.finish()
+    label_letter = get_column_letter(columns.index("label") + 1)
+    last_row = max(len(table) + 1, 2)
+    cells = f"{label_letter}2:{label_letter}{last_row}"
+    validation = DataValidation(
+        type="list", formula1='"' + ",".join(LABEL_CHOICES) + '"', allow_blank=True, showErrorMessage=True,
+        errorTitle="Unknown label", error="Choose SUPPORTED, UNSUPPORTED or UNCITED (or leave blank).",
+    )
+    validation.add(cells)
+    sheet.ws.data_validations.append(validation)
+    for value, (ink, background) in _LABEL_COLOURS.items():
+        sheet.ws.conditional_formatting.add(cells, CellIsRule(
+            operator="equal", formula=[f'"{value}"'], font=Font(color=ink, bold=True),
+            fill=PatternFill(bgColor=background),
+        ))
+
+
+_ANSWER_COLUMNS = ["question_id", "answer_id", "claims", "cited", "labeled_cited", "supported", "unsupported",
+                   "pending", "coverage", "coverage_ratio", "support", "support_ratio", "abstention"]
+
+
+def _answers_sheet(workbook: Workbook, metrics: ClaimMetrics) -> None:
+    widths = {"question_id": 22, "coverage_ratio": 16, "support_ratio": 16, "labeled_cited": 13}
+    sheet = _Sheet(workbook, "Answers", _ANSWER_COLUMNS, widths)
+    per_answer = metrics.per_answer
+    data = {column: per_answer[column].tolist() for column in per_answer.columns}
+    for i in range(len(per_answer)):
+        coverage = Ratio(int(data["cited"][i]), int(data["claims"][i]))
+        support = Ratio(int(data["supported"][i]), int(data["labeled_cited"][i]))
+        abstention = bool(data["abstention"][i])
+        sheet.append([
+            sheet.cell(data["question_id"][i]), sheet.cell(data["answer_id"][i]),
+            *(sheet.cell(data[c][i]) for c in ("claims", "cited", "labeled_cited", "supported", "unsupported",
+                                                "pending")),
+            sheet.cell(None if abstention else coverage.value, number_format="0.00"),
+            "" if abstention else str(coverage),
+            sheet.cell(None if abstention else support.value, number_format="0.00"),
+            "" if abstention else str(support),
+            abstention,
+        ])
+    sheet.finish()
+
+
+def _summary_sheet(workbook: Workbook, metrics: ClaimMetrics, info: WorkbookInfo, *, rows: int) -> None:
+    sheet = _Sheet(workbook, "Summary", ["item", "value", "fraction", "note"],
+                   {"item": 34, "value": 68, "fraction": 18, "note": 54})
+    table = f"version {info.version}" if info.version is not None else "current label table (not a version)"
+
+    def mean(value: float | None, skipped: int) -> list[Any]:
+        return [sheet.cell(value, number_format="0.00"), format_value(value),
+                f"mean of per-answer values; {skipped} answer(s) skipped (undefined)"]
+
+    lines: list[list[Any]] = [
+        ["project", sheet.cell(info.project), "", ""],
+        ["run", sheet.cell(info.run), "", ""],
+        ["table", table, "", ""],
+        ["version", info.version, "", ""],
+        ["sha256", info.sha256 or "—", "", "SHA-256 of the version's canonical JSON Lines file"],
+        ["version note", sheet.cell(info.note), "", ""],
+        ["labels shown", sheet.cell(info.reviewer or "agreed labels (the label that counts for scoring)"), "", ""],
+        ["exported at (UTC)", info.exported_at.strftime("%Y-%m-%d %H:%M:%S"), "", ""],
+        ["claims in table", rows, "", "abstentions excluded from the counts below"],
+        ["claims (scored)", metrics.claims, "", ""],
+        ["cited claims", metrics.cited, "", ""],
+        ["labeled cited claims", metrics.labeled_cited, "", ""],
+        ["SUPPORTED", metrics.supported, "", ""],
+        ["UNSUPPORTED", metrics.unsupported, "", ""],
+        ["pending (cited, no agreed label)", metrics.pending, "", "support is provisional while this is > 0"],
+        ["coverage (pooled)", sheet.cell(metrics.coverage.value, number_format="0.00"), str(metrics.coverage),
+         "cited claims / claims"],
+        ["support (pooled)", sheet.cell(metrics.support.value, number_format="0.00"), str(metrics.support),
+         "SUPPORTED / labeled cited claims"],
+        ["gap (pooled)", sheet.cell(metrics.gap, number_format="0.00"), format_value(metrics.gap),
+         "coverage − support"],
+        ["coverage (per-answer mean)", *mean(metrics.mean_coverage, metrics.coverage_skipped)],
+        ["support (per-answer mean)", *mean(metrics.mean_support, metrics.support_skipped)],
+        ["answers", metrics.answers, "", ""],
+        ["abstentions", metrics.abstentions, "", "answers to unanswerable questions citing nothing"],
+    ]
+    for line in lines:
+        sheet.append(line)
+    sheet.finish(autofilter=False)
+
+
+def _passages_sheet(workbook: Workbook, passages: pd.DataFrame) -> None:
+    columns = ["question_id", "answer_id", "passage_id", "source", "text"]
+    sheet = _Sheet(workbook, "Passages", columns,
+                   {"question_id": 22, "answer_id": 10, "passage_id": 12, "source": 40, "text": 100})
+    data = [passages[column].tolist() for column in columns]
+    for i in range(len(passages)):
+        sheet.append([sheet.cell(data[k][i], wrap=columns[k] == "text") for k in range(len(columns))])
+    sheet.finish()

@@ -1,0 +1,241 @@
+"""Answers file as a spreadsheet (CSV or XLSX; SPEC §6): one row per claim →
+the same AnswerRecord as the JSON Lines format, no ORM.
+
+Rows are grouped into answers by (``run``, ``question_id``) in order of first
+appearance (rows of one answer need not be adjacent); each group becomes the
+JSON object of one answers-file line and goes through
+``answers_jsonl.answer_record_from_dict``, so both formats share every rule.
+Header names are matched case-insensitively (spaces as ``_``); the header is
+row 1 and issues name the spreadsheet row.
+
+=============  ======================================================  =========
+column         meaning                                                 per
+=============  ======================================================  =========
+question_id    stable question id (required)                           answer
+question       question text (required on at least one row)            answer
+run            run name (or given on import, which overrides it)       answer
+answer         full answer text (required on at least one row)         answer
+answerable     true/false/yes/no/1/0, blank = unknown                  answer
+passages       JSON list ``[{"id", "source", "text"}]``                answer
+gold           JSON object ``{"supporting_ids", "references",          answer
+               "expected_sources"}`` (optional)
+claim_index    1-based position of the claim (default: row order)      claim
+claim          claim text; leave blank on every row of an answer to    claim
+               split the answer into sentence claims at its markers
+citations      cited passage ids, comma-separated (``1, 3``)           claim
+span           quoted span: plain text when the claim cites one        claim
+               passage, else one line ``[id] span`` per citation
+label          SUPPORTED / UNSUPPORTED / UNCITED, blank = none         claim
+justification  the label's justification                               claim
+reviewer       who gave the label (default: the import's reviewer)     claim
+=============  ======================================================  =========
+
+An answer-level value may be repeated on every row of the answer or given on
+one row only; two different non-blank values are an error. A CSV cell that
+starts with an apostrophe followed by ``=``, ``+``, ``-``, ``@`` or another
+apostrophe loses that first apostrophe (the guard spreadsheets add against
+formulas, as in ``labeling.exports.csv_jsonl``); other text is kept as is.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+from collections.abc import Iterator
+from typing import Any
+
+from openpyxl import load_workbook
+
+from labeling.importers.answers_jsonl import _LineProblems, answer_record_from_dict
+from labeling.importers.label_table import header_key
+from labeling.importers.records import AnswerRecord, ImportIssue
+
+FORMATS = ("csv", "xlsx")
+ANSWER_FIELDS = ("question", "answer", "answerable", "passages", "gold")
+_SPAN_LINE = re.compile(r"^\[([^\]]+)\]\s?(.*)$")
+_GUARDED = {"'=", "'+", "'-", "'@", "''", "'\t"}
+_TRUE = {"true", "yes", "1", "y"}
+_FALSE = {"false", "no", "0", "n"}
+
+RecordResult = tuple[int, AnswerRecord | None, list[ImportIssue]]
+
+
+def iter_table_records(data: bytes, *, format: str, run: str | None = None) -> Iterator[RecordResult]:
+    """Parse a CSV/XLSX answers file (module docstring) into
+    ``(row, record, issues)`` per answer, like
+    ``answers_jsonl.iter_answer_records``: ``record`` is None when the answer
+    has problems; ``row`` is the answer's first spreadsheet row; issues of a
+    claim name that claim's row. ``run`` overrides the file's ``run`` column.
+    """
+    if format not in FORMATS:
+        raise ValueError(f"unknown answers table format {format!r} (expected csv or xlsx)")
+    try:
+        rows = list(_xlsx_rows(data) if format == "xlsx" else _csv_rows(data))
+    except _FileProblem as problem:
+        yield problem.issue.line, None, [problem.issue]
+        return
+    if not rows:
+        yield 1, None, [ImportIssue(1, "(file)", "no rows under the header")]
+        return
+    header = rows[0][1]
+    if "question_id" not in header:
+        yield 1, None, [ImportIssue(1, "(header)", "no 'question_id' column: see the answers table columns")]
+        return
+    groups: dict[tuple[str, str], list[tuple[int, dict[str, Any]]]] = {}
+    for number, values in rows[1:]:
+        record = dict(zip(header, values, strict=False))
+        question_id = _cell(record.get("question_id"))
+        run_name = run or _cell(record.get("run"))
+        groups.setdefault((run_name, question_id), []).append((number, record))
+    for (run_name, _question_id), group in groups.items():
+        yield _answer(group, run_name=run_name, run_given=run)
+
+
+def _answer(group: list[tuple[int, dict[str, Any]]], *, run_name: str, run_given: str | None) -> RecordResult:
+    first = group[0][0]
+    issues: list[ImportIssue] = []
+    data: dict[str, Any] = {"question_id": _cell(group[0][1].get("question_id"))}
+    if run_name:
+        data["run"] = run_name
+    for name in ANSWER_FIELDS:
+        seen: tuple[int, str] | None = None
+        for number, record in group:
+            value = _cell(record.get(name))
+            if not value:
+                continue
+            if seen is None:
+                seen = (number, value)
+            elif value != seen[1]:
+                issues.append(ImportIssue(number, name, f"differs from row {seen[0]} of the same answer"))
+        if seen is None:
+            continue
+        number, value = seen
+        if name in ("passages", "gold"):
+            try:
+                data[name] = json.loads(value)
+            except json.JSONDecodeError as exc:
+                issues.append(ImportIssue(number, name, f"invalid JSON: {exc.msg} at column {exc.colno}"))
+        elif name == "answerable":
+            lowered = value.lower()
+            if lowered in _TRUE or lowered in _FALSE:
+                data[name] = lowered in _TRUE
+            else:
+                issues.append(ImportIssue(number, name, f"{value!r} is not true/false"))
+        else:
+            data[name] = value
+    claim_rows = [number for number, record in group if _cell(record.get("claim"))]
+    if claim_rows:
+        claims = []
+        for position, (number, record) in enumerate(group):
+            claims.append(_claim(number, record, position, issues))
+        data["claims"] = claims
+    elif len(group) > 1:
+        issues.append(ImportIssue(group[1][0], "claim", "blank on every row of this answer: give each claim "
+                                                         "its text, or one row to split the answer into sentences"))
+    try:
+        record = answer_record_from_dict(data, line=first, run=run_given)
+    except _LineProblems as problems:
+        issues.extend(_claim_issue(issue, group) for issue in problems.issues)
+        return first, None, issues
+    if issues:
+        return first, None, issues
+    return first, record, [_claim_issue(issue, group) for issue in record.warnings]
+
+
+def _claim(number: int, record: dict[str, Any], position: int, issues: list[ImportIssue]) -> dict[str, Any]:
+    index_text = _cell(record.get("claim_index"))
+    index: Any = position + 1
+    if index_text:
+        if index_text.isdigit():
+            index = int(index_text)
+        else:
+            issues.append(ImportIssue(number, "claim_index", f"{index_text!r} is not a whole number"))
+    ids = [item.strip() for item in _cell(record.get("citations")).split(",") if item.strip()]
+    spans = _spans(_cell(record.get("span"), strip=False), ids, number, issues)
+    claim: dict[str, Any] = {
+        "index": index,
+        "text": _cell(record.get("claim"), strip=False),
+        "citations": [{"passage_id": cited, "span": spans.get(cited, "")} for cited in ids],
+    }
+    label = _cell(record.get("label"))
+    if label:
+        claim["label"] = label
+        claim["justification"] = _cell(record.get("justification"), strip=False)
+        reviewer = _cell(record.get("reviewer"))
+        if reviewer:
+            claim["reviewer"] = reviewer
+    return claim
+
+
+def _spans(text: str, ids: list[str], number: int, issues: list[ImportIssue]) -> dict[str, str]:
+    if not text.strip():
+        return {}
+    lines = [line for line in text.splitlines() if line.strip()]
+    tagged = [_SPAN_LINE.match(line) for line in lines]
+    if all(tagged):
+        spans = {m.group(1).strip(): m.group(2).strip() for m in tagged if m}
+        unknown = [key for key in spans if key not in ids]
+        if unknown:
+            issues.append(ImportIssue(number, "span", f"span for {', '.join(unknown)}, which the claim does not cite"))
+        return spans
+    if len(ids) == 1:
+        return {ids[0]: text.strip()}
+    issues.append(ImportIssue(number, "span", "the claim cites several passages: give one line '[id] span' each"))
+    return {}
+
+
+def _claim_issue(issue: ImportIssue, group: list[tuple[int, dict[str, Any]]]) -> ImportIssue:
+    """``claims[2].label`` of the answer → the row of claim 2, column ``label``."""
+    match = re.match(r"^claims\[(\d+)\]\.?([a-z_]*)", issue.field)
+    if not match or int(match.group(1)) >= len(group):
+        return issue
+    column = match.group(2) or "claim"
+    return ImportIssue(group[int(match.group(1))][0], {"text": "claim", "index": "claim_index"}.get(column, column),
+                       issue.reason)
+
+
+def _cell(value: Any, *, strip: bool = True) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    text = str(value)
+    return text.strip() if strip else text
+
+
+class _FileProblem(Exception):
+    def __init__(self, issue: ImportIssue):
+        self.issue = issue
+
+
+def _xlsx_rows(data: bytes) -> Iterator[tuple[int, list[Any]]]:
+    try:
+        workbook = load_workbook(io.BytesIO(data), read_only=True, data_only=False)
+    except Exception as exc:  # openpyxl raises many types for a non-workbook
+        reason = f"not a readable .xlsx workbook ({exc.__class__.__name__})"
+        raise _FileProblem(ImportIssue(1, "(file)", reason)) from None
+    try:
+        sheet = workbook.worksheets[0]
+        for number, values in enumerate(sheet.iter_rows(values_only=True), start=1):
+            if number == 1:
+                yield number, [header_key(v) for v in values]
+            elif any(v is not None and str(v).strip() for v in values):
+                yield number, list(values)
+    finally:
+        workbook.close()
+
+
+def _csv_rows(data: bytes) -> Iterator[tuple[int, list[Any]]]:
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise _FileProblem(ImportIssue(1, "(file)", f"not UTF-8 text: {exc.reason} at byte {exc.start}")) from None
+    first_line = text.split("\n", 1)[0]
+    delimiter = max([",", ";", "\t"], key=first_line.count)
+    for number, values in enumerate(csv.reader(io.StringIO(text, newline=""), delimiter=delimiter), start=1):
+        if number == 1:
+            yield number, [header_key(v) for v in values]
+        elif any(v.strip() for v in values):
+            yield number, [v[1:] if v[:2] in _GUARDED else v for v in values]

@@ -1,0 +1,280 @@
+"""Label table file (XLSX, CSV, JSONL; SPEC §6) → LabelTableRow records, no ORM.
+
+The file is a label table as ``labeling.exports`` writes it, possibly edited
+offline. Columns are found by header name (case and spaces ignored, so
+``Claim ID`` is ``claim_id``); order does not matter and unknown columns are
+ignored. A row names its claim by ``claim_id``, or — in files made by other
+tools — by ``question_id`` + ``claim_index``. Read columns:
+
+- ``label`` (required): SUPPORTED / UNSUPPORTED / UNCITED in any case, or
+  blank (no label: the row changes nothing);
+- ``justification`` (optional, "" when absent);
+- ``claim``, ``claim_revision``, ``run`` (optional, checked against the
+  database by ``labeling.label_tables`` when present);
+- ``reviewer`` (optional: whose label the row showed when exported).
+
+Everything else (``citations``, ``passage``, ``status`` …) is for the reader.
+
+XLSX: sheet ``Labels`` (else the first sheet), header in row 1, read with
+openpyxl in read-only mode; a cell holding a formula is read as its text,
+never evaluated. CSV: UTF-8 (a byte-order mark is fine), separator ``,``,
+``;`` or tab (sniffed from the header), and one leading apostrophe is removed
+from every cell that starts with one (the apostrophe rule of
+``labeling.exports.csv_jsonl``). JSONL: one object per line with the same keys.
+
+Row numbers in issues are what a spreadsheet shows (header = row 1, first
+data row = 2) for XLSX and CSV, and the line number for JSONL. Each bad cell
+becomes an ImportIssue (row, column, reason); a bad row is left out of
+``rows`` and blocks the import.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import IO, Any
+
+from openpyxl import load_workbook
+
+from labeling.importers.records import ImportIssue
+
+FORMATS = ("xlsx", "csv", "jsonl")
+LABEL_VALUES = ("SUPPORTED", "UNSUPPORTED", "UNCITED")
+MAX_TEXT_CHARS = 100_000
+
+
+@dataclass(frozen=True, slots=True)
+class LabelTableRow:
+    """One parsed row. ``claim`` and ``claim_revision`` are ``None`` when the
+    file has no such column (nothing to check); ``label`` is upper-cased, or
+    ``None`` when blank."""
+
+    line: int
+    claim_id: int | None
+    run: str | None
+    question_id: str | None
+    claim_index: int | None
+    claim: str | None
+    claim_revision: int | None
+    label: str | None
+    justification: str
+    reviewer: str
+
+
+@dataclass
+class LabelTableFile:
+    """A parsed label table file: its ``format``, valid ``rows`` and the
+    ``issues`` of the bad ones (row, column, reason)."""
+
+    format: str
+    rows: list[LabelTableRow] = field(default_factory=list)
+    issues: list[ImportIssue] = field(default_factory=list)
+    columns: list[str] = field(default_factory=list)
+
+
+def label_table_format(filename: str) -> str:
+    """``"xlsx"``, ``"csv"`` or ``"jsonl"`` from a file name; ValueError otherwise."""
+    suffix = filename.rsplit(".", 1)[-1].lower() if "." in filename else ""
+    aliases = {"xlsx": "xlsx", "xlsm": "xlsx", "csv": "csv", "jsonl": "jsonl", "ndjson": "jsonl"}
+    if suffix not in aliases:
+        raise ValueError(f"cannot tell the format of {filename!r}: use a .xlsx, .csv or .jsonl file")
+    return aliases[suffix]
+
+
+def header_key(name: Any) -> str:
+    """Column key of a header cell: ``" Claim ID "`` → ``"claim_id"``."""
+    return re.sub(r"[\s\-]+", "_", str(name or "").strip().lower())
+
+
+def read_label_table(source: bytes | IO[bytes], *, format: str) -> LabelTableFile:
+    """Parse a label table file (module docstring) of ``format`` (see FORMATS).
+
+    ``source`` is the file's bytes or a binary file. Never raises on bad
+    content: problems are returned in ``LabelTableFile.issues``.
+    """
+    if format not in FORMATS:
+        raise ValueError(f"unknown label table format {format!r} (expected one of {', '.join(FORMATS)})")
+    data = source if isinstance(source, bytes) else source.read()
+    result = LabelTableFile(format=format)
+    try:
+        if format == "xlsx":
+            records = _xlsx_records(data)
+        elif format == "csv":
+            records = _csv_records(data)
+        else:
+            records = _jsonl_records(data)
+        for line, record in records:
+            if line == 0:
+                result.columns = list(record)
+                missing = _missing_columns(result.columns)
+                if missing:
+                    result.issues.append(ImportIssue(1, "(header)", missing))
+                    return result
+                continue
+            _add_row(result, line, record)
+    except _FileProblem as problem:
+        result.issues.append(problem.issue)
+    return result
+
+
+class _FileProblem(Exception):
+    def __init__(self, issue: ImportIssue):
+        self.issue = issue
+
+
+def _missing_columns(columns: list[str]) -> str:
+    if "label" not in columns:
+        return "no 'label' column: is this a label table exported by Citelab?"
+    if "claim_id" not in columns and not {"question_id", "claim_index"} <= set(columns):
+        return "needs a 'claim_id' column, or 'question_id' and 'claim_index'"
+    return ""
+
+
+def _xlsx_records(data: bytes) -> Iterator[tuple[int, dict[str, Any]]]:
+    try:
+        workbook = load_workbook(io.BytesIO(data), read_only=True, data_only=False)
+    except Exception as exc:  # openpyxl raises many types for a non-workbook
+        reason = f"not a readable .xlsx workbook ({exc.__class__.__name__})"
+        raise _FileProblem(ImportIssue(1, "(file)", reason)) from None
+    try:
+        sheet = workbook["Labels"] if "Labels" in workbook.sheetnames else workbook.worksheets[0]
+        header: list[str] | None = None
+        for number, values in enumerate(sheet.iter_rows(values_only=True), start=1):
+            if header is None:
+                header = [header_key(v) for v in values]
+                yield 0, dict.fromkeys(header)
+                continue
+            if all(v is None or (isinstance(v, str) and not v.strip()) for v in values):
+                continue
+            yield number, dict(zip(header, values, strict=False))
+    finally:
+        workbook.close()
+
+
+def _csv_records(data: bytes) -> Iterator[tuple[int, dict[str, Any]]]:
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise _FileProblem(ImportIssue(1, "(file)", f"not UTF-8 text: {exc.reason} at byte {exc.start}")) from None
+    first_line = text.split("\n", 1)[0]
+    delimiter = max([",", ";", "\t"], key=first_line.count)
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter)
+    header: list[str] | None = None
+    for number, values in enumerate(reader, start=1):
+        if header is None:
+            header = [header_key(v) for v in values]
+            yield 0, dict.fromkeys(header)
+            continue
+        if not any(v.strip() for v in values):
+            continue
+        # The apostrophe rule of labeling.exports.csv_jsonl, undone.
+        cells = [v[1:] if v.startswith("'") else v for v in values]
+        yield number, dict(zip(header, cells, strict=False))
+
+
+def _jsonl_records(data: bytes) -> Iterator[tuple[int, dict[str, Any]]]:
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise _FileProblem(ImportIssue(1, "(file)", f"not UTF-8 text: {exc.reason} at byte {exc.start}")) from None
+    header_given = False
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            if not header_given:
+                raise _FileProblem(ImportIssue(number, "(line)", f"invalid JSON: {exc.msg}")) from None
+            yield number, {"__error__": f"invalid JSON: {exc.msg} at column {exc.colno}"}
+            continue
+        if not isinstance(record, dict):
+            yield number, {"__error__": "expected a JSON object"}
+            continue
+        record = {header_key(k): v for k, v in record.items()}
+        if not header_given:
+            header_given = True
+            yield 0, dict.fromkeys(record)
+        yield number, record
+
+
+def _add_row(result: LabelTableFile, line: int, record: dict[str, Any]) -> None:
+    issues: list[ImportIssue] = []
+
+    def problem(column: str, reason: str) -> None:
+        issues.append(ImportIssue(line, column, reason))
+
+    if "__error__" in record:
+        problem("(line)", record["__error__"])
+        result.issues.extend(issues)
+        return
+    claim_id = _integer(record.get("claim_id"), "claim_id", problem)
+    question_id = _text(record.get("question_id"), "question_id", problem)
+    claim_index = _integer(record.get("claim_index"), "claim_index", problem)
+    if claim_id is None and (not question_id or claim_index is None) and not issues:
+        problem("claim_id", "blank: the row must name its claim (claim_id, or question_id and claim_index)")
+    label = _text(record.get("label"), "label", problem)
+    label = label.strip().upper() if label else ""
+    if label and label not in LABEL_VALUES:
+        problem("label", f"unknown label {record.get('label')!r}: use SUPPORTED, UNSUPPORTED or UNCITED, "
+                         "or leave it blank")
+    justification = _text(record.get("justification"), "justification", problem) or ""
+    if len(justification) > MAX_TEXT_CHARS:
+        problem("justification", f"longer than {MAX_TEXT_CHARS} characters")
+    row = LabelTableRow(
+        line=line,
+        claim_id=claim_id,
+        run=_text(record.get("run"), "run", problem) if "run" in record else None,
+        question_id=question_id.strip() if question_id else None,
+        claim_index=claim_index,
+        claim=(_text(record.get("claim"), "claim", problem) or "") if "claim" in record else None,
+        claim_revision=_integer(record.get("claim_revision"), "claim_revision", problem),
+        label=label or None,
+        justification=justification,
+        reviewer=(_text(record.get("reviewer"), "reviewer", problem) or "").strip(),
+    )
+    if issues:
+        result.issues.extend(issues)
+    else:
+        result.rows.append(row)
+
+
+def _text(value: Any, column: str, problem) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        problem(column, "expected text, got a true/false value")
+        return None
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    if isinstance(value, (int, float)):
+        return str(value)
+    if isinstance(value, str):
+        return value
+    problem(column, f"expected text, got {type(value).__name__}")
+    return None
+
+
+def _integer(value: Any, column: str, problem) -> int | None:
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    if isinstance(value, bool):
+        problem(column, "expected a whole number")
+        return None
+    if isinstance(value, int):
+        number = value
+    elif isinstance(value, float) and value.is_integer():
+        number = int(value)
+    elif isinstance(value, str) and value.strip().isdigit():
+        number = int(value.strip())
+    else:
+        problem(column, f"expected a whole number, got {value!r}")
+        return None
+    if number < 0:
+        problem(column, f"expected a whole number ≥ 0, got {number}")
+        return None
+    return number

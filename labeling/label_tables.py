@@ -1,0 +1,556 @@
+"""Label table versions, exports and imports (SPEC §2, §5, §6; issue 5).
+
+Versions: :func:`label_table_snapshot` freezes a run's label table (the
+agreed labels, ``labeling.exports.label_table``) as an immutable
+``LabelTableVersion``: numbered 1, 2, … per run, its canonical JSON Lines
+serialization stored through Django's default storage and hashed with
+SHA-256. :func:`version_read` gives the bytes back only when the hash still
+matches (else :class:`VersionIntegrityError`). Versions are never edited or
+deleted by the app. :func:`version_diff` compares two versions row by row.
+
+Imports: a reviewer labels offline in an exported table and uploads it
+back. :func:`label_table_import_preview` validates every row against the
+database and lists what would change; :func:`label_table_import_apply` does
+it atomically (all or nothing), adding a new current ``Label`` per changed
+row for the importing reviewer and keeping the previous one as history.
+
+When a row changes something: a row with a blank label changes nothing (an
+import never removes a label); a row on a claim without citations changes
+nothing (UNCITED is automatic, SPEC §3); a row that reads exactly as the
+reviewer's own current label (label and justification), or exactly as the
+current label table shows the claim (label, justification and reviewer
+column), changes nothing — so an untouched row of an exported table never
+turns another reviewer's label into the importer's. Any other row becomes the
+importing reviewer's new label on that claim.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import IO
+
+import pandas as pd
+from django.core.cache import cache
+from django.core.exceptions import ValidationError
+from django.core.files.base import ContentFile
+from django.db import IntegrityError, transaction
+from django.db.models import Count, Max
+from django.utils.text import get_valid_filename
+
+from labeling.exports.csv_jsonl import write_csv, write_jsonl
+from labeling.exports.label_table import (
+    canonical_bytes,
+    label_count,
+    label_table_frame,
+    passage_texts,
+    passages_frame,
+    table_claim_metrics,
+    table_from_canonical,
+)
+from labeling.exports.xlsx import WorkbookInfo, spreadsheet_text, write_label_workbook
+from labeling.importers.label_table import LabelTableFile
+from labeling.importers.records import ImportIssue
+from labeling.models import Claim, Label, LabelTableVersion, LabelValue, Reviewer, Run
+from scoring.claims import ClaimMetrics
+
+EXPORT_FORMATS = ("xlsx", "csv", "jsonl")
+CONTENT_TYPES = {
+    "xlsx": "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+    "csv": "text/csv; charset=utf-8",
+    "jsonl": "application/x-ndjson; charset=utf-8",
+}
+MAX_NOTE_CHARS = 2000
+_SNAPSHOT_ATTEMPTS = 3
+_BATCH = 500
+
+
+class VersionIntegrityError(Exception):
+    """A label table version's stored file is missing or no longer matches
+    the SHA-256 recorded when the version was made (tampering or corruption)."""
+
+    def __init__(self, version: LabelTableVersion, reason: str):
+        self.version = version
+        self.reason = reason
+        super().__init__(
+            f"label table version {version.number} of run {version.run.name!r} failed verification: {reason}"
+        )
+
+
+# ---------------------------------------------------------------- versions
+
+
+def label_table_snapshot(*, run: Run, author: Reviewer | None = None, note: str = "") -> LabelTableVersion:
+    """Freeze ``run``'s current label table as its next version (issue 5 §1).
+
+    The number is max + 1 under a row lock on the run (retried on the unique
+    constraint if two snapshots still race). ``row_count`` = claims,
+    ``label_count`` = claims with a label (UNCITED included), ``sha256`` = hash
+    of the canonical serialization (labeling.exports.label_table) stored in
+    ``file``. Raises ValidationError for a note over 2000 characters.
+    """
+    note = note.strip()
+    if len(note) > MAX_NOTE_CHARS:
+        raise ValidationError(f"the note is {len(note)} characters long; keep it under {MAX_NOTE_CHARS}")
+    for attempt in range(_SNAPSHOT_ATTEMPTS):
+        stored: str | None = None
+        try:
+            with transaction.atomic():
+                Run.objects.select_for_update().filter(pk=run.pk).exists()
+                table = label_table_frame(run, with_passages=False)
+                data = canonical_bytes(table)
+                digest = hashlib.sha256(data).hexdigest()
+                number = (LabelTableVersion.objects.filter(run=run).aggregate(n=Max("number"))["n"] or 0) + 1
+                version = LabelTableVersion(
+                    run=run, number=number, author=author, note=note, row_count=len(table),
+                    label_count=label_count(table), sha256=digest,
+                )
+                name = f"{run.project.slug}/run-{run.pk}/v{number}-{digest[:12]}.jsonl"
+                version.file.save(name, ContentFile(data), save=False)
+                stored = version.file.name
+                version.save()
+                return version
+        except IntegrityError:
+            if stored:
+                version.file.storage.delete(stored)
+            if attempt == _SNAPSHOT_ATTEMPTS - 1:
+                raise ValidationError("another snapshot of this run was being taken at the same time; "
+                                      "try again") from None
+        except BaseException:
+            if stored:
+                version.file.storage.delete(stored)
+            raise
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def version_read(version: LabelTableVersion) -> bytes:
+    """The stored canonical file of ``version``, verified.
+
+    Raises VersionIntegrityError when the file is missing or its SHA-256
+    differs from ``version.sha256``.
+    """
+    storage = version.file.storage
+    try:
+        with storage.open(version.file.name, "rb") as handle:
+            data = handle.read()
+    except (FileNotFoundError, OSError) as exc:
+        raise VersionIntegrityError(version, f"its file {version.file.name!r} cannot be read ({exc})") from None
+    digest = hashlib.sha256(data).hexdigest()
+    if digest != version.sha256:
+        raise VersionIntegrityError(
+            version, f"its file {version.file.name!r} has SHA-256 {digest[:16]}…, but the version recorded "
+                     f"{version.sha256[:16]}…: the file was changed after the snapshot",
+        )
+    return data
+
+
+def version_verify(version: LabelTableVersion) -> None:
+    """Check ``version``'s file against its hash; VersionIntegrityError if not."""
+    version_read(version)
+
+
+def version_table(version: LabelTableVersion) -> pd.DataFrame:
+    """The label table frame stored in ``version`` (``passage`` empty), verified.
+
+    Raises VersionIntegrityError (see :func:`version_read`).
+    """
+    data = version_read(version)
+    try:
+        return table_from_canonical(data)
+    except ValueError as exc:
+        raise VersionIntegrityError(version, f"its content is not a label table ({exc})") from None
+
+
+def version_scores(version: LabelTableVersion) -> ClaimMetrics:
+    """Coverage/support of ``version``'s table (SPEC §4.1), computed from
+    the file alone. Verifies the file every call; the metrics are cached by
+    content hash (equal hash, equal table, equal scores).
+
+    Raises VersionIntegrityError (see :func:`version_read`).
+    """
+    data = version_read(version)
+    key = f"citelab:label-table-metrics:{version.sha256}"
+    metrics = cache.get(key)
+    if metrics is None:
+        metrics = table_claim_metrics(table_from_canonical(data))
+        cache.set(key, metrics, timeout=None)
+    return metrics
+
+
+DIFF_FIELDS = ("claim", "claim_index", "citations", "cited_span", "label", "justification", "reviewer")
+
+
+@dataclass(frozen=True)
+class FieldChange:
+    field: str
+    old: object
+    new: object
+
+
+@dataclass(frozen=True)
+class RowDiff:
+    """One row that differs between two tables: ``kind`` is ``added``,
+    ``removed`` or ``changed``; ``changes`` names each differing field of
+    DIFF_FIELDS (empty for added/removed rows)."""
+
+    kind: str
+    claim_id: int
+    question_id: str
+    claim_index: int
+    claim: str
+    old_label: str | None
+    new_label: str | None
+    changes: tuple[FieldChange, ...] = ()
+
+    @property
+    def changed_fields(self) -> list[str]:
+        return [change.field for change in self.changes]
+
+    def change(self, name: str) -> FieldChange | None:
+        return next((c for c in self.changes if c.field == name), None)
+
+
+@dataclass
+class LabelTableDiff:
+    """Row-by-row difference of two label tables (SPEC §5), keyed by claim id.
+
+    ``rows`` is sorted by question_id, claim_index; ``unchanged`` counts the
+    rows present in both with no field of DIFF_FIELDS changed.
+    """
+
+    old_rows: int
+    new_rows: int
+    rows: list[RowDiff] = field(default_factory=list)
+    unchanged: int = 0
+
+    def count(self, kind: str) -> int:
+        return sum(1 for row in self.rows if row.kind == kind)
+
+    @property
+    def label_flips(self) -> list[tuple[str, str, int]]:
+        """``(old, new, claims)`` per label transition, pending shown as ``"pending"``."""
+        flips: dict[tuple[str, str], int] = {}
+        for row in self.rows:
+            if row.kind == "changed" and row.change("label"):
+                key = (row.old_label or "pending", row.new_label or "pending")
+                flips[key] = flips.get(key, 0) + 1
+        return [(old, new, n) for (old, new), n in sorted(flips.items())]
+
+
+def diff_label_tables(old: pd.DataFrame, new: pd.DataFrame) -> LabelTableDiff:
+    """Compare two label table frames row by row (SPEC §5 last bullet).
+
+    Rows are matched on ``claim_id``; a claim only in ``new`` is ``added``,
+    only in ``old`` ``removed``; a claim in both is ``changed`` when any of
+    DIFF_FIELDS differs (None and "" are different: pending is not a value).
+    """
+    def rows_of(table: pd.DataFrame) -> dict[int, dict]:
+        columns = ["claim_id", "question_id", *DIFF_FIELDS]
+        data = {c: table[c].tolist() for c in columns}
+        return {int(data["claim_id"][i]): {c: data[c][i] for c in columns} for i in range(len(table))}
+
+    before, after = rows_of(old), rows_of(new)
+    diff = LabelTableDiff(old_rows=len(before), new_rows=len(after))
+    for claim_id, row in after.items():
+        previous = before.get(claim_id)
+        if previous is None:
+            diff.rows.append(_row_diff("added", claim_id, row, None, row["label"]))
+            continue
+        changes = tuple(FieldChange(name, previous[name], row[name]) for name in DIFF_FIELDS
+                        if _value(previous[name]) != _value(row[name]))
+        if changes:
+            diff.rows.append(_row_diff("changed", claim_id, row, previous["label"], row["label"], changes))
+        else:
+            diff.unchanged += 1
+    for claim_id, row in before.items():
+        if claim_id not in after:
+            diff.rows.append(_row_diff("removed", claim_id, row, row["label"], None))
+    diff.rows.sort(key=lambda r: (r.question_id, r.claim_index, r.claim_id))
+    return diff
+
+
+def _value(value: object) -> object:
+    if isinstance(value, float) and value != value:  # NaN from a frame column
+        return None
+    return int(value) if hasattr(value, "item") else value
+
+
+def _row_diff(kind: str, claim_id: int, row: dict, old_label, new_label, changes=()) -> RowDiff:
+    return RowDiff(kind=kind, claim_id=claim_id, question_id=str(row["question_id"]),
+                   claim_index=int(row["claim_index"]), claim=row["claim"], old_label=_value(old_label),
+                   new_label=_value(new_label), changes=changes)
+
+
+def version_diff(*, old: LabelTableVersion, new: LabelTableVersion) -> LabelTableDiff:
+    """Row-by-row diff of two versions of one run. Raises ValidationError
+    when they belong to different runs, VersionIntegrityError on a bad file."""
+    if old.run_id != new.run_id:
+        raise ValidationError("only versions of the same run can be compared")
+    return diff_label_tables(version_table(old), version_table(new))
+
+
+# ----------------------------------------------------------------- exports
+
+
+def export_filename(run: Run, fmt: str, *, version: int | None = None, reviewer: str | None = None) -> str:
+    """Download name, e.g. ``expertqa_rr_gs_gpt4_labels_v2.xlsx``."""
+    parts = [run.project.slug, run.name, "labels"]
+    if version is not None:
+        parts.append(f"v{version}")
+    if reviewer:
+        parts.append(reviewer)
+    return get_valid_filename("_".join(parts) + f".{fmt}")
+
+
+def label_table_export(
+    *, run: Run, fmt: str, out: IO[bytes], version: LabelTableVersion | None = None, reviewer: str | None = None,
+) -> None:
+    """Write ``run``'s label table — current (agreed, or ``reviewer``'s
+    labels) or ``version``'s — as ``fmt`` (xlsx, csv, jsonl) to ``out``.
+
+    Raises ValueError for an unknown format or a reviewer combined with a
+    version (a version stores the agreed labels), VersionIntegrityError when
+    the version's file fails verification.
+    """
+    if fmt not in EXPORT_FORMATS:
+        raise ValueError(f"unknown format {fmt!r}: use {', '.join(EXPORT_FORMATS)}")
+    if version is not None and reviewer:
+        raise ValueError("a version stores the agreed labels; a reviewer's labels export from the current table")
+    if version is not None:
+        table = passage_texts(run, version_table(version))
+    else:
+        table = label_table_frame(run, reviewer=reviewer)
+    if fmt == "csv":
+        write_csv(table, out)
+    elif fmt == "jsonl":
+        write_jsonl(table, out)
+    else:
+        info = WorkbookInfo(
+            project=run.project.slug, run=run.name, version=version.number if version else None,
+            sha256=version.sha256 if version else None, reviewer=reviewer, exported_at=datetime.now(UTC),
+            note=version.note if version else "",
+        )
+        write_label_workbook(out, table=table, metrics=table_claim_metrics(table), passages=passages_frame(run),
+                             info=info)
+
+
+# ----------------------------------------------------------------- imports
+
+
+class LabelImportError(ValidationError):
+    """An import was refused; ``issues`` lists every bad row (row, column,
+    reason). Nothing was written."""
+
+    def __init__(self, issues: list[ImportIssue]):
+        self.issues = issues
+        shown = [str(issue) for issue in issues[:50]]
+        if len(issues) > 50:
+            shown.append(f"… and {len(issues) - 50} more")
+        super().__init__(shown)
+
+
+@dataclass(frozen=True)
+class LabelChange:
+    """What applying one row does: the reviewer's label on the claim goes
+    from ``old_label`` (None = none yet) to ``new_label``."""
+
+    line: int
+    claim_id: int
+    claim_revision: int
+    question_id: str
+    claim_index: int
+    claim: str
+    old_label: str | None
+    new_label: str
+    old_justification: str
+    new_justification: str
+
+    @property
+    def label_changed(self) -> bool:
+        return self.old_label != self.new_label
+
+    @property
+    def justification_changed(self) -> bool:
+        return self.old_justification != self.new_justification
+
+
+@dataclass
+class LabelImportPreview:
+    """Outcome of validating a label table file for ``reviewer`` on ``run``.
+
+    ``rows``: rows read; ``changes``: one per row that changes a label;
+    ``unchanged``: rows that change nothing (see the module docstring);
+    ``blank``: rows without a label; ``issues``: every bad row, sorted by row.
+    """
+
+    run: Run
+    reviewer: Reviewer
+    format: str
+    rows: int = 0
+    changes: list[LabelChange] = field(default_factory=list)
+    unchanged: int = 0
+    blank: int = 0
+    issues: list[ImportIssue] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.issues
+
+
+def _comparable(text: str, fmt: str) -> str:
+    text = spreadsheet_text(text) if fmt == "xlsx" else text.replace("\r\n", "\n")
+    return text.strip()
+
+
+def label_table_import_preview(*, run: Run, reviewer: Reviewer, table_file: LabelTableFile) -> LabelImportPreview:
+    """Validate every row of ``table_file`` against ``run`` and list the
+    changes applying it would make for ``reviewer`` (issue 5 §3). Writes nothing.
+
+    Row problems reported (row, column, reason): a row for another run, an
+    unknown claim, a claim of another run, the same claim twice, a claim
+    whose revision moved since the export or whose text differs, a label
+    that breaks "UNCITED iff no citation" (SPEC §3), a missing justification
+    (always for UNSUPPORTED; for SUPPORTED when the project requires it),
+    plus the parser's own (unknown label, bad numbers …).
+
+    Queries: 2 (claims, reviewer's labels) + 6 (current label table) + 1
+    when rows name claims outside the run.
+    """
+    fmt = table_file.format
+    preview = LabelImportPreview(run=run, reviewer=reviewer, format=fmt, rows=len(table_file.rows),
+                                 issues=list(table_file.issues))
+    problem = preview.issues.append
+    claims = {
+        pk: (qid, index, text, revision, n)
+        for pk, qid, index, text, revision, n in Claim.objects.filter(answer__run=run)
+        .annotate(n=Count("citations"))
+        .values_list("id", "answer__question__question_id", "index", "text", "revision", "n")
+    }
+    by_position = {(qid, index): pk for pk, (qid, index, _t, _r, _n) in claims.items()}
+    mine = {
+        claim_id: (value, justification)
+        for claim_id, value, justification in Label.objects.filter(
+            claim__answer__run=run, reviewer=reviewer, is_current=True
+        ).values_list("claim_id", "value", "justification")
+    }
+    table = label_table_frame(run, with_passages=False)
+    shown = {
+        int(pk): (label, justification, who)
+        for pk, label, justification, who in table[["claim_id", "label", "justification", "reviewer"]].itertuples(
+            index=False)
+    }
+    outside = _claims_outside(run, {r.claim_id for r in table_file.rows if r.claim_id is not None} - set(claims))
+    require_supported = run.project.require_justification_for_supported
+    seen: dict[int, int] = {}
+    for row in table_file.rows:
+        if row.run is not None and row.run.strip() and row.run.strip() != run.name:
+            problem(ImportIssue(row.line, "run", f"the row is for run {row.run.strip()!r}, not {run.name!r}"))
+            continue
+        if row.claim_id is not None:
+            claim_id = row.claim_id
+            if claim_id not in claims:
+                where = outside.get(claim_id)
+                reason = (f"claim {claim_id} belongs to run {where[0]!r} of project {where[1]!r}, not to this run"
+                          if where else f"unknown claim {claim_id}: no such claim in this database")
+                problem(ImportIssue(row.line, "claim_id", reason))
+                continue
+        else:
+            claim_id = by_position.get((row.question_id, row.claim_index))
+            if claim_id is None:
+                problem(ImportIssue(row.line, "claim_index", f"unknown claim: question {row.question_id!r} has "
+                                                             f"no claim {row.claim_index} in run {run.name!r}"))
+                continue
+        if claim_id in seen:
+            problem(ImportIssue(row.line, "claim_id", f"claim {claim_id} is also on row {seen[claim_id]}"))
+            continue
+        seen[claim_id] = row.line
+        question_id, index, text, revision, n_citations = claims[claim_id]
+        if row.claim_revision is not None and row.claim_revision != revision:
+            problem(ImportIssue(row.line, "claim_revision",
+                                f"the claim changed since this file was exported (revision {row.claim_revision} "
+                                f"→ {revision}: its text or citations were edited); export the table again"))
+            continue
+        if row.claim is not None and _comparable(row.claim, fmt) != _comparable(text, fmt):
+            problem(ImportIssue(row.line, "claim", "the claim text differs from the stored claim; claims are "
+                                                   "edited (split, merged, reworded) in the app, not in the file"))
+            continue
+        if row.label is None:
+            preview.blank += 1
+            continue
+        if row.label == LabelValue.UNCITED and n_citations:
+            problem(ImportIssue(row.line, "label", f"UNCITED on a claim with {n_citations} citation(s): use "
+                                                   "SUPPORTED or UNSUPPORTED"))
+            continue
+        if row.label != LabelValue.UNCITED and not n_citations:
+            problem(ImportIssue(row.line, "label", f"{row.label} on a claim without citations: a claim that "
+                                                   "cites nothing is UNCITED"))
+            continue
+        if not n_citations:
+            preview.unchanged += 1  # UNCITED is automatic: nothing to record
+            continue
+        justification = row.justification.strip()
+        own = mine.get(claim_id)
+        if own and own[0] == row.label and _comparable(own[1], fmt) == _comparable(justification, fmt):
+            preview.unchanged += 1
+            continue
+        label, shown_justification, shown_reviewer = shown[claim_id]
+        if (label == row.label and row.reviewer == shown_reviewer
+                and _comparable(shown_justification, fmt) == _comparable(justification, fmt)):
+            preview.unchanged += 1
+            continue
+        if not justification and (row.label == LabelValue.UNSUPPORTED
+                                  or (row.label == LabelValue.SUPPORTED and require_supported)):
+            where = " in this project" if row.label == LabelValue.SUPPORTED else ""
+            problem(ImportIssue(row.line, "justification", f"a justification is required for {row.label}{where}"))
+            continue
+        preview.changes.append(LabelChange(
+            line=row.line, claim_id=claim_id, claim_revision=revision, question_id=question_id, claim_index=index,
+            claim=text, old_label=own[0] if own else None, new_label=row.label,
+            old_justification=own[1] if own else "", new_justification=justification,
+        ))
+    preview.issues.sort(key=lambda issue: issue.line)
+    return preview
+
+
+def _claims_outside(run: Run, ids: Iterable[int]) -> dict[int, tuple[str, str]]:
+    ids = list(ids)
+    found: dict[int, tuple[str, str]] = {}
+    for start in range(0, len(ids), _BATCH):
+        for pk, run_name, slug in Claim.objects.filter(id__in=ids[start:start + _BATCH]).exclude(
+            answer__run=run
+        ).values_list("id", "answer__run__name", "answer__run__project__slug"):
+            found[pk] = (run_name, slug)
+    return found
+
+
+def label_table_import_apply(*, run: Run, reviewer: Reviewer, table_file: LabelTableFile) -> LabelImportPreview:
+    """Apply ``table_file`` for ``reviewer`` on ``run``, all or nothing.
+
+    Re-validates under a row lock on the run (the database may have moved
+    since the preview), then per change marks the reviewer's current label
+    on the claim not current (history kept) and adds the new current label
+    at the claim's revision. Returns the preview that was applied.
+
+    Raises LabelImportError (a ValidationError) listing every bad row when
+    any row is bad; nothing is written then.
+    """
+    try:
+        with transaction.atomic():
+            Run.objects.select_for_update().filter(pk=run.pk).exists()
+            preview = label_table_import_preview(run=run, reviewer=reviewer, table_file=table_file)
+            if preview.issues:
+                raise LabelImportError(preview.issues)
+            ids = [change.claim_id for change in preview.changes]
+            for start in range(0, len(ids), _BATCH):
+                Label.objects.filter(claim_id__in=ids[start:start + _BATCH], reviewer=reviewer,
+                                     is_current=True).update(is_current=False)
+            Label.objects.bulk_create([
+                Label(claim_id=change.claim_id, reviewer=reviewer, value=change.new_label,
+                      justification=change.new_justification, claim_revision=change.claim_revision)
+                for change in preview.changes
+            ], batch_size=_BATCH)
+    except IntegrityError:
+        raise ValidationError("labels of this run changed while the import was applied; preview it again") from None
+    return preview

@@ -1,0 +1,81 @@
+"""``python manage.py import_labels FILE --run NAME [--project SLUG] --reviewer NAME [--apply]`` (issue 5 §3).
+
+Without ``--apply`` it only previews: every change and every bad row. With
+``--apply`` the changes are written all or nothing.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from labeling.importers.label_table import label_table_format, read_label_table
+from labeling.label_tables import (
+    LabelImportError,
+    LabelImportPreview,
+    label_table_import_apply,
+    label_table_import_preview,
+)
+from labeling.management.commands.score import find_project, find_run
+from labeling.models import Reviewer
+
+
+class Command(BaseCommand):
+    help = ("Import a label table (XLSX, CSV, JSONL) labeled offline as REVIEWER's labels: preview by default, "
+            "--apply to write (all or nothing).")
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("file", type=Path)
+        parser.add_argument("--run", required=True, help="run name")
+        parser.add_argument("--project", help="project slug (default: the only project)")
+        parser.add_argument("--reviewer", required=True, help="whose labels the file's rows become")
+        parser.add_argument("--format", choices=["xlsx", "csv", "jsonl"], help="default: from the file name")
+        parser.add_argument("--apply", action="store_true", help="write the changes (default: preview only)")
+
+    def handle(self, *args, file: Path, run: str, project: str | None, reviewer: str, format: str | None,
+               apply: bool, **options) -> None:
+        if not file.is_file():
+            raise CommandError(f"{file}: no such file")
+        if file.stat().st_size > settings.CITELAB_MAX_UPLOAD_BYTES:
+            raise CommandError(f"{file} is larger than the {settings.CITELAB_MAX_UPLOAD_BYTES // 2**20} MB limit "
+                               "(CITELAB_MAX_UPLOAD_MB)")
+        target = find_run(find_project(project), run)
+        who = Reviewer.objects.filter(username=reviewer).first()
+        if who is None:
+            raise CommandError(f"no reviewer {reviewer!r}")
+        try:
+            fmt = format or label_table_format(file.name)
+        except ValueError as exc:
+            raise CommandError(str(exc)) from None
+        table_file = read_label_table(file.read_bytes(), format=fmt)
+        if not apply:
+            preview = label_table_import_preview(run=target, reviewer=who, table_file=table_file)
+            self._report(preview)
+            if preview.issues:
+                raise CommandError(f"{len(preview.issues)} bad row(s) in {file}; fix them, then run with --apply")
+            self.stdout.write(self.style.SUCCESS(f"preview only: {len(preview.changes)} label(s) would change; "
+                                                 "run again with --apply to write them"))
+            return
+        try:
+            preview = label_table_import_apply(run=target, reviewer=who, table_file=table_file)
+        except LabelImportError as failure:
+            for issue in failure.issues:
+                self.stderr.write(f"{file}: row {issue.line}: {issue.field}: {issue.reason}")
+            raise CommandError(f"{len(failure.issues)} bad row(s) in {file}; nothing was imported") from None
+        self._report(preview)
+        self.stdout.write(self.style.SUCCESS(
+            f"{target.project.slug}/{target.name}: {len(preview.changes)} label(s) of {who.username} saved"
+        ))
+
+    def _report(self, preview: LabelImportPreview) -> None:
+        for change in preview.changes:
+            old = change.old_label or "none"
+            note = " (justification changed)" if change.justification_changed else ""
+            self.stdout.write(f"row {change.line}: {change.question_id} claim {change.claim_index}: "
+                              f"{old} → {change.new_label}{note}")
+        for issue in preview.issues:
+            self.stderr.write(f"row {issue.line}: {issue.field}: {issue.reason}")
+        self.stdout.write(f"{preview.rows} row(s) read: {len(preview.changes)} change(s), {preview.unchanged} "
+                          f"unchanged, {preview.blank} without a label, {len(preview.issues)} bad")

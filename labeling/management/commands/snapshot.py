@@ -1,0 +1,36 @@
+"""``python manage.py snapshot --run NAME [--project SLUG] --note TEXT [--author NAME]`` (issue 5 §1)."""
+
+from __future__ import annotations
+
+from django.core.exceptions import ValidationError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from labeling.label_tables import label_table_snapshot
+from labeling.management.commands.score import find_project, find_run
+from labeling.models import Reviewer
+
+
+class Command(BaseCommand):
+    help = "Freeze a run's current label table as its next immutable, SHA-256-hashed version."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--run", required=True, help="run name")
+        parser.add_argument("--project", help="project slug (default: the only project)")
+        parser.add_argument("--note", required=True, help="what this version is (e.g. 'after adjudication')")
+        parser.add_argument("--author", help="reviewer name recorded as the version's author")
+
+    def handle(self, *args, run: str, project: str | None, note: str, author: str | None, **options) -> None:
+        target = find_run(find_project(project), run)
+        reviewer = None
+        if author:
+            reviewer = Reviewer.objects.filter(username=author).first()
+            if reviewer is None:
+                raise CommandError(f"no reviewer {author!r}")
+        try:
+            version = label_table_snapshot(run=target, author=reviewer, note=note)
+        except ValidationError as exc:
+            raise CommandError("; ".join(exc.messages)) from None
+        self.stdout.write(self.style.SUCCESS(
+            f"{target.project.slug}/{target.name} version {version.number}: {version.row_count} claims, "
+            f"{version.label_count} labels, sha256 {version.sha256} ({version.file.name})"
+        ))
