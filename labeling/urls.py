@@ -5,6 +5,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import path
 
 from labeling.views import compare as compare_views
+from labeling.views import label_tables as label_table_views
 from labeling.views import projects
 
 urlpatterns = [
@@ -16,4 +17,18 @@ urlpatterns = [
     path("p/<slug:project_slug>/runs/<str:run_name>/", projects.run_detail, name="run_detail"),
     path("p/<slug:project_slug>/compare/", compare_views.run_compare, name="run_compare"),
     path("p/<slug:project_slug>/compare.xlsx", compare_views.run_compare_xlsx, name="run_compare_xlsx"),
+    # Label table versions, exports and imports (issue 5)
+    path("p/<slug:project_slug>/runs/<str:run_name>/versions/", label_table_views.version_list, name="version_list"),
+    path("p/<slug:project_slug>/runs/<str:run_name>/versions/new/", label_table_views.version_create,
+         name="version_create"),
+    path("p/<slug:project_slug>/runs/<str:run_name>/versions/diff/", label_table_views.version_diff_page,
+         name="version_diff"),
+    path("p/<slug:project_slug>/runs/<str:run_name>/versions/<int:number>.jsonl", label_table_views.version_file,
+         name="version_file"),
+    path("p/<slug:project_slug>/runs/<str:run_name>/labels/export/", label_table_views.label_export,
+         name="label_export"),
+    path("p/<slug:project_slug>/runs/<str:run_name>/labels/import/", label_table_views.label_import,
+         name="label_import"),
+    path("p/<slug:project_slug>/runs/<str:run_name>/labels/import/apply/", label_table_views.label_import_apply,
+         name="label_import_apply"),
 ]

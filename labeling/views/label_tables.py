@@ -1,0 +1,235 @@
+"""Label table pages: versions (list, snapshot, diff, file), exports and the
+offline-labeling import (issue 5)."""
+
+from __future__ import annotations
+
+import tempfile
+import uuid
+from dataclasses import dataclass
+
+from django.conf import settings
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core import signing
+from django.core.exceptions import ValidationError
+from django.core.files.base import ContentFile
+from django.core.files.storage import default_storage
+from django.http import FileResponse, Http404, HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from labeling.exports.label_table import label_table_frame, table_claim_metrics
+from labeling.importers.label_table import label_table_format, read_label_table
+from labeling.label_tables import (
+    CONTENT_TYPES,
+    EXPORT_FORMATS,
+    LabelImportError,
+    LabelImportPreview,
+    VersionIntegrityError,
+    export_filename,
+    label_table_export,
+    label_table_import_apply,
+    label_table_import_preview,
+    label_table_snapshot,
+    version_diff,
+    version_read,
+    version_scores,
+)
+from labeling.models import LabelTableVersion, Run
+from scoring.claims import ClaimMetrics
+
+_UPLOAD_SALT = "citelab.label-import"
+_UPLOAD_MAX_AGE = 24 * 3600
+
+
+def _run_for(request: HttpRequest, project_slug: str, run_name: str) -> Run:
+    run = get_object_or_404(Run.objects.select_related("project"), project__slug=project_slug, name=run_name)
+    # Same visibility as the project list: members, or a superuser.
+    if not request.user.is_superuser and not run.project.members.filter(pk=request.user.pk).exists():
+        raise Http404("No such run")
+    return run
+
+
+@dataclass
+class _VersionRow:
+    version: LabelTableVersion
+    metrics: ClaimMetrics | None
+    error: str
+
+
+@login_required
+@require_GET
+def version_list(request: HttpRequest, project_slug: str, run_name: str) -> HttpResponse:
+    run = _run_for(request, project_slug, run_name)
+    versions = list(run.versions.select_related("author").order_by("-number"))
+    rows = []
+    for version in versions:
+        try:
+            rows.append(_VersionRow(version, version_scores(version), ""))
+        except VersionIntegrityError as exc:
+            rows.append(_VersionRow(version, None, exc.reason))
+    current = label_table_frame(run, with_passages=False)
+    context = {
+        "project": run.project, "run": run, "rows": rows, "formats": EXPORT_FORMATS,
+        "current": table_claim_metrics(current), "current_rows": len(current),
+        "diff_old": versions[1].number if len(versions) > 1 else None,
+        "diff_new": versions[0].number if versions else None,
+    }
+    template = "labeling/version_list.html#version-table" if request.htmx else "labeling/version_list.html"
+    return render(request, template, context)
+
+
+@login_required
+@require_POST
+def version_create(request: HttpRequest, project_slug: str, run_name: str) -> HttpResponse:
+    run = _run_for(request, project_slug, run_name)
+    try:
+        version = label_table_snapshot(run=run, author=request.user, note=request.POST.get("note", ""))
+    except ValidationError as exc:
+        messages.error(request, " ".join(exc.messages))
+        return redirect("version_list", project_slug=project_slug, run_name=run_name)
+    messages.success(request, f"Saved version {version.number}: {version.row_count} claims, "
+                              f"{version.label_count} labels (SHA-256 {version.sha256[:12]}…).")
+    return redirect("version_list", project_slug=project_slug, run_name=run_name)
+
+
+@login_required
+@require_GET
+def version_file(request: HttpRequest, project_slug: str, run_name: str, number: int) -> HttpResponse:
+    run = _run_for(request, project_slug, run_name)
+    version = get_object_or_404(LabelTableVersion, run=run, number=number)
+    try:
+        data = version_read(version)
+    except VersionIntegrityError as exc:
+        messages.error(request, str(exc))
+        return redirect("version_list", project_slug=project_slug, run_name=run_name)
+    response = HttpResponse(data, content_type=CONTENT_TYPES["jsonl"])
+    name = export_filename(run, "jsonl", version=number).replace("_labels_", "_canonical_")
+    response["Content-Disposition"] = f'attachment; filename="{name}"'
+    return response
+
+
+@login_required
+@require_GET
+def version_diff_page(request: HttpRequest, project_slug: str, run_name: str) -> HttpResponse:
+    run = _run_for(request, project_slug, run_name)
+    versions = list(run.versions.select_related("author").order_by("number"))
+    by_number = {version.number: version for version in versions}
+    context = {"project": run.project, "run": run, "versions": versions, "diff": None, "error": ""}
+    old_number = _int(request.GET.get("old")) or (versions[-2].number if len(versions) > 1 else None)
+    new_number = _int(request.GET.get("new")) or (versions[-1].number if versions else None)
+    old, new = by_number.get(old_number), by_number.get(new_number)
+    context |= {"old": old, "new": new}
+    if len(versions) < 2:
+        context["error"] = "Save at least two versions of this run's label table to compare them."
+    elif old is None or new is None:
+        context["error"] = "Choose two versions of this run."
+    else:
+        try:
+            context["diff"] = version_diff(old=old, new=new)
+        except VersionIntegrityError as exc:
+            context["error"] = str(exc)
+    template = "labeling/version_diff.html#diff-result" if request.htmx else "labeling/version_diff.html"
+    return render(request, template, context)
+
+
+def _int(value: str | None) -> int | None:
+    return int(value) if value and value.isdigit() else None
+
+
+@login_required
+@require_GET
+def label_export(request: HttpRequest, project_slug: str, run_name: str) -> HttpResponse:
+    run = _run_for(request, project_slug, run_name)
+    fmt = request.GET.get("format", "xlsx")
+    if fmt not in EXPORT_FORMATS:
+        raise Http404("Unknown export format")
+    version = None
+    if request.GET.get("version"):
+        version = get_object_or_404(LabelTableVersion, run=run, number=_int(request.GET["version"]) or 0)
+    reviewer = request.GET.get("reviewer") or None
+    if reviewer == "me":
+        reviewer = request.user.username
+    handle = tempfile.TemporaryFile()
+    try:
+        label_table_export(run=run, fmt=fmt, out=handle, version=version, reviewer=reviewer)
+    except (ValueError, VersionIntegrityError) as exc:
+        handle.close()
+        messages.error(request, str(exc))
+        return redirect("version_list", project_slug=project_slug, run_name=run_name)
+    handle.seek(0)
+    name = export_filename(run, fmt, version=version.number if version else None, reviewer=reviewer)
+    return FileResponse(handle, as_attachment=True, filename=name, content_type=CONTENT_TYPES[fmt])
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def label_import(request: HttpRequest, project_slug: str, run_name: str) -> HttpResponse:
+    run = _run_for(request, project_slug, run_name)
+    context = {"project": run.project, "run": run, "preview": None, "error": "", "token": "",
+               "max_mb": settings.CITELAB_MAX_UPLOAD_BYTES // 2**20}
+    if request.method == "POST":
+        upload = request.FILES.get("file")
+        if upload is None:
+            context["error"] = "Choose a label table file (.xlsx, .csv or .jsonl) to upload."
+        elif upload.size > settings.CITELAB_MAX_UPLOAD_BYTES:
+            context["error"] = (f"{upload.name} is {upload.size / 2**20:.1f} MB; the limit is "
+                                f"{context['max_mb']} MB.")
+        else:
+            try:
+                fmt = label_table_format(upload.name)
+            except ValueError as exc:
+                context["error"] = str(exc)
+            else:
+                data = upload.read()
+                preview = label_table_import_preview(run=run, reviewer=request.user,
+                                                     table_file=read_label_table(data, format=fmt))
+                context |= {"preview": preview, "filename": upload.name}
+                if preview.ok and preview.changes:
+                    context["token"] = _store_upload(request, run, data, fmt, upload.name)
+    template = "labeling/label_import.html#import-preview" if request.htmx else "labeling/label_import.html"
+    return render(request, template, context)
+
+
+def _store_upload(request: HttpRequest, run: Run, data: bytes, fmt: str, filename: str) -> str:
+    """Keep the previewed file until it is applied; the signed token names it
+    and binds it to this reviewer and run."""
+    name = default_storage.save(f"label_imports/{uuid.uuid4().hex}.{fmt}", ContentFile(data))
+    return signing.dumps({"name": name, "run": run.pk, "user": request.user.pk, "format": fmt, "filename": filename},
+                         salt=_UPLOAD_SALT)
+
+
+@login_required
+@require_POST
+def label_import_apply(request: HttpRequest, project_slug: str, run_name: str) -> HttpResponse:
+    run = _run_for(request, project_slug, run_name)
+    try:
+        stored = signing.loads(request.POST.get("token", ""), salt=_UPLOAD_SALT, max_age=_UPLOAD_MAX_AGE)
+    except signing.BadSignature:
+        messages.error(request, "That preview expired or is not yours: upload the file again.")
+        return redirect("label_import", project_slug=project_slug, run_name=run_name)
+    if stored["run"] != run.pk or stored["user"] != request.user.pk or not default_storage.exists(stored["name"]):
+        messages.error(request, "That preview expired or is not yours: upload the file again.")
+        return redirect("label_import", project_slug=project_slug, run_name=run_name)
+    with default_storage.open(stored["name"], "rb") as handle:
+        data = handle.read()
+    table_file = read_label_table(data, format=stored["format"])
+    try:
+        preview = label_table_import_apply(run=run, reviewer=request.user, table_file=table_file)
+    except LabelImportError as failure:
+        # The database moved since the preview: show what is wrong now.
+        preview = LabelImportPreview(run=run, reviewer=request.user, format=stored["format"],
+                                     rows=len(table_file.rows), issues=failure.issues)
+        context = {"project": run.project, "run": run, "preview": preview, "token": "",
+                   "filename": stored["filename"], "error": "Nothing was imported: the labels or claims changed "
+                                                            "since the preview.",
+                   "max_mb": settings.CITELAB_MAX_UPLOAD_BYTES // 2**20}
+        return render(request, "labeling/label_import.html", context)
+    except ValidationError as exc:
+        messages.error(request, " ".join(exc.messages))
+        return redirect("label_import", project_slug=project_slug, run_name=run_name)
+    default_storage.delete(stored["name"])
+    messages.success(request, f"Imported {len(preview.changes)} label{'s' if len(preview.changes) != 1 else ''} "
+                              f"as {request.user.username} from {stored['filename']}.")
+    return redirect(reverse("version_list", kwargs={"project_slug": project_slug, "run_name": run_name}))
