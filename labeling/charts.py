@@ -141,15 +141,16 @@ def scatter_chart(
     exact value share one point whose radius grows with the square root of
     their number. ``answer_url(answer_id)`` links points and listed answers.
     """
-    width, height = 460, 400
-    plot = Box(left=56, top=12, right=width - 14, bottom=height - 48)
-    pad = 10  # keeps points at 0 and 1 fully inside the frame
+    width, height = 460, 440
+    plot = Box(left=56, top=8, right=width - 14, bottom=height - 48)
+    pad = 16  # keeps points at 0 and 1 (radius up to 16) inside the frame
+    band = 34  # strips above support 1 and below support 0 hold the quadrant labels, clear of points
 
     def x_of(value: float) -> float:
         return round(plot.left + pad + value * (plot.width - 2 * pad), 2)
 
     def y_of(value: float) -> float:
-        return round(plot.bottom - pad - value * (plot.height - 2 * pad), 2)
+        return round(plot.bottom - band - pad - value * (plot.height - 2 * band - 2 * pad), 2)
 
     link = answer_url or (lambda _answer_id: "")
     groups: dict[tuple[float, float], list[Mapping[str, Any]]] = {}
@@ -189,7 +190,7 @@ def scatter_chart(
             height=(split_y - plot.top) if top else (plot.bottom - split_y),
             title=title, subtitle=subtitle,
             label_x=plot.left + 6 if left else plot.right - 6,
-            label_y=plot.top + 16 if top else plot.bottom - 22,
+            label_y=plot.top + 14 if top else plot.bottom - 19,
             anchor="start" if left else "end",
         ))
     ticks = [0, 0.25, 0.5, 0.75, 1]

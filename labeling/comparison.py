@@ -91,7 +91,13 @@ class RunComparison:
     def per_question_rows(self, limit: int | None = PAGE_LIMIT) -> list[dict[str, Any]]:
         """Per-question rows for the page: ids, links, ``cells`` (one (a text,
         b text, delta text, delta class) per metric), and the diff counts."""
-        table = self.result.per_question if limit is None else self.result.per_question.head(limit)
+        table = self.result.per_question
+        # Questions where anything moved come first (question order within each group).
+        diffs = table[["label_flips", "citation_changes", "added", "removed"]].sum(axis=1) > 0
+        deltas = table.filter(like="_delta").apply(pd.to_numeric).fillna(0).ne(0).any(axis=1)
+        table = table.iloc[(~(diffs | deltas)).argsort(kind="stable")]
+        if limit is not None:
+            table = table.head(limit)
         metrics = ["coverage", "support", "gap"] + (["precision", "recall"] if self.result.has_gold else [])
         rows = []
         for record in table.to_dict("records"):
@@ -253,13 +259,16 @@ def _clean(value: Any) -> Any:
 
 
 def delta_class(metric: str, delta: Any) -> str:
-    """``better``/``worse``/``same``/``none``: how to shade a delta cell. Higher
-    coverage, support, precision and recall are better; a higher gap is worse
-    (SPEC §4.1: a widening gap rewards markers over grounding)."""
+    """``better``/``worse``/``changed``/``same``/``none``: how to shade a delta
+    cell. Higher coverage, support, precision and recall are better; a gap
+    change is only ``changed`` (it narrows both when support rises and when
+    coverage falls)."""
     delta = _clean(delta)
     if delta is None:
         return "none"
     if delta == 0:
         return "same"
-    higher_is_better = not metric.endswith("gap")
-    return "better" if (delta > 0) == higher_is_better else "worse"
+    if metric.endswith("gap"):
+        # A narrower gap is good only when support rose, not when coverage fell: no colour.
+        return "changed"
+    return "better" if delta > 0 else "worse"

@@ -341,13 +341,20 @@ def records(frame: pd.DataFrame) -> list[dict[str, Any]]:
 
 
 def format_delta(delta: float | None, digits: int = 2) -> str:
-    """Display form of a delta: sign always shown (``"+0.15"``, ``"−0.20"``),
-    ``"0.00"`` for no change, ``"—"`` when undefined."""
+    """Display form of a delta, sign always shown: ``"+0.15"``, ``"−0.20"``,
+    ``"0.00"`` only for no change at all, ``"—"`` when undefined. A change too
+    small for ``digits`` gets up to 4 digits (``"−0.004"``), so a real change
+    never reads as none."""
     if delta is None or (isinstance(delta, float) and math.isnan(delta)):
         return "—"
-    text = f"{abs(delta):.{digits}f}"
-    if float(text) == 0:
+    if delta == 0:
         return f"{0:.{digits}f}"
+    shown = digits
+    while shown < 4 and float(f"{abs(delta):.{shown}f}") == 0:
+        shown += 1
+    text = f"{abs(delta):.{shown}f}"
+    if float(text) == 0:
+        text = f"<{10 ** -shown:.{shown}f}"
     return ("+" if delta > 0 else "−") + text
 
 
