@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import IO
 
 from django.db import transaction
-from django.db.models import Q
 
 from labeling.importers.answers_jsonl import canonical_passage_id, iter_answer_records
 from labeling.importers.records import AnswerRecord, ImportFailed, ImportIssue
@@ -134,21 +133,39 @@ def run_import(
     warnings in the returned ImportReport.
     """
     open_lines = _opener(source)
-    issues, warnings = _validate(project=project, lines=open_lines(), run_name=run_name)
+    return run_import_records(
+        project=project, open_records=lambda: iter_answer_records(open_lines(), run=run_name),
+        default_reviewer=default_reviewer,
+    )
+
+
+RecordResults = Iterable[tuple[int, AnswerRecord | None, list[ImportIssue]]]
+
+
+def run_import_records(
+    *, project: Project, open_records: Callable[[], RecordResults], default_reviewer: str = DEFAULT_IMPORT_REVIEWER,
+) -> ImportReport:
+    """:func:`run_import` for records parsed from any format (e.g. the CSV/XLSX
+    answers tables of ``labeling.importers.answers_table``).
+
+    ``open_records()`` yields ``(line, record or None, issues)`` like
+    ``answers_jsonl.iter_answer_records`` and is called twice (validate, then
+    write). Same errors and guarantees as :func:`run_import`.
+    """
+    issues, warnings = _validate(project=project, records=open_records())
     if issues:
         raise ImportFailed(issues)
     report = ImportReport(warnings=warnings)
     with transaction.atomic():
         writer = _Writer(project=project, report=report, default_reviewer=default_reviewer)
-        records = (record for _n, record, _i in iter_answer_records(open_lines(), run=run_name) if record)
+        records = (record for _n, record, _i in open_records() if record)
         for batch in _batches(records, BATCH_ANSWERS):
             writer.write(batch)
     report.runs = sorted(writer.runs)
     return report
 
 
-def _validate(*, project: Project, lines: Iterable[bytes], run_name: str | None
-              ) -> tuple[list[ImportIssue], list[ImportIssue]]:
+def _validate(*, project: Project, records: RecordResults) -> tuple[list[ImportIssue], list[ImportIssue]]:
     """First pass: every line's own problems plus cross-line and database
     conflicts. Returns ``(issues, warnings)``; writes nothing."""
     issues: list[ImportIssue] = []
@@ -158,14 +175,15 @@ def _validate(*, project: Project, lines: Iterable[bytes], run_name: str | None
     pending: list[AnswerRecord] = []
 
     def check_database(batch: list[AnswerRecord]) -> None:
-        wanted = Q()
-        for record in batch:
-            wanted |= Q(run__name=record.run, question__question_id=record.question_id)
+        # Indexed IN lookups, then exact pairs in Python: an OR of 500 pairs
+        # makes SQLite scan the table per batch.
         existing = {
             (run, qid): content_hash
-            for run, qid, content_hash in Answer.objects.filter(run__project=project)
-            .filter(wanted)
-            .values_list("run__name", "question__question_id", "content_hash")
+            for run, qid, content_hash in Answer.objects.filter(
+                run__project=project,
+                run__name__in={r.run for r in batch},
+                question__question_id__in={r.question_id for r in batch},
+            ).values_list("run__name", "question__question_id", "content_hash")
         }
         for record in batch:
             stored = existing.get((record.run, record.question_id))
@@ -176,7 +194,7 @@ def _validate(*, project: Project, lines: Iterable[bytes], run_name: str | None
                     "(text, passages or claims changed); import it under another run name",
                 ))
 
-    for number, record, line_issues in iter_answer_records(lines, run=run_name):
+    for number, record, line_issues in records:
         if record is None:
             issues.extend(line_issues)
             continue
