@@ -127,7 +127,9 @@ def version_diff_page(request: HttpRequest, project_slug: str, run_name: str) ->
         context["error"] = "Choose two versions of this run."
     else:
         try:
-            context["diff"] = version_diff(old=old, new=new)
+            diff = version_diff(old=old, new=new)
+            context |= {"diff": diff, "diff_counts": {kind: diff.count(kind) for kind in ("changed", "added",
+                                                                                          "removed")}}
         except VersionIntegrityError as exc:
             context["error"] = str(exc)
     template = "labeling/version_diff.html#diff-result" if request.htmx else "labeling/version_diff.html"

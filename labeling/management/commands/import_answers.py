@@ -8,11 +8,13 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from labeling.importers.records import ImportFailed
 from labeling.importing import DEFAULT_IMPORT_REVIEWER, project_for_import, run_import
+from labeling.label_tables import answers_file_import
 
 
 class Command(BaseCommand):
     help = (
-        "Import an answers file (JSON Lines, SPEC §6) into a project: all or nothing, "
+        "Import an answers file (JSON Lines, or CSV/XLSX with one row per claim; SPEC §6) into a project: "
+        "all or nothing, "
         "every bad line reported; re-importing the same file changes nothing."
     )
 
@@ -31,7 +33,12 @@ class Command(BaseCommand):
         except ValueError as exc:
             raise CommandError(str(exc)) from None
         try:
-            report = run_import(project=target, source=file, run_name=run, default_reviewer=reviewer)
+            if file.suffix.lower() in (".csv", ".xlsx"):
+                # One row per claim (SPEC §6): columns in labeling.importers.answers_table.
+                report = answers_file_import(project=target, data=file.read_bytes(), filename=file.name,
+                                             run_name=run, default_reviewer=reviewer)
+            else:
+                report = run_import(project=target, source=file, run_name=run, default_reviewer=reviewer)
         except ImportFailed as failure:
             for issue in failure.issues:
                 self.stderr.write(f"{file}: {issue}")
