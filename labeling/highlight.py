@@ -146,7 +146,25 @@ def highlight_shared_words(passage: str, claim: str) -> list[Segment]:
             segments.append(Segment(match.group(), "word"))
             cursor = match.end()
     segments.append(Segment(passage[cursor:], ""))
-    return [s for s in segments if s.text]
+    return _join_close_marks([s for s in segments if s.text])
+
+
+_GAP = re.compile(r"\s+(?:(\w+)\s+)?")
+
+
+def _join_close_marks(segments: list[Segment]) -> list[Segment]:
+    """Read "capital of France" as one mark: join two marked words separated by
+    whitespace and at most one stopword."""
+    out: list[Segment] = []
+    for segment in segments:
+        if (segment.kind == "word" and len(out) >= 2 and out[-2].kind == "word" and not out[-1].kind):
+            gap = _GAP.fullmatch(out[-1].text)
+            if gap and (gap.group(1) is None or _fold(gap.group(1)) in STOPWORDS):
+                joined = out[-2].text + out[-1].text + segment.text
+                out[-2:] = [Segment(joined, "word")]
+                continue
+        out.append(segment)
+    return out
 
 
 def passage_segments(passage: str, *, span: str, claim: str) -> tuple[list[Segment], bool]:
@@ -200,3 +218,32 @@ def answer_segments(text: str, claims: Iterable[tuple[int, int | None, int | Non
     if cursor < len(text):
         segments.append(AnswerSegment(text[cursor:], None))
     return segments, unplaced
+
+
+_BREAKS = (re.compile(r"\s*;\s+"), re.compile(r",\s+(?:and|but|while|whereas)\s+"),
+           re.compile(r"\s+(?:and|but|while|whereas)\s+"), re.compile(r",\s+"))
+
+
+def suggest_split(text: str) -> tuple[str, str]:
+    """Two parts ``text`` most likely bundles, to prefill the split form.
+
+    Cuts at the clause break closest to the middle (``;``, ``, and``,
+    `` and ``, ``,`` in that preference), dropping the connective, ending the
+    first part like the claim ends and capitalizing the second; else at the
+    space closest to the middle. ``(text, "")`` when there is no break at all.
+    """
+    text = text.strip()
+    middle = len(text) / 2
+    for pattern in _BREAKS:
+        cuts = [m for m in pattern.finditer(text) if 0 < m.start() and m.end() < len(text)]
+        if cuts:
+            cut = min(cuts, key=lambda m: abs(m.start() - middle))
+            first, second = text[:cut.start()].rstrip(), text[cut.end():].lstrip()
+            if text[-1] in ".!?" and first[-1:] not in (".", "!", "?"):
+                first += text[-1]
+            return first, second[:1].upper() + second[1:]
+    spaces = [m.start() for m in re.finditer(r"\s", text)]
+    if not spaces:
+        return text, ""
+    cut = min(spaces, key=lambda i: abs(i - middle))
+    return text[:cut].rstrip(), text[cut:].lstrip()

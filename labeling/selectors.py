@@ -283,13 +283,12 @@ def next_unlabeled_claim(*, run: Run, reviewer: Reviewer, after: Claim | None = 
     return queue.filter(answer__question__question_id__lte=question_id).select_related("answer").first()
 
 
-def last_labeled_claim(*, run: Run, reviewer: Reviewer) -> Claim | None:
-    """The claim of ``reviewer``'s most recent current label in ``run`` (what ``u`` undoes)."""
-    label = (
+def last_label(*, run: Run, reviewer: Reviewer) -> Label | None:
+    """``reviewer``'s most recent current label in ``run``, with its claim (what ``u`` undoes)."""
+    return (
         Label.objects.filter(reviewer=reviewer, is_current=True, claim__answer__run=run)
         .select_related("claim").order_by("-pk").first()
     )
-    return label.claim if label is not None else None
 
 
 # -- the review page ---------------------------------------------------------------------------
@@ -299,6 +298,18 @@ class CitationView:
     citation: Citation
     segments: list[Segment]
     span_found: bool
+
+    @property
+    def source_url(self) -> str:
+        """The passage source when it is an http(s) URL (safe to link), else ``""``."""
+        passage = self.citation.passage
+        source = passage.source if passage is not None else ""
+        return source if source.startswith(("https://", "http://")) else ""
+
+    @property
+    def highlights(self) -> str:
+        """What the marks show: ``span``, ``word`` or ``""`` (nothing marked)."""
+        return next((segment.kind for segment in self.segments if segment.kind), "")
 
 
 @dataclass
@@ -354,10 +365,46 @@ class ReviewContext:
     next_claim: ClaimView | None = None
     answer_counts: ClaimCounts = field(default_factory=ClaimCounts)
 
+    @property
+    def cited_ids(self) -> list[str]:
+        """Distinct passage ids the answer cites (all claims), in first-cited order."""
+        return list(dict.fromkeys(c.cited_id for view in self.claims for c in view.citations))
+
+    @property
+    def cited_sources(self) -> list[str]:
+        """Distinct sources of the passages the answer cites."""
+        return list(dict.fromkeys(
+            c.passage.source for view in self.claims for c in view.citations
+            if c.passage is not None and c.passage.source
+        ))
+
 
 def review_answer(*, run: Run, answer_id: int) -> Answer | None:
     """The answer ``answer_id`` of ``run`` with its question, or ``None``."""
     return Answer.objects.select_related("question", "run__project").filter(run=run, pk=answer_id).first()
+
+
+@dataclass
+class AnswerNeighbours:
+    previous: Answer | None
+    next: Answer | None
+    position: int
+    total: int
+
+
+def answer_neighbours(*, answer: Answer) -> AnswerNeighbours:
+    """The answers before and after ``answer`` in its run (``question_id`` order),
+    its 1-based position and the run's answer count. Three small queries."""
+    question_id = answer.question.question_id
+    answers = Answer.objects.filter(run_id=answer.run_id)
+    before = answers.filter(question__question_id__lt=question_id)
+    return AnswerNeighbours(
+        previous=before.order_by("-question__question_id").only("id").first(),
+        next=answers.filter(question__question_id__gt=question_id).order_by("question__question_id")
+        .only("id").first(),
+        position=before.count() + 1,
+        total=answers.count(),
+    )
 
 
 def claim_in_run(*, run: Run, claim_id: int) -> Claim | None:

@@ -161,6 +161,14 @@ def label_undo(*, claim: Claim, reviewer: Reviewer) -> Label | None:
         return previous
 
 
+def _check_revision(claim: Claim, base_revision: int | None) -> None:
+    if base_revision is not None and base_revision != claim.revision:
+        raise ValidationError(
+            f"Claim {claim.index} was changed by someone else after you opened it: nothing was changed. "
+            "Read it as it is now and try again.", code="conflict",
+        )
+
+
 def _stale_labels(claim: Claim) -> int:
     """Mark every label of ``claim`` stale (SPEC §3: kept in history, no longer current)."""
     return Label.objects.filter(claim=claim, is_stale=False).update(is_current=False, is_stale=True)
@@ -201,6 +209,7 @@ def _locate(answer_text: str, text: str, *, near: int | None) -> tuple[int | Non
 def claim_split(
     *, claim: Claim, at: int | None = None, first_text: str | None = None, second_text: str | None = None,
     first_citation_ids: Iterable[int] | None = None, second_citation_ids: Iterable[int] | None = None,
+    base_revision: int | None = None,
 ) -> tuple[Claim, Claim]:
     """Split ``claim`` into two claims that follow each other (SPEC §3: claims are atomic).
 
@@ -215,10 +224,12 @@ def claim_split(
     citations is UNCITED.
 
     Returns ``(first, second)``. Raises ValidationError for a bad offset, an
-    empty part, a citation that is not the claim's, or a dropped citation.
+    empty part, a citation that is not the claim's, a dropped citation, or a
+    ``base_revision`` (the revision the reviewer saw) that is no longer current.
     """
     with transaction.atomic():
         locked = _lock_claim(claim)
+        _check_revision(locked, base_revision)
         if at is not None:
             if not 0 < at < len(locked.text):
                 raise ValidationError(
@@ -271,7 +282,7 @@ def claim_split(
         return locked, new
 
 
-def claim_merge(*, claim: Claim, other: Claim) -> Claim:
+def claim_merge(*, claim: Claim, other: Claim, base_revision: int | None = None) -> Claim:
     """Merge two adjacent claims of one answer into the first (SPEC §3).
 
     The merged claim keeps the lower index and id; its text is the answer text
@@ -282,7 +293,8 @@ def claim_merge(*, claim: Claim, other: Claim) -> Claim:
     history. Later claims move up by one.
 
     Returns the merged claim. Raises ValidationError when the claims are the
-    same, belong to different answers or are not neighbours.
+    same, belong to different answers or are not neighbours, or when
+    ``base_revision`` (the revision of ``claim`` the reviewer saw) is stale.
     """
     with transaction.atomic():
         pair = list(
@@ -292,6 +304,7 @@ def claim_merge(*, claim: Claim, other: Claim) -> Claim:
         if len(pair) != 2 or pair[0].answer_id != pair[1].answer_id:
             raise ValidationError("Only two different claims of the same answer can be merged.", code="not_pair")
         first, second = pair
+        _check_revision(next(c for c in pair if c.pk == claim.pk), base_revision)
         if second.index != first.index + 1:
             raise ValidationError(
                 f"Claims {first.index} and {second.index} are not neighbours: merge adjacent claims only.",
@@ -323,13 +336,13 @@ def claim_merge(*, claim: Claim, other: Claim) -> Claim:
         return first
 
 
-def claim_edit(*, claim: Claim, text: str) -> Claim:
+def claim_edit(*, claim: Claim, text: str, base_revision: int | None = None) -> Claim:
     """Replace the text of ``claim`` (SPEC §3: a changed claim loses its labels' validity).
 
     Same text (after stripping): nothing changes. Otherwise revision + 1, every
     label becomes stale (kept in history) and offsets are recomputed (``None``
     when the new text is not verbatim answer text). Raises ValidationError on
-    an empty text.
+    an empty text or a stale ``base_revision``.
     """
     text = (text or "").strip()
     if not text:
@@ -338,6 +351,7 @@ def claim_edit(*, claim: Claim, text: str) -> Claim:
         )
     with transaction.atomic():
         locked = _lock_claim(claim)
+        _check_revision(locked, base_revision)
         if text == locked.text:
             return locked
         _stale_labels(locked)

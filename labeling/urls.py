@@ -7,6 +7,7 @@ from django.urls import path
 from labeling.views import compare as compare_views
 from labeling.views import label_tables as label_table_views
 from labeling.views import projects
+from labeling.views import review as review_views
 
 urlpatterns = [
     path("admin/", admin.site.urls),
@@ -17,6 +18,20 @@ urlpatterns = [
     path("p/<slug:project_slug>/runs/<str:run_name>/", projects.run_detail, name="run_detail"),
     path("p/<slug:project_slug>/compare/", compare_views.run_compare, name="run_compare"),
     path("p/<slug:project_slug>/compare.xlsx", compare_views.run_compare_xlsx, name="run_compare_xlsx"),
+    # Labeling screen (issue 3)
+    path("p/<slug:project_slug>/runs/<str:run_name>/next/", projects.run_next, name="run_next"),
+    path("p/<slug:project_slug>/runs/<str:run_name>/progress/", review_views.run_progress, name="run_progress"),
+    path("p/<slug:project_slug>/runs/<str:run_name>/undo/", review_views.label_undo, name="label_undo"),
+    path("p/<slug:project_slug>/runs/<str:run_name>/answers/<int:answer_id>/", review_views.answer_review,
+         name="answer_review"),
+    path("p/<slug:project_slug>/runs/<str:run_name>/claims/<int:claim_id>/label/", review_views.claim_label,
+         name="claim_label"),
+    path("p/<slug:project_slug>/runs/<str:run_name>/claims/<int:claim_id>/split/", review_views.claim_split,
+         name="claim_split"),
+    path("p/<slug:project_slug>/runs/<str:run_name>/claims/<int:claim_id>/merge/", review_views.claim_merge,
+         name="claim_merge"),
+    path("p/<slug:project_slug>/runs/<str:run_name>/claims/<int:claim_id>/edit/", review_views.claim_edit,
+         name="claim_edit"),
     # Label table versions, exports and imports (issue 5)
     path("p/<slug:project_slug>/runs/<str:run_name>/versions/", label_table_views.version_list, name="version_list"),
     path("p/<slug:project_slug>/runs/<str:run_name>/versions/new/", label_table_views.version_create,

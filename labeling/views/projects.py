@@ -1,27 +1,79 @@
-"""Project and run pages."""
+"""Project list, project page (its runs) and run page (its answers)."""
 
 from __future__ import annotations
 
+from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import get_object_or_404, render
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET
 
+from labeling import selectors
 from labeling.models import Project, Run
 
 
+def project_for(request: HttpRequest, project_slug: str) -> Project:
+    """The project named in the URL if the user may see it, else 404."""
+    return get_object_or_404(selectors.visible_projects(user=request.user), slug=project_slug)
+
+
+def run_for(request: HttpRequest, project_slug: str, run_name: str) -> Run:
+    """The run named in the URL, in a project the user may see, else 404."""
+    project = project_for(request, project_slug)
+    run = get_object_or_404(Run, project=project, name=run_name)
+    run.project = project
+    return run
+
+
 @login_required
+@require_GET
 def project_list(request: HttpRequest) -> HttpResponse:
-    projects = Project.objects.all() if request.user.is_superuser else request.user.projects.all()
-    return render(request, "labeling/project_list.html", {"projects": projects})
+    return render(request, "labeling/project_list.html", {"projects": selectors.project_rows(user=request.user)})
 
 
 @login_required
+@require_GET
 def project_detail(request: HttpRequest, project_slug: str) -> HttpResponse:
-    project = get_object_or_404(Project, slug=project_slug)
-    return render(request, "labeling/project_detail.html", {"project": project, "runs": project.runs.all()})
+    project = project_for(request, project_slug)
+    rows = selectors.run_rows(project=project, reviewer=request.user)
+    return render(request, "labeling/project_detail.html", {"project": project, "rows": rows})
 
 
 @login_required
+@require_GET
 def run_detail(request: HttpRequest, project_slug: str, run_name: str) -> HttpResponse:
-    run = get_object_or_404(Run.objects.select_related("project"), project__slug=project_slug, name=run_name)
-    return render(request, "labeling/run_detail.html", {"project": run.project, "run": run})
+    run = run_for(request, project_slug, run_name)
+    answer_filter = request.GET.get("filter", "")
+    if answer_filter not in selectors.ANSWER_FILTERS:
+        answer_filter = ""
+    page = selectors.answer_page(run=run, reviewer=request.user, answer_filter=answer_filter,
+                                 page_number=request.GET.get("page", 1))
+    counts = selectors.run_counts(run=run, reviewer=request.user)
+    return render(request, "labeling/run_detail.html", {
+        "project": run.project, "run": run, "counts": counts, "answers": page, "filters": selectors.ANSWER_FILTERS,
+        "filter_title": selectors.ANSWER_FILTERS.get(answer_filter, ""),
+    })
+
+
+@login_required
+@require_GET
+def run_next(request: HttpRequest, project_slug: str, run_name: str) -> HttpResponse:
+    """Go to the reviewer's next unlabeled claim in the run ("Start labeling", key ``n``)."""
+    run = run_for(request, project_slug, run_name)
+    after = None
+    if request.GET.get("after", "").isdigit():
+        after = selectors.claim_in_run(run=run, claim_id=int(request.GET["after"]))
+    claim = selectors.next_unlabeled_claim(run=run, reviewer=request.user, after=after)
+    if claim is None:
+        messages.success(request, f"Every cited claim of run {run.name} carries your label: nothing left to do.")
+        return redirect(run.get_absolute_url())
+    return redirect(review_url(run, claim.answer_id, claim.pk))
+
+
+def review_url(run: Run, answer_id: int, claim_id: int | None = None) -> str:
+    """URL of the review page of an answer, optionally on one claim."""
+    url = reverse("answer_review", kwargs={
+        "project_slug": run.project.slug, "run_name": run.name, "answer_id": answer_id,
+    })
+    return f"{url}?claim={claim_id}" if claim_id is not None else url

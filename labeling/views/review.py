@@ -1,0 +1,309 @@
+"""The answer review page: label a run's claims, split/merge/edit them, undo.
+
+With htmx (``request.htmx``) every action answers with the smallest fragment:
+the claim panel plus out-of-band swaps of the answer text and the claim list
+(or the whole ``#review`` block when the next claim is in another answer),
+and a ``labelSaved`` client event that refreshes the run progress bar.
+Without JavaScript the same URLs take plain form posts and redirect.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import ValidationError
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseNotFound
+from django.shortcuts import redirect, render
+from django.template.loader import render_to_string
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django_htmx.http import push_url, reswap, retarget, trigger_client_event
+
+from labeling import selectors, services
+from labeling.highlight import suggest_split
+from labeling.models import Answer, Claim, Run
+from labeling.views.projects import review_url, run_for
+
+TEMPLATE = "labeling/answer_review.html"
+LABEL_SAVED = "labelSaved"
+
+
+class LabelForm(forms.Form):
+    # The value is checked by label_save, which names the allowed values.
+    value = forms.CharField(max_length=32)
+    justification = forms.CharField(required=False, max_length=10_000)
+    revision = forms.IntegerField(min_value=1)
+    base_label = forms.IntegerField(required=False, min_value=1)
+
+
+class SplitForm(forms.Form):
+    at = forms.IntegerField(required=False, min_value=0)
+    first = forms.CharField(required=False, max_length=10_000)
+    second = forms.CharField(required=False, max_length=10_000)
+    revision = forms.IntegerField(min_value=1)
+
+
+class EditForm(forms.Form):
+    text = forms.CharField(required=False, max_length=10_000)
+    revision = forms.IntegerField(min_value=1)
+
+
+def _claim_or_404(run: Run, claim_id: int) -> Claim | HttpResponseNotFound:
+    claim = selectors.claim_in_run(run=run, claim_id=claim_id)
+    if claim is None:
+        return HttpResponseNotFound(
+            f"Claim {claim_id} is not a claim of run {run.name!r} in project {run.project.slug!r}: "
+            "nothing was saved.",
+            content_type="text/plain; charset=utf-8",
+        )
+    return claim
+
+
+def _context(request: HttpRequest, run: Run, answer: Answer, claim_id: int | None, **extra: Any) -> dict[str, Any]:
+    review = selectors.review_context(answer=answer, reviewer=request.user, claim_id=claim_id)
+    current = review.current
+    my_label = current.my_label if current is not None else None
+    context = {
+        "project": run.project, "run": run, "answer": answer, "question": answer.question, "review": review,
+        "current": current, "my_label": my_label,
+        "justification": my_label.justification if my_label is not None else "",
+        "require_supported": run.project.require_justification_for_supported,
+        "mode": "label", "error": None, "conflict": None, "notice": None,
+    }
+    context.update(extra)
+    return context
+
+
+def _page(request: HttpRequest, context: dict[str, Any]) -> HttpResponse:
+    run: Run = context["run"]
+    answer: Answer = context["answer"]
+    context["progress"] = selectors.run_progress(run=run, reviewer=request.user)
+    context["neighbours"] = selectors.answer_neighbours(answer=answer)
+    return render(request, TEMPLATE, context)
+
+
+def _fragment(request: HttpRequest, context: dict[str, Any], *, whole_review: bool) -> HttpResponse:
+    """The claim panel with out-of-band answer text and claim list, or (when the
+    answer changed) the whole ``#review`` block retargeted."""
+    if whole_review:
+        context["neighbours"] = selectors.answer_neighbours(answer=context["answer"])
+        response = HttpResponse(render_to_string(f"{TEMPLATE}#review", context, request=request))
+        return reswap(retarget(response, "#review"), "outerHTML")
+    parts = [render_to_string(f"{TEMPLATE}#claim-panel", context, request=request)]
+    oob = {**context, "oob": True}
+    for name in ("answer-text", "claim-list", "answer-progress"):
+        parts.append(render_to_string(f"{TEMPLATE}#{name}", oob, request=request))
+    return HttpResponse("".join(parts))
+
+
+def _show(request: HttpRequest, run: Run, answer: Answer, claim_id: int | None, *, came_from: int | None,
+          saved: bool = False, **extra: Any) -> HttpResponse:
+    """Respond with the review of ``answer`` on ``claim_id``: a fragment for htmx
+    (``came_from`` is the answer the page showed), else the full page."""
+    context = _context(request, run, answer, claim_id, **extra)
+    if not request.htmx:
+        return _page(request, context)
+    response = _fragment(request, context, whole_review=came_from != answer.pk)
+    current = context["current"]
+    push_url(response, review_url(run, answer.pk, current.claim.pk if current is not None else None))
+    if saved:
+        trigger_client_event(response, LABEL_SAVED)
+    return response
+
+
+def _after_write(request: HttpRequest, run: Run, claim: Claim, *, show: Claim | None, notice: str,
+                 saved: bool = True) -> HttpResponse:
+    """After a successful write: show ``show`` (or ``claim``) with ``notice``;
+    without JS, redirect there with the notice as a message."""
+    target = show or claim
+    if not request.htmx:
+        messages.success(request, notice)
+        return redirect(review_url(run, target.answer_id, target.pk))
+    answer = selectors.review_answer(run=run, answer_id=target.answer_id)
+    return _show(request, run, answer, target.pk, came_from=claim.answer_id, saved=saved, notice=notice)
+
+
+def _came_from(request: HttpRequest, default: int) -> int:
+    value = request.POST.get("answer", "")
+    return int(value) if value.isdigit() else default
+
+
+@login_required
+@require_GET
+def answer_review(request: HttpRequest, project_slug: str, run_name: str, answer_id: int) -> HttpResponse:
+    run = run_for(request, project_slug, run_name)
+    answer = selectors.review_answer(run=run, answer_id=answer_id)
+    if answer is None:
+        raise Http404(f"Run {run.name!r} has no answer {answer_id}")
+    claim = request.GET.get("claim", "")
+    claim_id = int(claim) if claim.isdigit() else None
+    if request.htmx and request.htmx.target == "claim-panel":
+        return _show(request, run, answer, claim_id, came_from=answer.pk)
+    if request.htmx:
+        return _show(request, run, answer, claim_id, came_from=None)
+    return _page(request, _context(request, run, answer, claim_id))
+
+
+@login_required
+@require_GET
+def run_progress(request: HttpRequest, project_slug: str, run_name: str) -> HttpResponse:
+    run = run_for(request, project_slug, run_name)
+    context = {"project": run.project, "run": run,
+               "progress": selectors.run_progress(run=run, reviewer=request.user)}
+    return HttpResponse(render_to_string(f"{TEMPLATE}#run-progress", context, request=request))
+
+
+@login_required
+@require_POST
+def claim_label(request: HttpRequest, project_slug: str, run_name: str, claim_id: int) -> HttpResponse:
+    run = run_for(request, project_slug, run_name)
+    claim = _claim_or_404(run, claim_id)
+    if isinstance(claim, HttpResponse):
+        return claim
+    answer = selectors.review_answer(run=run, answer_id=claim.answer_id)
+    form = LabelForm(request.POST)
+    typed = request.POST.get("justification", "")
+    if not form.is_valid():
+        missing = ", ".join(sorted(form.errors))
+        return _show(request, run, answer, claim.pk, came_from=answer.pk, justification=typed,
+                     error=f"The label form came back incomplete ({missing}): nothing was saved. "
+                           "Reload the page and try again.")
+    data = form.cleaned_data
+    try:
+        label = services.label_save(
+            claim=claim, reviewer=request.user, value=data["value"], justification=data["justification"],
+            base_revision=data["revision"], base_label_id=data["base_label"],
+        )
+    except services.LabelConflict as exc:
+        return _show(request, run, answer, claim.pk, came_from=answer.pk, justification=typed,
+                     conflict={"message": exc.messages[0], "newer": exc.newer})
+    except ValidationError as exc:
+        return _show(request, run, answer, claim.pk, came_from=answer.pk, justification=typed,
+                     error=exc.messages[0], armed=data["value"])
+    following = selectors.next_unlabeled_claim(run=run, reviewer=request.user, after=claim)
+    notice = f"Saved {label.value} on claim {claim.index}."
+    if following is None:
+        notice += " Every cited claim of this run now carries your label."
+    return _after_write(request, run, claim, show=following, notice=notice)
+
+
+@login_required
+@require_POST
+def label_undo(request: HttpRequest, project_slug: str, run_name: str) -> HttpResponse:
+    """Undo the reviewer's most recent current label in the run (key ``u``)."""
+    run = run_for(request, project_slug, run_name)
+    last = selectors.last_label(run=run, reviewer=request.user)
+    shown = request.POST.get("claim", "")
+    if last is None:
+        notice = f"Nothing to undo: you have no label in run {run.name}."
+        if not request.htmx:
+            messages.info(request, notice)
+            return redirect(run.get_absolute_url())
+        claim = selectors.claim_in_run(run=run, claim_id=int(shown)) if shown.isdigit() else None
+        if claim is None:
+            return HttpResponse(status=204)
+        answer = selectors.review_answer(run=run, answer_id=claim.answer_id)
+        return _show(request, run, answer, claim.pk, came_from=_came_from(request, answer.pk), notice=notice)
+    restored = services.label_undo(claim=last.claim, reviewer=request.user)
+    notice = f"Undid your {last.value} on claim {last.claim.index}"
+    notice += (f"; your earlier {restored.value} is current again." if restored is not None
+               else "; it is back in your queue.")
+    if not request.htmx:
+        messages.success(request, notice)
+        return redirect(review_url(run, last.claim.answer_id, last.claim.pk))
+    answer = selectors.review_answer(run=run, answer_id=last.claim.answer_id)
+    return _show(request, run, answer, last.claim.pk, came_from=_came_from(request, answer.pk), saved=True,
+                 notice=notice)
+
+
+def _citation_choices(claim: Claim) -> list[dict[str, Any]]:
+    return [{"id": c.pk, "label": c.cited_id, "fabricated": c.fabricated} for c in claim.citations.order_by("position")]
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def claim_split(request: HttpRequest, project_slug: str, run_name: str, claim_id: int) -> HttpResponse:
+    run = run_for(request, project_slug, run_name)
+    claim = _claim_or_404(run, claim_id)
+    if isinstance(claim, HttpResponse):
+        return claim
+    answer = selectors.review_answer(run=run, answer_id=claim.answer_id)
+    choices = _citation_choices(claim)
+    if request.method == "GET":
+        first, second = suggest_split(claim.text)
+        every = [c["id"] for c in choices]
+        return _show(request, run, answer, claim.pk, came_from=answer.pk, mode="split",
+                     split={"first": first, "second": second, "at": "", "choices": choices,
+                            "first_ids": every, "second_ids": every})
+    form = SplitForm(request.POST)
+    first_ids = [int(i) for i in request.POST.getlist("first_citations") if i.isdigit()]
+    second_ids = [int(i) for i in request.POST.getlist("second_citations") if i.isdigit()]
+    split = {"first": request.POST.get("first", ""), "second": request.POST.get("second", ""),
+             "at": request.POST.get("at", ""), "choices": choices, "first_ids": first_ids,
+             "second_ids": second_ids}
+    if not form.is_valid():
+        return _show(request, run, answer, claim.pk, came_from=answer.pk, mode="split", split=split,
+                     error="Give the text of each part, or a character offset to split at.")
+    data = form.cleaned_data
+    try:
+        first, second = services.claim_split(
+            claim=claim, at=data["at"], first_text=data["first"], second_text=data["second"],
+            first_citation_ids=first_ids, second_citation_ids=second_ids, base_revision=data["revision"],
+        )
+    except ValidationError as exc:
+        return _show(request, run, answer, claim.pk, came_from=answer.pk, mode="split", split=split,
+                     error=exc.messages[0])
+    notice = f"Split claim {first.index} into claims {first.index} and {second.index}: label each part."
+    return _after_write(request, run, first, show=first, notice=notice)
+
+
+@login_required
+@require_POST
+def claim_merge(request: HttpRequest, project_slug: str, run_name: str, claim_id: int) -> HttpResponse:
+    run = run_for(request, project_slug, run_name)
+    claim = _claim_or_404(run, claim_id)
+    if isinstance(claim, HttpResponse):
+        return claim
+    other_id = request.POST.get("other", "")
+    other = selectors.claim_in_run(run=run, claim_id=int(other_id)) if other_id.isdigit() else None
+    revision = request.POST.get("revision", "")
+    try:
+        if other is None:
+            raise ValidationError("Choose the neighbouring claim to merge with.")
+        merged = services.claim_merge(claim=claim, other=other,
+                                      base_revision=int(revision) if revision.isdigit() else None)
+    except ValidationError as exc:
+        answer = selectors.review_answer(run=run, answer_id=claim.answer_id)
+        return _show(request, run, answer, claim.pk, came_from=answer.pk, error=exc.messages[0])
+    notice = f"Merged into claim {merged.index}: label it again (the old labels are kept as stale)."
+    return _after_write(request, run, merged, show=merged, notice=notice)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def claim_edit(request: HttpRequest, project_slug: str, run_name: str, claim_id: int) -> HttpResponse:
+    run = run_for(request, project_slug, run_name)
+    claim = _claim_or_404(run, claim_id)
+    if isinstance(claim, HttpResponse):
+        return claim
+    answer = selectors.review_answer(run=run, answer_id=claim.answer_id)
+    if request.method == "GET":
+        return _show(request, run, answer, claim.pk, came_from=answer.pk, mode="edit", edit_text=claim.text)
+    form = EditForm(request.POST)
+    text = request.POST.get("text", "")
+    if not form.is_valid():
+        return _show(request, run, answer, claim.pk, came_from=answer.pk, mode="edit", edit_text=text,
+                     error="The edit form came back incomplete: nothing was changed. Reload and try again.")
+    try:
+        edited = services.claim_edit(claim=claim, text=form.cleaned_data["text"],
+                                     base_revision=form.cleaned_data["revision"])
+    except ValidationError as exc:
+        return _show(request, run, answer, claim.pk, came_from=answer.pk, mode="edit", edit_text=text,
+                     error=exc.messages[0])
+    if edited.revision == claim.revision:
+        notice = f"Claim {edited.index} is unchanged."
+    else:
+        notice = f"Claim {edited.index} reworded: label it again (the old labels are kept as stale)."
+    return _after_write(request, run, edited, show=edited, notice=notice)
