@@ -37,7 +37,8 @@ from labeling.models import (
 )
 from scoring.normalize import normalize_source
 
-BATCH_ANSWERS = 500
+# Django model instances are the cost here; 1000 answers keep a batch near 10k rows.
+BATCH_ANSWERS = 1000
 DEFAULT_IMPORT_REVIEWER = "imported"
 
 
@@ -173,8 +174,13 @@ def _validate(*, project: Project, records: RecordResults) -> tuple[list[ImportI
     seen_answers: dict[tuple[str, str], int] = {}
     seen_gold: dict[str, tuple[str | None, int]] = {}
     pending: list[AnswerRecord] = []
+    # Only runs that already hold answers can conflict with the file.
+    stored_runs = set(Run.objects.filter(project=project, answers__isnull=False).values_list("name", flat=True))
 
     def check_database(batch: list[AnswerRecord]) -> None:
+        batch = [record for record in batch if record.run in stored_runs]
+        if not batch:
+            return
         # Indexed IN lookups, then exact pairs in Python: an OR of 500 pairs
         # makes SQLite scan the table per batch.
         existing = {
@@ -229,12 +235,15 @@ class _Writer:
         self.report = report
         self.default_reviewer = default_reviewer
         self.runs: dict[str, Run] = {}
+        self.new_runs: set[str] = set()
         self.reviewers: dict[str, Reviewer] = {}
         self.gold_written: set[str] = set()
 
     def run(self, name: str) -> Run:
         if name not in self.runs:
-            self.runs[name], _created = Run.objects.get_or_create(project=self.project, name=name)
+            self.runs[name], created = Run.objects.get_or_create(project=self.project, name=name)
+            if created:
+                self.new_runs.add(name)
         return self.runs[name]
 
     def reviewer(self, name: str) -> Reviewer:
@@ -251,12 +260,13 @@ class _Writer:
         questions = self._questions(batch)
         for record in batch:
             self.run(record.run)
+        stored = [r for r in batch if r.run not in self.new_runs]
         existing = {
             (a.run_id, a.question_id): a
             for a in Answer.objects.filter(
-                run__in=[self.runs[r.run] for r in batch], question__in=[questions[r.question_id] for r in batch]
+                run__in={self.runs[r.run] for r in stored}, question__in=[questions[r.question_id] for r in stored]
             ).only("id", "run_id", "question_id")
-        }
+        } if stored else {}
         new_records: list[AnswerRecord] = []
         known: list[tuple[AnswerRecord, Answer]] = []
         for record in batch:
@@ -339,7 +349,7 @@ class _Writer:
         passages: list[Passage] = []
         for record, answer in zip(records, answers, strict=True):
             passages.extend(
-                Passage(answer=answer, passage_id=p.passage_id, position=k, source=p.source, text=p.text)
+                Passage(answer_id=answer.pk, passage_id=p.passage_id, position=k, source=p.source, text=p.text)
                 for k, p in enumerate(record.passages)
             )
         Passage.objects.bulk_create(passages)
@@ -358,7 +368,7 @@ class _Writer:
                 if start >= 0:
                     cursor = start + len(claim.text)
                 claims.append(Claim(
-                    answer=answer, index=position + 1, text=claim.text,
+                    answer_id=answer.pk, index=position + 1, text=claim.text,
                     start=start if start >= 0 else None,
                     end=start + len(claim.text) if start >= 0 else None,
                 ))
@@ -376,13 +386,14 @@ class _Writer:
                     else:
                         passage = by_source.get((claim.answer_id, normalize_source(cited.source)))
                     citations.append(Citation(
-                        claim=claim, passage=passage, position=position,
+                        claim_id=claim.pk, passage_id=passage.pk if passage else None, position=position,
                         cited_id=passage.passage_id if passage else (cited.passage_id or cited.source or ""),
                         span=cited.span, fabricated=passage is None,
                     ))
                 if claim_record.label is not None:
                     labels.append(Label(
-                        claim=claim, reviewer=self.reviewer(claim_record.reviewer or self.default_reviewer),
+                        claim_id=claim.pk,
+                        reviewer_id=self.reviewer(claim_record.reviewer or self.default_reviewer).pk,
                         value=claim_record.label, justification=claim_record.justification,
                         claim_revision=claim.revision,
                     ))
