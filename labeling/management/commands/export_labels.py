@@ -16,6 +16,11 @@ class Command(BaseCommand):
     help = ("Write a run's label table (current, or version N) as XLSX, CSV or JSONL. Rows show the agreed "
             "label (the one that counts for scoring), or one reviewer's with --reviewer.")
 
+    def add_base_argument(self, parser: CommandParser, *args, **kwargs) -> None:
+        # Here --version N picks a label table version, not Django's version banner.
+        if "--version" not in args:
+            super().add_base_argument(parser, *args, **kwargs)
+
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--run", required=True, help="run name")
         parser.add_argument("--project", help="project slug (default: the only project)")
