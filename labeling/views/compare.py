@@ -5,11 +5,12 @@ from __future__ import annotations
 from django import forms
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.utils.text import slugify
 from django.views.decorators.http import require_GET
 
+from labeling import selectors
 from labeling.charts import scatter_chart
 from labeling.comparison import RunComparison, comparison_xlsx, delta_class, run_comparison
 from labeling.models import Project, Run
@@ -41,11 +42,8 @@ class CompareForm(forms.Form):
 
 
 def _project_for(request: HttpRequest, project_slug: str) -> Project:
-    project = get_object_or_404(Project, slug=project_slug)
-    # Same visibility as the project list: members, or a superuser.
-    if not request.user.is_superuser and not project.members.filter(pk=request.user.pk).exists():
-        raise Http404("No such project")
-    return project
+    """The project if the user may see it (member or superuser), else 404."""
+    return get_object_or_404(selectors.visible_projects(user=request.user), slug=project_slug)
 
 
 def _comparison_from(request: HttpRequest, project: Project) -> tuple[CompareForm, RunComparison | None]:
@@ -53,10 +51,16 @@ def _comparison_from(request: HttpRequest, project: Project) -> tuple[CompareFor
     if {"a", "b"} <= set(request.GET):
         form = CompareForm(request.GET, runs=runs)
     else:
-        # Unbound: preselect the two newest runs, older as A.
+        # Unbound: preselect the two newest runs, older as A; ``?b=NAME`` (the
+        # run page's Compare button) picks B and the run before it as A.
+        names = [run.name for run in runs]
         initial = {"threshold": DEFAULT_THRESHOLD}
         if len(runs) >= 2:
-            initial |= {"a": runs[-2].name, "b": runs[-1].name}
+            initial |= {"a": names[-2], "b": names[-1]}
+        chosen = request.GET.get("b")
+        if chosen in names and len(runs) >= 2:
+            position = names.index(chosen)
+            initial |= {"b": chosen, "a": names[position - 1] if position else names[1]}
         form = CompareForm(initial=initial, runs=runs)
     if not form.is_bound or not form.is_valid():
         return form, None
