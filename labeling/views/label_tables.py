@@ -16,6 +16,7 @@ from django.core.files.base import ContentFile
 from django.core.files.storage import default_storage
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.template.defaultfilters import filesizeformat
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
@@ -170,14 +171,14 @@ def label_export(request: HttpRequest, project_slug: str, run_name: str) -> Http
 def label_import(request: HttpRequest, project_slug: str, run_name: str) -> HttpResponse:
     run = _run_for(request, project_slug, run_name)
     context = {"project": run.project, "run": run, "preview": None, "error": "", "token": "",
-               "max_mb": settings.CITELAB_MAX_UPLOAD_BYTES // 2**20}
+               "max_size": filesizeformat(settings.CITELAB_MAX_UPLOAD_BYTES)}
     if request.method == "POST":
         upload = request.FILES.get("file")
         if upload is None:
             context["error"] = "Choose a label table file (.xlsx, .csv or .jsonl) to upload."
         elif upload.size > settings.CITELAB_MAX_UPLOAD_BYTES:
-            context["error"] = (f"{upload.name} is {upload.size / 2**20:.1f} MB; the limit is "
-                                f"{context['max_mb']} MB.")
+            context["error"] = (f"{upload.name} is {filesizeformat(upload.size)}; the limit is "
+                                f"{context['max_size']} (CITELAB_MAX_UPLOAD_MB).")
         else:
             try:
                 fmt = label_table_format(upload.name)
@@ -226,7 +227,7 @@ def label_import_apply(request: HttpRequest, project_slug: str, run_name: str) -
         context = {"project": run.project, "run": run, "preview": preview, "token": "",
                    "filename": stored["filename"], "error": "Nothing was imported: the labels or claims changed "
                                                             "since the preview.",
-                   "max_mb": settings.CITELAB_MAX_UPLOAD_BYTES // 2**20}
+                   "max_size": filesizeformat(settings.CITELAB_MAX_UPLOAD_BYTES)}
         return render(request, "labeling/label_import.html", context)
     except ValidationError as exc:
         messages.error(request, " ".join(exc.messages))

@@ -1,0 +1,472 @@
+"""Label table import: offline labeling round trip, per-row validation,
+atomic apply, the upload pages, the import_labels command, and answers files
+given as CSV/XLSX tables (issue 5 §3)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+
+import pytest
+from django.core.management import CommandError, call_command
+from django.urls import reverse
+from openpyxl import Workbook, load_workbook
+
+from labeling.exports.csv_jsonl import csv_cell
+from labeling.exports.label_table import LABEL_TABLE_COLUMNS, label_table_frame, table_claim_metrics
+from labeling.importers.label_table import read_label_table
+from labeling.importers.records import ImportFailed
+from labeling.label_tables import (
+    LabelImportError,
+    answers_file_import,
+    label_table_export,
+    label_table_import_apply,
+    label_table_import_preview,
+)
+from labeling.models import Answer, Claim, Label, Run
+from labeling.services import claim_edit
+from tests.conftest import FIXTURES_DIR
+from tests.factories import ClaimFactory, ReviewerFactory, RunFactory
+
+SEED = FIXTURES_DIR / "seed_coverage_support.jsonl"
+HYPERLINK = '=HYPERLINK("http://x","y")'
+EDITS = {  # claim index → (label, justification) typed offline
+    1: ("UNSUPPORTED", HYPERLINK),
+    3: ("SUPPORTED", "naïve — “quoted” ✓\nsecond line"),
+    5: ("UNSUPPORTED", "'leading apostrophe"),
+}
+
+
+@pytest.fixture(autouse=True)
+def media_root(settings, tmp_path):
+    settings.MEDIA_ROOT = tmp_path / "media"
+
+
+@pytest.fixture
+def seed_run(db):
+    """Seed example (5 cited claims labeled by seed-reviewer: 1, 2, 4
+    SUPPORTED, 3, 5 UNSUPPORTED) plus claim 6, which cites nothing."""
+    from labeling.importing import project_for_import, run_import
+
+    project = project_for_import(slug="seed")
+    run_import(project=project, source=SEED)
+    run = Run.objects.select_related("project").get(project=project, name="seed-coverage-support")
+    ClaimFactory(answer=run.answers.get(), index=6, text="Backups are kept for a month.")
+    return run
+
+
+@pytest.fixture
+def alice(seed_run, reviewer):
+    seed_run.project.members.add(reviewer)
+    return reviewer
+
+
+def export(run: Run, fmt: str, **kwargs) -> bytes:
+    out = io.BytesIO()
+    label_table_export(run=run, fmt=fmt, out=out, **kwargs)
+    return out.getvalue()
+
+
+def claim_ids(run: Run) -> dict[int, int]:
+    return dict(Claim.objects.filter(answer__run=run).values_list("index", "id"))
+
+
+def edit_file(data: bytes, fmt: str, edits: dict[int, tuple[str, str]]) -> bytes:
+    """Change label and justification of the rows of ``edits`` (by claim_index),
+    the way a reviewer edits the file offline."""
+    if fmt == "xlsx":
+        workbook = load_workbook(io.BytesIO(data))
+        sheet = workbook["Labels"]
+        header = [cell.value for cell in sheet[1]]
+        for row in sheet.iter_rows(min_row=2):
+            index = row[header.index("claim_index")].value
+            if index in edits:
+                row[header.index("label")].value = edits[index][0]
+                row[header.index("justification")].value = edits[index][1]
+                row[header.index("justification")].data_type = "s"  # typed as text
+        out = io.BytesIO()
+        workbook.save(out)
+        return out.getvalue()
+    if fmt == "csv":
+        rows = list(csv.reader(io.StringIO(data.decode("utf-8-sig"), newline="")))
+        header = rows[0]
+        for row in rows[1:]:
+            index = int(row[header.index("claim_index")])
+            if index in edits:
+                row[header.index("label")] = edits[index][0]
+                row[header.index("justification")] = csv_cell(edits[index][1])
+        out = io.StringIO(newline="")
+        csv.writer(out, lineterminator="\r\n").writerows(rows)
+        return out.getvalue().encode("utf-8-sig")
+    lines = [json.loads(line) for line in data.decode().splitlines()]
+    for line in lines:
+        if line["claim_index"] in edits:
+            line["label"], line["justification"] = edits[line["claim_index"]]
+    return "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines).encode()
+
+
+def sheet_rows(data: bytes) -> list[dict]:
+    sheet = load_workbook(io.BytesIO(data), read_only=True)["Labels"]
+    rows = list(sheet.iter_rows(values_only=True))
+    return [dict(zip(rows[0], row, strict=True)) for row in rows[1:]]
+
+
+def preview_of(run: Run, reviewer, data: bytes, fmt: str):
+    return label_table_import_preview(run=run, reviewer=reviewer, table_file=read_label_table(data, format=fmt))
+
+
+# -------------------------------------------------------------- round trip
+
+
+@pytest.mark.parametrize("fmt", ["xlsx", "csv", "jsonl"])
+def test_untouched_export_imports_as_no_change(seed_run, alice, fmt):
+    preview = preview_of(seed_run, alice, export(seed_run, fmt), fmt)
+
+    assert preview.issues == []
+    assert (preview.rows, len(preview.changes), preview.unchanged, preview.blank) == (6, 0, 6, 0)
+
+
+def test_xlsx_export_holds_the_table_cell_for_cell(seed_run):
+    """The workbook's Labels sheet is the label table: every value comes back
+    (an empty string is an empty cell, read as None)."""
+    table = label_table_frame(seed_run)
+    expected = [{column: (value if value != "" else None) for column, value in row.items()}
+                for row in table[list(LABEL_TABLE_COLUMNS)].to_dict("records")]
+
+    assert sheet_rows(export(seed_run, "xlsx")) == expected
+
+
+@pytest.mark.parametrize("fmt", ["xlsx", "csv", "jsonl"])
+def test_round_trip_export_edit_import_loses_nothing(seed_run, alice, fmt):
+    before = label_table_frame(seed_run)
+    edited = edit_file(export(seed_run, fmt, reviewer=alice.username), fmt, EDITS)
+
+    preview = label_table_import_apply(run=seed_run, reviewer=alice, table_file=read_label_table(edited, format=fmt))
+
+    assert [(c.claim_index, c.old_label, c.new_label, c.new_justification) for c in preview.changes] == [
+        (index, None, label, justification) for index, (label, justification) in EDITS.items()]
+    mine = label_table_frame(seed_run, reviewer=alice.username)
+    by_index = {row["claim_index"]: row for row in mine.to_dict("records")}
+    for index, (label, justification) in EDITS.items():
+        assert (by_index[index]["label"], by_index[index]["justification"]) == (label, justification)
+        assert by_index[index]["reviewer"] == "alice"
+    assert [by_index[i]["label"] for i in (2, 4, 6)] == [None, None, "UNCITED"]
+    # Everything but alice's labels is as before: claims, ids, citations, revisions.
+    fixed = ["claim_id", "claim_index", "claim", "citations", "cited_span", "claim_revision", "question_id"]
+    assert mine[fixed].equals(before[fixed])
+    # Exporting alice's table again gives back exactly what was typed.
+    again = edit_file(export(seed_run, fmt, reviewer=alice.username), fmt, {})
+    assert preview_of(seed_run, alice, again, fmt).changes == []
+    assert preview_of(seed_run, alice, edited, fmt).changes == []
+
+
+def test_reimported_xlsx_keeps_the_formula_text_as_text(seed_run, alice):
+    edited = edit_file(export(seed_run, "xlsx", reviewer="alice"), "xlsx", EDITS)
+    label_table_import_apply(run=seed_run, reviewer=alice, table_file=read_label_table(edited, format="xlsx"))
+
+    sheet = load_workbook(io.BytesIO(export(seed_run, "xlsx", reviewer="alice")))["Labels"]
+
+    assert sheet["J2"].value == HYPERLINK and sheet["J2"].data_type == "s"
+
+
+def test_untouched_rows_of_the_agreed_table_do_not_become_the_importers_labels(seed_run, alice):
+    """The agreed table shows seed-reviewer's labels; alice changes only
+    claim 2. Only claim 2 gets a label by alice."""
+    edited = edit_file(export(seed_run, "xlsx"), "xlsx", {2: ("UNSUPPORTED", "P1 says twice, not doubling")})
+
+    preview = label_table_import_apply(run=seed_run, reviewer=alice,
+                                       table_file=read_label_table(edited, format="xlsx"))
+
+    assert [(c.claim_index, c.old_label, c.new_label) for c in preview.changes] == [(2, None, "UNSUPPORTED")]
+    assert Label.objects.filter(reviewer=alice).count() == 1
+
+
+def test_apply_keeps_history_and_moves_the_current_label(seed_run, alice):
+    claim = Claim.objects.get(answer__run=seed_run, index=1)
+    old = Label.objects.create(claim=claim, reviewer=alice, value="SUPPORTED", justification="first look",
+                               claim_revision=1)
+    edited = edit_file(export(seed_run, "csv", reviewer="alice"), "csv", {1: ("UNSUPPORTED", "second look")})
+
+    label_table_import_apply(run=seed_run, reviewer=alice, table_file=read_label_table(edited, format="csv"))
+
+    labels = list(Label.objects.filter(claim=claim, reviewer=alice).order_by("id"))
+    assert [(label.value, label.justification, label.is_current) for label in labels] == [
+        ("SUPPORTED", "first look", False), ("UNSUPPORTED", "second look", True)]
+    assert labels[0].pk == old.pk
+
+
+def test_applying_changes_the_score(seed_run, alice):
+    """seed-reviewer alone: support 3/5. Alice agrees on claims 1–5 but says
+    claim 3 is SUPPORTED: claim 3 is then disputed (pending) → support 3/4."""
+    rows = {i: ("SUPPORTED" if i in (1, 2, 3, 4) else "UNSUPPORTED", "checked") for i in range(1, 6)}
+    edited = edit_file(export(seed_run, "jsonl", reviewer="alice"), "jsonl", rows)
+    assert str(table_claim_metrics(label_table_frame(seed_run)).support) == "3/5 = 0.60"
+
+    label_table_import_apply(run=seed_run, reviewer=alice, table_file=read_label_table(edited, format="jsonl"))
+
+    metrics = table_claim_metrics(label_table_frame(seed_run))
+    assert str(metrics.support) == "3/4 = 0.75" and metrics.pending == 1
+
+
+# -------------------------------------------------------------- validation
+
+
+def test_every_bad_row_is_reported_with_row_column_and_reason(seed_run, alice):
+    ids = claim_ids(seed_run)
+    elsewhere = ClaimFactory(answer__run=RunFactory(name="other-run", project__slug="elsewhere"), index=1)
+    header = ["run", "claim_id", "question_id", "claim_index", "claim", "claim_revision", "label", "justification"]
+    text = {i: c for i, c in Claim.objects.filter(answer__run=seed_run).values_list("index", "text")}
+    run, q = seed_run.name, "seed-support-1"
+    rows = [
+        [run, ids[1], q, 1, text[1], 1, "UNSUPPORTED", "P1 is silent on this"],   # 2: good
+        [run, 999999, q, 1, "", "", "SUPPORTED", ""],                            # 3: unknown claim
+        [run, elsewhere.pk, q, 1, "", "", "SUPPORTED", ""],                      # 4: other run's claim
+        [run, ids[2], q, 2, "The wait grows.", 1, "SUPPORTED", ""],               # 5: claim text changed
+        [run, ids[3], q, 3, text[3], 1, "MAYBE", ""],                            # 6: invalid label
+        [run, ids[4], q, 4, text[4], 1, "UNCITED", ""],                          # 7: UNCITED on a cited claim
+        [run, ids[6], q, 6, text[6], 1, "SUPPORTED", "x"],                       # 8: SUPPORTED, uncited claim
+        [run, ids[5], q, 5, text[5], 1, "UNSUPPORTED", ""],                      # 9: justification missing
+        [run, ids[1], q, 1, text[1], 1, "SUPPORTED", ""],                        # 10: claim 1 twice
+        ["other-run", ids[2], q, 2, text[2], 1, "SUPPORTED", ""],                # 11: another run's row
+        [run, ids[3], q, 3, text[3], 7, "SUPPORTED", ""],                        # 12: revision moved
+        [run, "", q, "x", "", "", "SUPPORTED", ""],                              # 13: bad claim_index
+    ]
+    out = io.StringIO()
+    csv.writer(out).writerows([header, *rows])
+
+    preview = preview_of(seed_run, alice, out.getvalue().encode(), "csv")
+
+    assert [(issue.line, issue.field) for issue in preview.issues] == [
+        (3, "claim_id"), (4, "claim_id"), (5, "claim"), (6, "label"), (7, "label"), (8, "label"),
+        (9, "justification"), (10, "claim_id"), (11, "run"), (12, "claim_revision"), (13, "claim_index")]
+    reasons = [issue.reason for issue in preview.issues]
+    assert reasons[0] == "unknown claim 999999: no such claim in this database"
+    assert reasons[1] == f"claim {elsewhere.pk} belongs to run 'other-run' of project 'elsewhere', not to this run"
+    assert reasons[2].startswith("the claim text differs from the stored claim")
+    assert reasons[3].startswith("unknown label 'MAYBE'")
+    assert reasons[4] == "UNCITED on a claim with 1 citation(s): use SUPPORTED or UNSUPPORTED"
+    assert reasons[5] == "SUPPORTED on a claim without citations: a claim that cites nothing is UNCITED"
+    assert reasons[6] == "a justification is required for UNSUPPORTED"
+    assert reasons[7] == f"claim {ids[1]} is also on row 2"
+    assert reasons[8] == "the row is for run 'other-run', not 'seed-coverage-support'"
+    assert reasons[9].startswith("the claim changed since this file was exported (revision 7 → 1")
+    assert reasons[10] == "expected a whole number, got 'x'"
+    assert [c.line for c in preview.changes] == [2]
+
+
+def test_project_setting_requires_a_justification_for_supported(seed_run, alice):
+    seed_run.project.require_justification_for_supported = True
+    seed_run.project.save()
+    edited = edit_file(export(seed_run, "csv", reviewer="alice"), "csv", {3: ("SUPPORTED", "")})
+
+    preview = preview_of(seed_run, alice, edited, "csv")
+
+    assert [(i.line, i.field, i.reason) for i in preview.issues] == [
+        (4, "justification", "a justification is required for SUPPORTED in this project")]
+
+
+def test_claim_edited_since_export_is_a_bad_row(seed_run, alice):
+    exported = export(seed_run, "xlsx", reviewer="alice")
+    claim_edit(claim=Claim.objects.get(answer__run=seed_run, index=2), text="The wait doubles each time.")
+    edited = edit_file(exported, "xlsx", {2: ("SUPPORTED", "ok")})
+
+    preview = preview_of(seed_run, alice, edited, "xlsx")
+
+    assert [(i.line, i.field) for i in preview.issues] == [(3, "claim_revision")]
+    assert "revision 1 → 2" in preview.issues[0].reason
+
+
+def test_apply_is_all_or_nothing(seed_run, alice):
+    edited = edit_file(export(seed_run, "csv", reviewer="alice"), "csv",
+                       {1: ("UNSUPPORTED", "good row"), 2: ("UNSUPPORTED", "good row"), 4: ("UNCITED", "bad row")})
+    before = Label.objects.count()
+
+    with pytest.raises(LabelImportError) as failure:
+        label_table_import_apply(run=seed_run, reviewer=alice, table_file=read_label_table(edited, format="csv"))
+
+    assert [(i.line, i.field) for i in failure.value.issues] == [(5, "label")]
+    assert Label.objects.count() == before
+    assert not Label.objects.filter(reviewer=alice).exists()
+
+
+def test_unreadable_files_are_reported_not_raised():
+    assert [str(i) for i in read_label_table(b"not a zip", format="xlsx").issues] == [
+        "line 1: (file): not a readable .xlsx workbook (BadZipFile)"]
+    assert read_label_table(b"claim,text\n1,2\n", format="csv").issues[0].reason.startswith("no 'label' column")
+    assert read_label_table(b"\xff\xfe", format="csv").issues[0].field == "(file)"
+
+
+# ------------------------------------------------------------------- pages
+
+
+def import_url(run: Run, name: str = "label_import") -> str:
+    return reverse(name, kwargs={"project_slug": run.project.slug, "run_name": run.name})
+
+
+def upload(data: bytes, name: str) -> io.BytesIO:
+    handle = io.BytesIO(data)
+    handle.name = name
+    return handle
+
+
+def test_upload_previews_then_apply_saves(client, seed_run, alice):
+    client.force_login(alice)
+    edited = edit_file(export(seed_run, "xlsx", reviewer="alice"), "xlsx", {3: ("SUPPORTED", "<script>x</script>")})
+
+    page = client.post(import_url(seed_run), {"file": upload(edited, "mine.xlsx")}).content.decode()
+
+    assert '<strong id="change-count">1</strong>' in page
+    assert "&lt;script&gt;x&lt;/script&gt;" in page and "<script>x</script>" not in page
+    assert not Label.objects.filter(reviewer=alice).exists()
+    token = re.search(r'name="token" value="([^"]+)"', page).group(1)
+    response = client.post(import_url(seed_run, "label_import_apply"), {"token": token})
+    assert response.status_code == 302
+    assert Label.objects.get(reviewer=alice).value == "SUPPORTED"
+    after = client.get(response["Location"]).content.decode()
+    assert "Imported 1 label as alice from mine.xlsx." in after
+    # The token is single-use: its file is gone.
+    assert client.post(import_url(seed_run, "label_import_apply"), {"token": token}).status_code == 302
+    assert Label.objects.filter(reviewer=alice).count() == 1
+
+
+def test_upload_with_bad_rows_shows_them_and_offers_no_apply(client, seed_run, alice):
+    client.force_login(alice)
+    edited = edit_file(export(seed_run, "csv", reviewer="alice"), "csv", {4: ("UNCITED", "")})
+
+    response = client.post(import_url(seed_run), {"file": upload(edited, "mine.csv")},
+                           headers={"HX-Request": "true"})
+
+    body = response.content.decode()
+    assert "<html" not in body and body.lstrip().startswith('<div id="import-preview"')
+    assert "<td class=\"num\">5</td><td><code>label</code></td><td>UNCITED on a claim with 1 citation(s)" in body
+    assert 'name="token"' not in body
+
+
+def test_upload_size_limit_and_file_type(client, seed_run, alice, settings):
+    client.force_login(alice)
+    settings.CITELAB_MAX_UPLOAD_BYTES = 100
+
+    too_big = client.post(import_url(seed_run), {"file": upload(b"x" * 101, "big.csv")}).content.decode()
+    settings.CITELAB_MAX_UPLOAD_BYTES = 10_000
+    wrong_type = client.post(import_url(seed_run), {"file": upload(b"x", "labels.pdf")}).content.decode()
+
+    assert "big.csv is 101\xa0bytes; the limit is 100\xa0bytes (CITELAB_MAX_UPLOAD_MB)." in too_big
+    assert "use a .xlsx, .csv or .jsonl file" in wrong_type
+
+
+def test_apply_refuses_a_token_of_another_reviewer(client, seed_run, alice):
+    client.force_login(alice)
+    edited = edit_file(export(seed_run, "csv", reviewer="alice"), "csv", {1: ("UNSUPPORTED", "no")})
+    page = client.post(import_url(seed_run), {"file": upload(edited, "mine.csv")}).content.decode()
+    token = re.search(r'name="token" value="([^"]+)"', page).group(1)
+    bob = ReviewerFactory(username="bob")
+    seed_run.project.members.add(bob)
+    client.force_login(bob)
+
+    response = client.post(import_url(seed_run, "label_import_apply"), {"token": token}, follow=True)
+
+    assert "That preview expired or is not yours" in response.content.decode()
+    assert not Label.objects.filter(reviewer__in=[alice, bob]).exists()
+
+
+# ----------------------------------------------------------------- command
+
+
+def test_import_labels_command_previews_then_applies(seed_run, alice, tmp_path, capsys):
+    path = tmp_path / "alice.xlsx"
+    path.write_bytes(edit_file(export(seed_run, "xlsx", reviewer="alice"), "xlsx", {5: ("SUPPORTED", "fine")}))
+
+    call_command("import_labels", str(path), run=seed_run.name, project="seed", reviewer="alice")
+    preview_out = capsys.readouterr().out
+    assert not Label.objects.filter(reviewer=alice).exists()
+    call_command("import_labels", str(path), run=seed_run.name, project="seed", reviewer="alice", apply=True)
+
+    assert "row 6: seed-support-1 claim 5: none → SUPPORTED (justification changed)" in preview_out
+    assert "preview only: 1 label(s) would change" in preview_out
+    assert Label.objects.get(reviewer=alice).value == "SUPPORTED"
+
+
+def test_import_labels_command_fails_on_bad_rows(seed_run, alice, tmp_path, capsys):
+    path = tmp_path / "alice.csv"
+    path.write_bytes(edit_file(export(seed_run, "csv", reviewer="alice"), "csv", {6: ("SUPPORTED", "x")}))
+
+    with pytest.raises(CommandError, match="1 bad row"):
+        call_command("import_labels", str(path), run=seed_run.name, project="seed", reviewer="alice", apply=True)
+    assert "row 7: label: SUPPORTED on a claim without citations" in capsys.readouterr().err
+    with pytest.raises(CommandError, match="no reviewer 'zed'"):
+        call_command("import_labels", str(path), run=seed_run.name, project="seed", reviewer="zed")
+
+
+# ------------------------------------------------- answers files as tables
+
+
+def seed_as_table_rows() -> list[list[object]]:
+    """fixtures/seed_coverage_support.jsonl as an answers table, one row per claim."""
+    data = json.loads(SEED.read_text().splitlines()[0])
+    header = ["question_id", "question", "run", "answer", "answerable", "passages", "claim_index", "claim",
+              "citations", "span", "label", "justification", "reviewer"]
+    rows: list[list[object]] = [header]
+    for i, claim in enumerate(data["claims"], start=1):
+        first = i == 1
+        rows.append([
+            data["question_id"], data["question"] if first else "", data["run"], data["answer"] if first else "",
+            "true" if first else "", json.dumps(data["passages"]) if first else "", i, claim["text"],
+            ", ".join(c["passage_id"] for c in claim["citations"]), "", claim.get("label") or "",
+            claim.get("justification") or "", claim.get("reviewer") or "",
+        ])
+    return rows
+
+
+@pytest.mark.parametrize("fmt", ["csv", "xlsx"])
+def test_answers_table_imports_like_the_jsonl_file(db, fmt):
+    """The seed as a table gives the same run as the JSONL: 5 claims, all
+    cited, 3 SUPPORTED → coverage 5/5, support 3/5."""
+    from labeling.importing import project_for_import
+
+    rows = seed_as_table_rows()
+    if fmt == "csv":
+        out = io.StringIO()
+        csv.writer(out).writerows(rows)
+        data = out.getvalue().encode()
+    else:
+        workbook = Workbook()
+        for row in rows:
+            workbook.active.append(row)
+        buffer = io.BytesIO()
+        workbook.save(buffer)
+        data = buffer.getvalue()
+    project = project_for_import(slug="tables")
+
+    report = answers_file_import(project=project, data=data, filename=f"answers.{fmt}")
+
+    assert (report.answers_created, report.claims_created, report.citations_created, report.labels_created) == (
+        1, 5, 5, 5)
+    run = Run.objects.get(project=project, name="seed-coverage-support")
+    metrics = table_claim_metrics(label_table_frame(run))
+    assert (str(metrics.coverage), str(metrics.support)) == ("5/5 = 1.00", "3/5 = 0.60")
+    assert Answer.objects.get(run=run).question.answerable is True
+
+
+def test_answers_table_reports_bad_rows_by_spreadsheet_row(db, tmp_path):
+    from labeling.importing import project_for_import
+
+    rows = seed_as_table_rows()
+    rows[3][10] = "GREAT"        # row 4: claim 3's label
+    rows[2][2] = "other-run"     # row 3: claim 2 in another run → a second answer without question/answer
+    out = io.StringIO()
+    csv.writer(out).writerows(rows)
+    path = tmp_path / "answers.csv"
+    path.write_text(out.getvalue())
+    project = project_for_import(slug="tables")
+
+    with pytest.raises(ImportFailed) as failure:
+        answers_file_import(project=project, data=path.read_bytes(), filename="answers.csv")
+
+    issues = [(i.line, i.field) for i in failure.value.issues]
+    assert (4, "label") in issues
+    assert (3, "question") in issues and (3, "answer") in issues
+    assert not Run.objects.filter(project=project).exists()
+    with pytest.raises(CommandError, match="problem"):
+        call_command("import_answers", str(path), project="tables")
