@@ -16,14 +16,12 @@ from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
-from django.db.models import Count
 
 from labeling.comparison import answer_review_url
 from labeling.exports import frames
 from labeling.metrics import resolved_claims_frame
-from labeling.models import Answer, Claim, Label, LabelValue, Project, Run
+from labeling.models import Run
 from scoring.claims import claim_metrics
-from scoring.labels import resolve_labels
 from scoring.ratio import format_value
 
 # The four patterns of the seed "Measure Citation Coverage and Support"; a
@@ -316,62 +314,16 @@ def run_scatter(run: Run) -> ScatterChart:
     )
 
 
-def project_trend(project: Project) -> TrendChart:
-    """Coverage / support / gap of each run of ``project``, oldest run first.
-
-    Reads the whole project in 4 queries (runs, claims with citation counts,
-    current labels, answers), whatever the number of runs. Labels resolve as in
-    ``labeling.metrics.resolved_claims_frame``: a claim without citations is
-    UNCITED; reviewers who disagree leave a cited claim pending.
-    """
-    return trend_chart(project_trend_rows(project))
-
-
-def project_trend_rows(project: Project) -> list[dict[str, Any]]:
-    """One dict per run of ``project`` in ``created_at`` order: ``run`` (name),
-    ``created_at``, ``answers``, ``coverage``, ``support``, ``gap`` (pooled,
-    float or ``None``, SPEC §4.1). 4 queries."""
-    runs = list(Run.objects.filter(project=project).order_by("created_at", "name").values_list("id", "name",
-                                                                                                   "created_at"))
-    claims = pd.DataFrame.from_records(
-        list(
-            Claim.objects.filter(answer__run__project=project)
-            .annotate(n_citations=Count("citations"))
-            .values_list("id", "answer_id", "answer__run_id", "answer__question__question_id", "index", "n_citations")
-        ),
-        columns=["claim_id", "answer_id", "run_id", "question_id", "claim_index", "n_citations"],
-    )
-    labels = pd.DataFrame.from_records(
-        list(Label.objects.filter(claim__answer__run__project=project, is_current=True).values_list(
-            "claim_id", "reviewer__username", "value")),
-        columns=["claim_id", "reviewer", "label"],
-    )
-    answers = pd.DataFrame.from_records(
-        list(Answer.objects.filter(run__project=project).annotate(cited=Count("claims__citations"))
-             .values_list("id", "run_id", "question__question_id", "question__answerable", "cited")),
-        columns=["answer_id", "run_id", "question_id", "answerable", "cited"],
-    )
-    resolved = resolve_labels(labels)
-    claims = claims.merge(resolved[["claim_id", "label"]], on="claim_id", how="left")
-    labels_col = claims["label"].astype(object).where(claims["label"].notna(), None)
-    labels_col[claims["n_citations"] == 0] = LabelValue.UNCITED.value
-    claims["label"] = labels_col
-    abstained = set(answers.loc[(answers["answerable"] == False) & (answers["cited"] == 0), "answer_id"])  # noqa: E712
-    claims["abstention"] = claims["answer_id"].isin(abstained)
-
-    rows = []
-    for run_id, name, created_at in runs:
-        run_claims = claims[claims["run_id"] == run_id]
-        run_answers = answers[answers["run_id"] == run_id]
-        metrics = claim_metrics(
-            run_claims[["answer_id", "question_id", "claim_index", "n_citations", "label", "abstention"]],
-            run_answers[["answer_id", "question_id"]],
-        )
-        rows.append({
-            "run": name, "created_at": created_at, "answers": metrics.answers,
-            "coverage": metrics.coverage.value, "support": metrics.support.value, "gap": metrics.gap,
-        })
-    return rows
+def trend_rows(run_rows: Iterable[Any]) -> list[dict[str, Any]]:
+    """Rows for :func:`trend_chart` from the project page's run rows
+    (``labeling.selectors.RunRow``: ``.run`` and ``.counts`` with ``coverage``,
+    ``support`` Ratios and ``gap``), so the chart shows the very figures of the
+    runs table, in its order (``Run.created_at``), without another query."""
+    return [
+        {"run": row.run.name, "coverage": row.counts.coverage.value, "support": row.counts.support.value,
+         "gap": row.counts.gap}
+        for row in run_rows
+    ]
 
 
 def _answer_url_for(project_slug: str, run_name: str) -> Callable[[Any], str]:
