@@ -9,7 +9,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET
 
-from labeling import selectors
+from labeling import charts, selectors
 from labeling.models import Project, Run
 
 
@@ -37,7 +37,9 @@ def project_list(request: HttpRequest) -> HttpResponse:
 def project_detail(request: HttpRequest, project_slug: str) -> HttpResponse:
     project = project_for(request, project_slug)
     rows = selectors.run_rows(project=project, reviewer=request.user)
-    return render(request, "labeling/project_detail.html", {"project": project, "rows": rows})
+    return render(request, "labeling/project_detail.html", {
+        "project": project, "rows": rows, "trend": charts.trend_chart(charts.trend_rows(rows)),
+    })
 
 
 @login_required
@@ -53,6 +55,7 @@ def run_detail(request: HttpRequest, project_slug: str, run_name: str) -> HttpRe
     return render(request, "labeling/run_detail.html", {
         "project": run.project, "run": run, "counts": counts, "answers": page, "filters": selectors.ANSWER_FILTERS,
         "filter_title": selectors.ANSWER_FILTERS.get(answer_filter, ""),
+        "scatter": charts.run_scatter(run),
     })
 
 

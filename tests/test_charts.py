@@ -1,0 +1,132 @@
+"""SVG pictures (issue 5 part 2): scatter and trend geometry, their partials,
+and the run and project pages that include them."""
+
+from __future__ import annotations
+
+import pytest
+from django.template.loader import render_to_string
+from django.urls import reverse
+
+from labeling.charts import run_scatter, scatter_chart, trend_chart
+from labeling.models import Run
+
+# Scatter geometry (labeling.charts.scatter_chart): plot box x 56..446, y 8..392;
+# data inset by 16 units, and by 34 more above support 1 and below support 0
+# for the quadrant labels. So x = 72 + 358·coverage, y = 342 − 284·support.
+
+
+def test_scatter_places_points_by_coverage_and_support():
+    """(1.0, 0.6) → x = 72 + 358 = 430, y = 342 − 170.4 = 171.6; (0, 0) → (72, 342)."""
+    chart = scatter_chart([
+        {"question_id": "q1", "answer_id": 1, "coverage": 1.0, "support": 0.6},
+        {"question_id": "q2", "answer_id": 2, "coverage": 0.0, "support": 0.0},
+    ], answer_url=lambda answer_id: f"/answers/{answer_id}/")
+    assert [(p.cx, p.cy, p.count, p.url) for p in chart.points] == [
+        (430.0, 171.6, 1, "/answers/1/"), (72.0, 342.0, 1, "/answers/2/"),
+    ]
+    assert chart.points[0].title == "1 answer (q1): coverage 1.00, support 0.60"
+    assert (chart.split_x, chart.split_y) == (251.0, 200.0)
+    assert [t.text for t in chart.x_ticks] == ["0.00", "0.25", "0.50", "0.75", "1.00"]
+    assert [t.position for t in chart.y_ticks] == [342.0, 271.0, 200.0, 129.0, 58.0]
+
+
+def test_scatter_merges_answers_at_the_same_value():
+    """Three answers at (1, 1) share one point, radius 4 + 2.2·√2 = 7.11, no single link."""
+    rows = [{"question_id": f"q{i}", "answer_id": i, "coverage": 1.0, "support": 1.0} for i in range(3)]
+    (point,) = scatter_chart(rows, answer_url=lambda answer_id: f"/a/{answer_id}/").points
+    assert (point.count, point.r, point.url) == (3, 7.11, "")
+    assert point.title == "3 answers (q0, q1, q2): coverage 1.00, support 1.00"
+
+
+def test_scatter_lists_answers_with_undefined_ratios_as_not_plotted():
+    chart = scatter_chart([
+        {"question_id": "empty", "answer_id": 1, "coverage": None, "support": None, "claims": 0},
+        {"question_id": "uncited", "answer_id": 2, "coverage": 0.0, "support": None, "cited": 0, "pending": 0},
+        {"question_id": "pending", "answer_id": 3, "coverage": 1.0, "support": None, "cited": 2, "pending": 2},
+        {"question_id": "ok", "answer_id": 4, "coverage": 0.5, "support": 0.5, "cited": 1, "pending": 0},
+    ])
+    assert [(n.question_id, n.reason) for n in chart.not_plotted] == [
+        ("empty", "no factual claims (empty answer or abstention)"),
+        ("uncited", "no cited claim: support undefined"),
+        ("pending", "support pending: 2 cited claim(s) unlabeled"),
+    ]
+    assert (chart.plotted, chart.answers) == (1, 4)
+
+
+def test_scatter_quadrants_carry_the_seed_patterns():
+    quadrants = {q.key: q for q in scatter_chart([]).quadrants}
+    high_low = quadrants["high-coverage-low-support"]
+    assert (high_low.title, high_low.subtitle) == ("High coverage, low support", "cites everything, verifies nothing")
+    assert (high_low.x, high_low.y, high_low.width, high_low.height) == (251.0, 200.0, 195.0, 192.0)
+    assert (quadrants["low-coverage-high-support"].title, quadrants["low-coverage-high-support"].subtitle) == (
+        "Low coverage, high support", "honest but under-cites")
+    assert quadrants["high-coverage-high-support"].subtitle == "good citation hygiene"
+    assert quadrants["low-coverage-low-support"].subtitle == "largely ungrounded"
+
+
+def test_trend_places_runs_in_order_and_breaks_lines_on_undefined_values():
+    """Three runs, plot x 44..624 inset 24: x = 68, 334, 600. The lowest value is
+    a gap of −0.13, so the axis starts at −0.25: y = 240 − (v + 0.25)/1.25 · 228."""
+    chart = trend_chart([
+        {"run": "v1", "coverage": 0.5, "support": 1.0, "gap": -0.5 + 0.37},
+        {"run": "v2", "coverage": None, "support": 0.75, "gap": None},
+        {"run": "v3", "coverage": 1.0, "support": 0.25, "gap": 0.75},
+    ])
+    coverage, support, gap = chart.series
+    assert [t.position for t in chart.x_ticks] == [68.0, 334.0, 600.0]
+    assert [t.text for t in chart.y_ticks] == ["-0.25", "0.00", "0.25", "0.50", "0.75", "1.00"]
+    assert chart.zero_y == 194.4
+    assert coverage.segments == ["68.0,103.2", "600.0,12.0"]
+    assert support.segments == ["68.0,12.0 334.0,57.6 600.0,148.8"]
+    assert [m.title for m in gap.markers] == ["v1: gap (coverage − support) -0.13", "v3: gap (coverage − support) 0.75"]
+
+
+def test_trend_without_negative_values_starts_at_zero_and_shortens_long_names():
+    chart = trend_chart([{"run": "a-very-long-run-name-indeed", "coverage": 0.5, "support": 0.5, "gap": 0.0}])
+    assert chart.zero_y is None
+    assert [t.text for t in chart.y_ticks] == ["0.00", "0.25", "0.50", "0.75", "1.00"]
+    assert chart.x_ticks[0].text == "a-very-long-run…"
+    assert chart.x_ticks[0].position == 334.0
+
+
+def test_partials_escape_every_label():
+    evil = "<script>alert(1)</script>"
+    scatter = scatter_chart([
+        {"question_id": evil, "answer_id": 1, "coverage": 1.0, "support": 0.5},
+        {"question_id": evil, "answer_id": 2, "coverage": None, "support": None},
+    ], caption=evil)
+    html = render_to_string("labeling/_scatter.html", {"chart": scatter})
+    trend = render_to_string("labeling/_runs_trend.html", {
+        "trend": trend_chart([{"run": evil, "coverage": 1.0, "support": 0.5, "gap": 0.5}])})
+    for text in (html, trend):
+        assert "<script>" not in text
+        assert "&lt;script&gt;" in text
+    assert "1 answer not plotted" in html
+    assert 'cx="430.0" cy="200.0"' in html
+
+
+@pytest.mark.django_db
+def test_run_scatter_of_real_answers_matches_the_readme(expertqa_project, django_assert_max_num_queries):
+    """rr_gs_gpt4 (``../shared/data/README.md``): 29 answers, per-answer mean
+    support 0.8092 over the answers whose support is defined."""
+    run = Run.objects.select_related("project").get(project=expertqa_project, name="rr_gs_gpt4")
+    # claims, answers (abstention), labels, answers
+    with django_assert_max_num_queries(4):
+        chart = run_scatter(run)
+    assert chart.answers == 29
+    assert chart.plotted + len(chart.not_plotted) == 29
+    mean_support = sum(p.support * p.count for p in chart.points) / chart.plotted
+    assert round(mean_support, 4) == 0.8092
+
+
+@pytest.mark.django_db
+def test_run_and_project_pages_show_the_pictures(client, expertqa_project, reviewer):
+    expertqa_project.members.add(reviewer)
+    client.force_login(reviewer)
+    run_page = client.get(reverse("run_detail", kwargs={"project_slug": "expertqa", "run_name": "rr_gs_gpt4"}))
+    assert 'class="chart scatter"' in run_page.content.decode()
+    assert "cites everything, verifies nothing" in run_page.content.decode()
+    project_page = client.get(reverse("project_detail", kwargs={"project_slug": "expertqa"})).content.decode()
+    assert 'class="chart trend"' in project_page
+    # four runs, three series, one marker per run and series
+    assert project_page.count("<circle") == 12
