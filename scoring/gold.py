@@ -58,12 +58,12 @@ import math
 from collections import defaultdict
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
 
-from scoring.claims import to_native
+from scoring.claims import mean_of_defined, to_native
 from scoring.labels import require_columns, sort_by
 from scoring.matching import Matcher, Verdict
 from scoring.normalize import normalize_source, normalize_text
@@ -81,59 +81,16 @@ EXPECTED_SOURCE_COLUMNS = ("answer_id", "source")
 
 
 @dataclass(frozen=True)
-class ContextMetrics:
-    """Context (passage-level) precision/recall/F1 (SPEC §4.3).
-
-    Pooled over the ``answers`` scored (with gold references, not pending):
-    ``precision`` = matched citations / citations and ``recall`` = matched
-    references / references, as :class:`~scoring.ratio.Ratio` (value in
-    [0, 1], ``None`` on 0/0); ``f1`` from the pooled values. ``mean_*`` average
-    the defined per-answer values (``None`` if none is); ``*_skipped`` count
-    the scored answers whose value is undefined. ``pending`` answers (the
-    matcher could not decide) are in none of these; their ids are
-    ``pending_answer_ids``.
-    """
-
-    precision: Ratio
-    recall: Ratio
-    f1: float | None
-    mean_precision: float | None
-    mean_recall: float | None
-    mean_f1: float | None
-    precision_skipped: int
-    recall_skipped: int
-    f1_skipped: int
-    answers: int
-    pending: int
-    pending_answer_ids: tuple[Hashable, ...] = ()
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready figures: floats in [0, 1] or ``None`` (never NaN), ints."""
-        return {
-            "precision": self.precision.value,
-            "recall": self.recall.value,
-            "f1": self.f1,
-            "mean_precision": self.mean_precision,
-            "mean_recall": self.mean_recall,
-            "mean_f1": self.mean_f1,
-            "matched_citations": self.precision.numerator,
-            "citations": self.precision.denominator,
-            "matched_references": self.recall.numerator,
-            "references": self.recall.denominator,
-            "answers": self.answers,
-            "pending": self.pending,
-        }
-
-
-@dataclass(frozen=True)
 class SourceMetrics:
     """Source-level precision/recall/F1 (SPEC §4.3).
 
     Pooled over the ``answers`` with expected sources: ``precision`` = cited
     sources that are expected / cited sources, ``recall`` = expected sources
     that are cited / expected sources (distinct sources per answer), as
-    :class:`~scoring.ratio.Ratio`; ``f1``, ``mean_*`` and ``*_skipped`` as in
-    :class:`ContextMetrics`.
+    :class:`~scoring.ratio.Ratio` (value in [0, 1], ``None`` on 0/0); ``f1``
+    from the pooled values. ``mean_*`` average the defined per-answer values
+    (``None`` if none is); ``*_skipped`` count the answers whose value is
+    undefined.
     """
 
     precision: Ratio
@@ -147,8 +104,14 @@ class SourceMetrics:
     f1_skipped: int
     answers: int
 
+    # to_dict names of precision's and recall's numerator and denominator
+    COUNT_KEYS: ClassVar[tuple[str, str, str, str]] = (
+        "matched_cited_sources", "cited_sources", "matched_expected_sources", "expected_sources"
+    )  # fmt: skip
+
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready figures: floats in [0, 1] or ``None`` (never NaN), ints."""
+        p_num, p_den, r_num, r_den = self.COUNT_KEYS
         return {
             "precision": self.precision.value,
             "recall": self.recall.value,
@@ -156,12 +119,34 @@ class SourceMetrics:
             "mean_precision": self.mean_precision,
             "mean_recall": self.mean_recall,
             "mean_f1": self.mean_f1,
-            "matched_cited_sources": self.precision.numerator,
-            "cited_sources": self.precision.denominator,
-            "matched_expected_sources": self.recall.numerator,
-            "expected_sources": self.recall.denominator,
+            p_num: self.precision.numerator,
+            p_den: self.precision.denominator,
+            r_num: self.recall.numerator,
+            r_den: self.recall.denominator,
             "answers": self.answers,
         }
+
+
+@dataclass(frozen=True)
+class ContextMetrics(SourceMetrics):
+    """Context (passage-level) precision/recall/F1 (SPEC §4.3), fields as in
+    :class:`SourceMetrics` with ``precision`` = matched citations / citations and
+    ``recall`` = matched references / references, pooled over the ``answers``
+    scored (with gold references, not pending). ``pending`` answers (the
+    matcher could not decide) are in none of these; their ids are
+    ``pending_answer_ids``.
+    """
+
+    pending: int = 0
+    pending_answer_ids: tuple[Hashable, ...] = ()
+
+    COUNT_KEYS: ClassVar[tuple[str, str, str, str]] = (
+        "matched_citations", "citations", "matched_references", "references"
+    )  # fmt: skip
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready figures: floats in [0, 1] or ``None`` (never NaN), ints."""
+        return {**super().to_dict(), "pending": self.pending}
 
 
 @dataclass(frozen=True)
@@ -250,7 +235,8 @@ class _Item:
     text: str  # as given: the matcher sees the original passage
     source_key: str  # normalize_source(source)
     text_key: str  # normalize_text(text)
-    duplicate_of: Hashable | None = None
+    duplicate_of: Hashable | None = None  # id of the item counted in its place
+    kept: int = -1  # position of the item counted for it (its own when not a duplicate)
 
 
 @dataclass
@@ -294,12 +280,13 @@ class _PairBook:
 def _dedupe(items: list[_Item], order_key: Any) -> list[int]:
     """Mark repeats of the same (source, text) key; returns the kept positions.
     The kept one is the first by ``order_key``, whatever the input order."""
-    kept: dict[tuple[str, str], _Item] = {}
-    for item in sorted(items, key=order_key):
-        first = kept.setdefault((item.source_key, item.text_key), item)
-        if first is not item:
-            item.duplicate_of = first.id
-    return [pos for pos, item in enumerate(items) if item.duplicate_of is None]
+    kept: dict[tuple[str, str], int] = {}
+    for pos in sorted(range(len(items)), key=lambda pos: order_key(items[pos])):
+        item = items[pos]
+        item.kept = kept.setdefault((item.source_key, item.text_key), pos)
+        if item.kept != pos:
+            item.duplicate_of = items[item.kept].id
+    return [pos for pos, item in enumerate(items) if item.kept == pos]
 
 
 def _rule(citation: _Item, reference: _Item) -> bool | None:
@@ -505,39 +492,26 @@ def answer_gold_matches(
     cells = plan.resolve(book.run(matcher))
 
     def combined(found: list[Verdict]) -> Verdict:
-        if any(found):
-            return True
-        return None if None in found else False
+        return True if any(found) else (None if None in found else False)
 
-    by_id = {item.id: pos for pos, item in enumerate(cited)}
-    ref_by_id = {item.id: pos for pos, item in enumerate(gold)}
-
-    def kept_citation(item: _Item) -> int:
-        return by_id[item.duplicate_of] if item.duplicate_of is not None else by_id[item.id]
-
-    def kept_reference(item: _Item) -> int:
-        return ref_by_id[item.duplicate_of] if item.duplicate_of is not None else ref_by_id[item.id]
-
-    citation_matches = []
-    for item in cited:
-        i = kept_citation(item)
-        found = [cells.get((i, j), False) for j in plan.distinct_references]
-        matched_refs = tuple(
-            ref.id for ref in gold if cells.get((i, kept_reference(ref))) is True
+    citation_matches = [
+        CitationMatch(
+            item.id, item.source, item.text,
+            combined([cells.get((item.kept, j), False) for j in plan.distinct_references]),
+            tuple(ref.id for ref in gold if cells.get((item.kept, ref.kept)) is True),
+            item.duplicate_of,
         )
-        citation_matches.append(
-            CitationMatch(item.id, item.source, item.text, combined(found), matched_refs,
-                          item.duplicate_of)
+        for item in cited
+    ]  # fmt: skip
+    reference_matches = [
+        ReferenceMatch(
+            ref.id, ref.source, ref.text,
+            combined([cells.get((i, ref.kept), False) for i in plan.distinct_citations]),
+            tuple(item.id for item in cited if cells.get((item.kept, ref.kept)) is True),
+            ref.duplicate_of,
         )
-    reference_matches = []
-    for ref in gold:
-        j = kept_reference(ref)
-        found = [cells.get((i, j), False) for i in plan.distinct_citations]
-        matching = tuple(item.id for item in cited if cells.get((kept_citation(item), j)) is True)
-        reference_matches.append(
-            ReferenceMatch(ref.id, ref.source, ref.text, combined(found), matching,
-                           ref.duplicate_of)
-        )
+        for ref in gold
+    ]  # fmt: skip
     return AnswerGoldMatches(
         citations=tuple(citation_matches),
         references=tuple(reference_matches),
@@ -547,29 +521,17 @@ def answer_gold_matches(
 
 # --- helpers -----------------------------------------------------------------
 
-_EMPTY_CONTEXT: dict[str, Any] = {
-    "context_pending": False,
-    "citations": None,
-    "matched_citations": None,
-    "references": None,
-    "matched_references": None,
-    "context_precision": None,
-    "context_recall": None,
-    "context_f1": None,
-}
-_EMPTY_SOURCE: dict[str, Any] = {
-    "cited_sources": None,
-    "matched_cited_sources": None,
-    "expected_sources": None,
-    "matched_expected_sources": None,
-    "source_precision": None,
-    "source_recall": None,
-    "source_f1": None,
-}
-_COUNT_COLUMNS = (
+_CONTEXT_COLUMNS = (
     "citations", "matched_citations", "references", "matched_references",
-    "cited_sources", "matched_cited_sources", "expected_sources", "matched_expected_sources",
+    "context_precision", "context_recall", "context_f1",
 )  # fmt: skip
+_SOURCE_COLUMNS = (
+    "cited_sources", "matched_cited_sources", "expected_sources", "matched_expected_sources",
+    "source_precision", "source_recall", "source_f1",
+)  # fmt: skip
+_FLAG_COLUMNS = ("has_references", "has_expected_sources", "context_pending")
+_EMPTY_CONTEXT: dict[str, Any] = {"context_pending": False, **dict.fromkeys(_CONTEXT_COLUMNS)}
+_EMPTY_SOURCE: dict[str, Any] = dict.fromkeys(_SOURCE_COLUMNS)
 
 
 def _context_row(plan: _Plan, verdicts: Sequence[Verdict]) -> dict[str, Any]:
@@ -615,23 +577,18 @@ def _source_row(cited: set[str], expected: set[str]) -> dict[str, Any]:
 
 
 def _per_answer_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
-    columns = [
-        "answer_id", "question_id", "has_references", "has_expected_sources",
-        "context_pending", "citations", "matched_citations", "references", "matched_references",
-        "context_precision", "context_recall", "context_f1",
-        "cited_sources", "matched_cited_sources", "expected_sources", "matched_expected_sources",
-        "source_precision", "source_recall", "source_f1",
-    ]  # fmt: skip
+    columns = ["answer_id", "question_id", *_FLAG_COLUMNS, *_CONTEXT_COLUMNS, *_SOURCE_COLUMNS]
     data: dict[str, Any] = {}
     for column in columns:
         values = [row[column] for row in rows]
-        if column in _COUNT_COLUMNS:
-            data[column] = pd.array([pd.NA if v is None else v for v in values], dtype="Int64")
-        elif column in ("has_references", "has_expected_sources", "context_pending"):
+        if column in _FLAG_COLUMNS:
             data[column] = np.array(values, dtype=bool)
-        else:
+        elif column in ("answer_id", "question_id") or column.endswith(("_precision", "_recall",
+                                                                           "_f1")):
             # object dtype keeps None as None: an undefined ratio never turns into NaN
-            data[column] = np.array(values, dtype=object) if values else np.array([], object)
+            data[column] = pd.Series(values, dtype=object)
+        else:
+            data[column] = pd.array([pd.NA if v is None else v for v in values], dtype="Int64")
     return pd.DataFrame(data, columns=columns)
 
 
@@ -649,19 +606,10 @@ def _pooled(
 def _means(frame: pd.DataFrame, prefix: str) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for metric in ("precision", "recall", "f1"):
-        mean, skipped = _mean_of_defined(frame[f"{prefix}_{metric}"].tolist())
+        mean, skipped = mean_of_defined(frame[f"{prefix}_{metric}"])
         out[f"mean_{metric}"] = mean
         out[f"{metric}_skipped"] = skipped
     return out
-
-
-def _mean_of_defined(values: list[float | None]) -> tuple[float | None, int]:
-    """(mean of the non-``None`` values, number skipped); fsum keeps an all-1.0
-    mean exactly 1.0 and makes the mean independent of row order."""
-    defined = [value for value in values if value is not None]
-    if not defined:
-        return None, len(values)
-    return math.fsum(defined) / len(defined), len(values) - len(defined)
 
 
 def _grouped(answer_ids: pd.Series, items: list[_Item]) -> dict[Hashable, list[_Item]]:
