@@ -74,8 +74,8 @@ def test_split_by_texts_assigns_citations_to_each_part(answer):
     claim = claims_of(answer)[0]
     p1, p2 = [c.pk for c in claim.citations.order_by("position")]
 
-    claim_split(claim=claim, first_text="Paris is the capital of France.", second_text="Paris has two million inhabitants.",
-                first_citation_ids=[p1], second_citation_ids=[p2])
+    claim_split(claim=claim, first_text="Paris is the capital of France.",
+                second_text="Paris has two million inhabitants.", first_citation_ids=[p1], second_citation_ids=[p2])
 
     assert rows(answer)[:2] == [
         # The rewritten parts are not verbatim answer text: no offsets, listed instead of marked.

@@ -162,13 +162,17 @@ def claim_label(request: HttpRequest, project_slug: str, run_name: str, claim_id
     claim = _claim_or_404(run, claim_id)
     if isinstance(claim, HttpResponse):
         return claim
-    answer = selectors.review_answer(run=run, answer_id=claim.answer_id)
     form = LabelForm(request.POST)
     typed = request.POST.get("justification", "")
+
+    def again(**extra: Any) -> HttpResponse:
+        # The same claim again, with what the reviewer typed and why nothing was saved.
+        answer = selectors.review_answer(run=run, answer_id=claim.answer_id)
+        return _show(request, run, answer, claim.pk, came_from=answer.pk, justification=typed, **extra)
+
     if not form.is_valid():
         missing = ", ".join(sorted(form.errors))
-        return _show(request, run, answer, claim.pk, came_from=answer.pk, justification=typed,
-                     error=f"The label form came back incomplete ({missing}): nothing was saved. "
+        return again(error=f"The label form came back incomplete ({missing}): nothing was saved. "
                            "Reload the page and try again.")
     data = form.cleaned_data
     try:
@@ -177,11 +181,9 @@ def claim_label(request: HttpRequest, project_slug: str, run_name: str, claim_id
             base_revision=data["revision"], base_label_id=data["base_label"],
         )
     except services.LabelConflict as exc:
-        return _show(request, run, answer, claim.pk, came_from=answer.pk, justification=typed,
-                     conflict={"message": exc.messages[0], "newer": exc.newer})
+        return again(conflict={"message": exc.messages[0], "newer": exc.newer})
     except ValidationError as exc:
-        return _show(request, run, answer, claim.pk, came_from=answer.pk, justification=typed,
-                     error=exc.messages[0], armed=data["value"])
+        return again(error=exc.messages[0], armed=data["value"])
     following = selectors.next_unlabeled_claim(run=run, reviewer=request.user, after=claim)
     notice = f"Saved {label.value} on claim {claim.index}."
     if following is None:

@@ -1,0 +1,572 @@
+"""The answer review page (issue "labeling screen" §3–§7): access, fragments
+for htmx and full pages without JS, saving and conflicts, undo, split/merge/edit
+from the page, the queue, escaping of untrusted text, and highlight segments."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from django.urls import reverse
+
+from labeling import selectors
+from labeling.highlight import Segment, answer_segments, passage_segments, suggest_split
+from labeling.models import Claim, ExpectedSource, GoldPassageId, GoldReference, Label
+from tests.factories import (
+    AnswerFactory,
+    CitationFactory,
+    ClaimFactory,
+    LabelFactory,
+    PassageFactory,
+    ProjectFactory,
+    QuestionFactory,
+    ReviewerFactory,
+    RunFactory,
+)
+
+pytestmark = pytest.mark.django_db
+HX = {"HTTP_HX_REQUEST": "true"}
+
+
+class Site:
+    """Project ``demo`` (alice is a member), run ``r1`` with two answers:
+
+    - q1: claims 1 (cites P1 with span "capital of France"), 2 (no citation),
+      3 (cites P2, no span);
+    - q2: claim 1 (cites P3), claim 2 (cites an id that was not sent: fabricated).
+    """
+
+    def __init__(self, reviewer):
+        self.project = ProjectFactory(slug="demo", name="Demo")
+        self.project.members.add(reviewer)
+        self.run = RunFactory(project=self.project, name="r1")
+        text1 = "Paris is the capital of France. It is old. The Seine flows through Paris."
+        self.a1 = AnswerFactory(run=self.run, question=QuestionFactory(project=self.project, question_id="q1",
+                                                                       text="Tell me about Paris?"), text=text1)
+        self.a2 = AnswerFactory(run=self.run, question=QuestionFactory(project=self.project, question_id="q2"),
+                                text="Lyon is big. Lyon has a moon.")
+        p1 = PassageFactory(answer=self.a1, passage_id="P1", source="https://example.org/paris",
+                            text="Paris is the capital of France since 508.")
+        p2 = PassageFactory(answer=self.a1, passage_id="P2", source="atlas.pdf",
+                            text="The river Seine flows through the city of Paris.")
+        p3 = PassageFactory(answer=self.a2, passage_id="P3", text="Lyon is a big city.")
+        self.c1 = ClaimFactory(answer=self.a1, index=1, text="Paris is the capital of France.", start=0, end=31)
+        self.c2 = ClaimFactory(answer=self.a1, index=2, text="It is old.", start=32, end=42)
+        self.c3 = ClaimFactory(answer=self.a1, index=3, text="The Seine flows through Paris.", start=43, end=73)
+        self.d1 = ClaimFactory(answer=self.a2, index=1, text="Lyon is big.", start=0, end=12)
+        self.d2 = ClaimFactory(answer=self.a2, index=2, text="Lyon has a moon.", start=13, end=29)
+        CitationFactory(claim=self.c1, passage=p1, position=0, cited_id="P1", span="capital of France")
+        CitationFactory(claim=self.c3, passage=p2, position=0, cited_id="P2")
+        CitationFactory(claim=self.d1, passage=p3, position=0, cited_id="P3")
+        CitationFactory(claim=self.d2, passage=None, position=0, cited_id="P9", fabricated=True)
+
+    def review(self, answer, claim=None):
+        url = reverse("answer_review", kwargs={"project_slug": "demo", "run_name": "r1", "answer_id": answer.pk})
+        return f"{url}?claim={claim.pk}" if claim else url
+
+    def label_url(self, claim):
+        return reverse("claim_label", kwargs={"project_slug": "demo", "run_name": "r1", "claim_id": claim.pk})
+
+    def url(self, name, **kwargs):
+        return reverse(name, kwargs={"project_slug": "demo", "run_name": "r1", **kwargs})
+
+
+@pytest.fixture
+def site(reviewer):
+    return Site(reviewer)
+
+
+@pytest.fixture
+def alice(client, reviewer):
+    client.force_login(reviewer)
+    return client
+
+
+def my_labels(reviewer):
+    return list(Label.objects.filter(reviewer=reviewer, is_current=True).order_by("pk")
+                .values_list("claim__text", "value", "justification"))
+
+
+# -- access --------------------------------------------------------------------------------------
+
+def test_pages_need_a_login(client, site):
+    for url in [reverse("project_list"), site.project.get_absolute_url(), site.run.get_absolute_url(),
+                site.review(site.a1)]:
+        response = client.get(url)
+        assert response.status_code == 302
+        assert response.url.startswith(reverse("login"))
+    response = client.post(site.label_url(site.c1), {"value": "SUPPORTED", "revision": 1})
+    assert response.status_code == 302
+    assert Label.objects.count() == 0
+
+
+def test_non_member_gets_404_everywhere(client, site):
+    client.force_login(ReviewerFactory(username="mallory"))
+
+    for url in [site.project.get_absolute_url(), site.run.get_absolute_url(), site.review(site.a1),
+                site.url("run_next"), site.url("run_progress")]:
+        assert client.get(url).status_code == 404
+    response = client.post(site.label_url(site.c1), {"value": "SUPPORTED", "revision": 1, "base_label": ""})
+    assert response.status_code == 404
+    assert Label.objects.count() == 0
+    assert b"Demo" not in client.get(reverse("project_list")).content
+
+
+def test_superuser_sees_every_project(client, site):
+    client.force_login(ReviewerFactory(username="root", is_superuser=True))
+
+    assert client.get(site.review(site.a1)).status_code == 200
+    assert b"Demo" in client.get(reverse("project_list")).content
+
+
+def test_login_and_logout_through_the_forms(client, site):
+    response = client.post(reverse("login"), {"username": "alice", "password": "pw-for-tests-1"})
+    assert response.status_code == 302
+    assert client.get(site.review(site.a1)).status_code == 200
+
+    client.post(reverse("logout"))
+
+    assert client.get(site.review(site.a1)).status_code == 302
+
+
+# -- the page ------------------------------------------------------------------------------------
+
+def test_review_page_opens_on_the_first_cited_claim_to_label(alice, site):
+    response = alice.get(site.review(site.a1))
+
+    html = response.content.decode()
+    assert response.status_code == 200
+    assert "<html" in html
+    assert "Tell me about Paris?" in html
+    assert response.context["current"].claim == site.c1
+    # The span is marked in place, the uncited claim is greyed in the text.
+    assert '<mark class="span">capital of France</mark>' in html
+    assert 'class="claim-mark UNCITED"' in html
+    assert 'class="claim-mark pending current"' in html
+    assert "https://example.org/paris" in html
+    assert 'name="base_label" value=""' in html
+
+
+def test_passage_without_span_highlights_shared_words(alice, site):
+    html = alice.get(site.review(site.a1, site.c3)).content.decode()
+
+    # Claim "The Seine flows through Paris." vs passage "The river Seine flows through the city of Paris.":
+    # "The"/"through"/"the"/"of" are stopwords, the rest is shared.
+    assert '<mark class="word">Seine flows</mark> through the city of <mark class="word">Paris</mark>' in html
+    assert "words shared with the claim" in html
+
+
+def test_fabricated_citation_is_flagged(alice, site):
+    html = alice.get(site.review(site.a2, site.d2)).content.decode()
+
+    assert "fabricated citation" in html
+    assert "no passage with that id was sent with this answer" in html
+    assert "[P9]" in html
+
+
+def test_uncited_claim_is_not_labeled_but_explained(alice, site):
+    html = alice.get(site.review(site.a1, site.c2)).content.decode()
+
+    assert "UNCITED</strong> automatically" in html
+    assert 'id="label-form"' not in html
+
+
+def test_gold_is_shown_beside_what_the_answer_cited(alice, site):
+    question = site.a1.question
+    question.gold_ids_given = question.gold_references_given = question.gold_sources_given = True
+    question.save()
+    GoldPassageId.objects.create(question=question, passage_id="P1")
+    GoldPassageId.objects.create(question=question, passage_id="P7")
+    GoldReference.objects.create(question=question, position=0, source="atlas.pdf", text="Seine <b>river</b>")
+    ExpectedSource.objects.create(question=question, source="https://example.org/paris")
+
+    html = alice.get(site.review(site.a1)).content.decode()
+
+    assert '<span class="chip hit">P1</span><span class="chip">P7</span>' in html
+    assert '<span class="badge SUPPORTED">cited</span> https://example.org/paris' in html
+    assert "Seine &lt;b&gt;river&lt;/b&gt;" in html
+
+
+def test_no_gold_panel_without_gold(alice, site):
+    assert "Supporting ids" not in alice.get(site.review(site.a1)).content.decode()
+
+
+def test_label_history_shows_every_reviewer_and_marks_stale(alice, site, reviewer):
+    bob = ReviewerFactory(username="bob")
+    LabelFactory(claim=site.c1, reviewer=bob, value="UNSUPPORTED", justification="too vague",
+                 claim_revision=1, is_current=False, is_stale=True)
+    LabelFactory(claim=site.c1, reviewer=reviewer, value="SUPPORTED")
+
+    history = alice.get(site.review(site.a1, site.c1)).context["review"].history
+
+    assert [(e.label.reviewer.username, e.label.value, e.status) for e in history] == [
+        ("alice", "SUPPORTED", "current"), ("bob", "UNSUPPORTED", "stale")]
+
+
+def test_untrusted_html_renders_as_text(alice, site):
+    site.a1.question.text = "<script>alert('q')</script>"
+    site.a1.question.save()
+    site.a1.text = "<script>alert(1)</script> Paris <img src=x onerror=alert(2)>"
+    site.a1.save()
+    Claim.objects.filter(answer=site.a1).update(start=None, end=None)
+    Claim.objects.filter(pk=site.c1.pk).update(text="<img src=x onerror=alert(3)>")
+    passage = site.c1.citations.get().passage
+    passage.text = "<img src=x onerror=alert(4)> capital of France"
+    passage.source = "javascript:alert(5)"
+    passage.save()
+    LabelFactory(claim=site.c1, reviewer=ReviewerFactory(username="bob"), value="UNSUPPORTED",
+                 justification="<script>alert(6)</script>")
+
+    html = alice.get(site.review(site.a1, site.c1)).content.decode()
+
+    for raw in ["<script>alert", "<img src=x", 'href="javascript:']:
+        assert raw not in html
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+    assert "&lt;img src=x onerror=alert(2)&gt;" in html
+    assert "&lt;img src=x onerror=alert(3)&gt;" in html
+    assert "&lt;img src=x onerror=alert(4)&gt; <mark" in html
+    assert "&lt;script&gt;alert(6)&lt;/script&gt;" in html
+    assert '<span class="source">javascript:alert(5)</span>' in html
+
+
+# -- htmx fragments ------------------------------------------------------------------------------
+
+def test_htmx_claim_navigation_returns_the_panel_fragment(alice, site):
+    response = alice.get(site.review(site.a1, site.c3), HTTP_HX_TARGET="claim-panel", **HX)
+
+    html = response.content.decode()
+    assert response.status_code == 200
+    assert "<html" not in html
+    assert html.startswith('\n    <section id="claim-panel"') or html.lstrip().startswith('<section id="claim-panel"')
+    assert 'id="answer-text" class="answer-text" hx-swap-oob="true"' in html
+    assert 'id="claim-list" hx-swap-oob="true"' in html
+    assert response["HX-Push-Url"] == site.review(site.a1, site.c3)
+
+
+def test_htmx_answer_navigation_returns_the_review_block(alice, site):
+    response = alice.get(site.review(site.a2), HTTP_HX_TARGET="review", **HX)
+
+    html = response.content.decode()
+    assert "<html" not in html
+    assert '<div id="review"' in html
+    assert response["HX-Retarget"] == "#review"
+
+
+def test_htmx_save_swaps_in_the_next_claim_and_signals_progress(alice, site, reviewer):
+    response = alice.post(site.label_url(site.c1), {"value": "SUPPORTED", "justification": "", "revision": 1,
+                                                    "base_label": ""}, **HX)
+
+    html = response.content.decode()
+    assert response.status_code == 200
+    assert "<html" not in html
+    assert json.loads(response["HX-Trigger"]) == {"labelSaved": {}}
+    # Claim 2 has no citation: the queue goes on to claim 3 in the same answer.
+    assert response["HX-Push-Url"] == site.review(site.a1, site.c3)
+    assert "Saved SUPPORTED on claim 1." in html
+    assert 'class="claim-mark SUPPORTED"' in html
+    assert my_labels(reviewer) == [("Paris is the capital of France.", "SUPPORTED", "")]
+
+
+def test_htmx_save_on_the_last_claim_of_an_answer_moves_to_the_next_answer(alice, site, reviewer):
+    LabelFactory(claim=site.c1, reviewer=reviewer)
+
+    response = alice.post(site.label_url(site.c3), {"value": "UNSUPPORTED", "justification": "no flow",
+                                                    "revision": 1, "base_label": ""}, **HX)
+
+    assert response["HX-Retarget"] == "#review"
+    assert response["HX-Push-Url"] == site.review(site.a2, site.d1)
+    assert "Lyon is big." in response.content.decode()
+
+
+def test_run_progress_fragment_counts_the_reviewers_labels(alice, site, reviewer):
+    LabelFactory(claim=site.c1, reviewer=reviewer)
+    LabelFactory(claim=site.c3, reviewer=ReviewerFactory(username="bob"))
+
+    html = alice.get(site.url("run_progress"), **HX).content.decode()
+
+    # Cited claims: c1, c3, d1, d2 (fabricated still counts as cited); alice labeled c1.
+    assert "<html" not in html
+    assert '<span class="metric">1/4</span>' in html
+
+
+# -- no JavaScript -------------------------------------------------------------------------------
+
+def test_plain_form_post_saves_and_redirects_to_the_next_claim(alice, site, reviewer):
+    response = alice.post(site.label_url(site.c1), {"value": "SUPPORTED", "justification": "", "revision": 1,
+                                                    "base_label": ""})
+
+    assert response.status_code == 302
+    assert response.url == site.review(site.a1, site.c3)
+    page = alice.get(response.url)
+    assert "Saved SUPPORTED on claim 1." in page.content.decode()
+    assert my_labels(reviewer) == [("Paris is the capital of France.", "SUPPORTED", "")]
+
+
+def test_plain_form_error_rerenders_the_page_with_the_typed_text(alice, site, reviewer):
+    response = alice.post(site.label_url(site.c1), {"value": "UNSUPPORTED", "justification": " ", "revision": 1,
+                                                    "base_label": ""})
+
+    html = response.content.decode()
+    assert response.status_code == 200
+    assert "<html" in html
+    assert "Say why the claim is UNSUPPORTED: a justification is required." in html
+    assert my_labels(reviewer) == []
+
+
+# -- invalid input and conflicts ------------------------------------------------------------------
+
+@pytest.mark.parametrize(
+    ("claim", "value", "message"),
+    [
+        ("c1", "UNCITED", "cites a passage, so it cannot be UNCITED"),
+        ("c2", "SUPPORTED", "has no citation: it is UNCITED automatically"),
+        ("c1", "MAYBE", "Unknown label value &#x27;MAYBE&#x27;"),
+    ],
+)
+def test_invalid_label_gets_a_message_and_saves_nothing(alice, site, reviewer, claim, value, message):
+    response = alice.post(site.label_url(getattr(site, claim)),
+                          {"value": value, "justification": "why", "revision": 1, "base_label": ""}, **HX)
+
+    assert response.status_code == 200
+    assert message in response.content.decode()
+    assert my_labels(reviewer) == []
+
+
+def test_incomplete_form_gets_a_message(alice, site, reviewer):
+    response = alice.post(site.label_url(site.c1), {"value": "SUPPORTED"}, **HX)
+
+    assert "came back incomplete (revision)" in response.content.decode()
+    assert my_labels(reviewer) == []
+
+
+def test_claim_from_another_run_is_refused(alice, site, reviewer):
+    other_run = RunFactory(project=site.project, name="r2")
+    foreign = ClaimFactory(answer=AnswerFactory(run=other_run), index=1)
+    CitationFactory(claim=foreign)
+
+    response = alice.post(site.label_url(foreign), {"value": "SUPPORTED", "revision": 1, "base_label": ""})
+
+    assert response.status_code == 404
+    assert f"Claim {foreign.pk} is not a claim of run 'r1'" in response.content.decode()
+    assert Label.objects.count() == 0
+
+
+def test_same_reviewer_in_two_tabs_gets_a_conflict_not_an_overwrite(alice, site, reviewer):
+    tab_a = alice.get(site.review(site.a1, site.c1)).content.decode()
+    tab_b = alice.get(site.review(site.a1, site.c1)).content.decode()
+    assert 'name="base_label" value=""' in tab_a and 'name="base_label" value=""' in tab_b
+    alice.post(site.label_url(site.c1), {"value": "UNSUPPORTED", "justification": "only the date", "revision": 1,
+                                         "base_label": ""}, **HX)
+
+    response = alice.post(site.label_url(site.c1), {"value": "SUPPORTED", "justification": "", "revision": 1,
+                                                    "base_label": ""}, **HX)
+
+    html = response.content.decode()
+    assert "Not saved." in html
+    assert "in another tab" in html
+    assert '<span class="badge UNSUPPORTED">UNSUPPORTED</span> “only the date”' in html
+    newer = Label.objects.get(reviewer=reviewer, is_current=True)
+    # The re-rendered form is now based on the newer label: saving again is a deliberate overwrite.
+    assert f'name="base_label" value="{newer.pk}"' in html
+    assert my_labels(reviewer) == [("Paris is the capital of France.", "UNSUPPORTED", "only the date")]
+
+
+def test_two_reviewers_on_one_claim_do_not_conflict(client, site, reviewer):
+    bob = ReviewerFactory(username="bob")
+    site.project.members.add(bob)
+    client.force_login(reviewer)
+    client.post(site.label_url(site.c1), {"value": "SUPPORTED", "revision": 1, "base_label": ""}, **HX)
+    client.force_login(bob)
+
+    client.post(site.label_url(site.c1), {"value": "UNSUPPORTED", "justification": "x", "revision": 1,
+                                          "base_label": ""}, **HX)
+
+    assert sorted(Label.objects.filter(is_current=True).values_list("reviewer__username", "value")) == [
+        ("alice", "SUPPORTED"), ("bob", "UNSUPPORTED")]
+
+
+# -- undo, queue ---------------------------------------------------------------------------------
+
+def test_undo_view_removes_the_last_label_and_shows_its_claim(alice, site, reviewer):
+    alice.post(site.label_url(site.c1), {"value": "SUPPORTED", "revision": 1, "base_label": ""}, **HX)
+    alice.post(site.label_url(site.c3), {"value": "UNSUPPORTED", "justification": "x", "revision": 1,
+                                         "base_label": ""}, **HX)
+
+    response = alice.post(site.url("label_undo"), {"claim": site.d1.pk, "answer": site.a2.pk}, **HX)
+
+    assert "Undid your UNSUPPORTED on claim 3; it is back in your queue." in response.content.decode()
+    assert response["HX-Retarget"] == "#review"  # back from answer q2 to q1
+    assert response["HX-Push-Url"] == site.review(site.a1, site.c3)
+    assert my_labels(reviewer) == [("Paris is the capital of France.", "SUPPORTED", "")]
+
+
+def test_undo_without_js_redirects(alice, site, reviewer):
+    LabelFactory(claim=site.c1, reviewer=reviewer)
+
+    response = alice.post(site.url("label_undo"))
+
+    assert response.status_code == 302
+    assert response.url == site.review(site.a1, site.c1)
+    assert my_labels(reviewer) == []
+    assert alice.post(site.url("label_undo")).url == site.run.get_absolute_url()  # nothing left to undo
+
+
+def test_queue_runs_through_cited_unlabeled_claims_in_question_order(site, reviewer):
+    LabelFactory(claim=site.d1, reviewer=ReviewerFactory(username="bob"))  # another reviewer's label
+    queue = []
+    after = None
+    for _ in range(5):
+        claim = selectors.next_unlabeled_claim(run=site.run, reviewer=reviewer, after=after)
+        queue.append(claim.text if claim else None)
+        after = claim
+
+    # c2 has no citation; the search wraps around after the last claim of q2.
+    assert queue == ["Paris is the capital of France.", "The Seine flows through Paris.", "Lyon is big.",
+                     "Lyon has a moon.", "Paris is the capital of France."]
+
+
+def test_queue_skips_labeled_claims_and_ends_empty(site, reviewer):
+    for claim in [site.c1, site.d1, site.d2]:
+        LabelFactory(claim=claim, reviewer=reviewer)
+
+    assert selectors.next_unlabeled_claim(run=site.run, reviewer=reviewer, after=site.d2) == site.c3
+    LabelFactory(claim=site.c3, reviewer=reviewer)
+    assert selectors.next_unlabeled_claim(run=site.run, reviewer=reviewer, after=site.c3) is None
+
+
+def test_start_labeling_goes_to_the_first_claim_to_label(alice, site, reviewer):
+    LabelFactory(claim=site.c1, reviewer=reviewer)
+
+    response = alice.get(site.url("run_next"))
+
+    assert response.url == site.review(site.a1, site.c3)
+    assert alice.get(site.url("run_next") + f"?after={site.c3.pk}").url == site.review(site.a2, site.d1)
+
+
+def test_start_labeling_on_a_finished_run_says_so(alice, site, reviewer):
+    for claim in [site.c1, site.c3, site.d1, site.d2]:
+        LabelFactory(claim=claim, reviewer=reviewer)
+
+    response = alice.get(site.url("run_next"), follow=True)
+
+    assert "Every cited claim of run r1 carries your label" in response.content.decode()
+
+
+# -- split, merge, edit from the page ------------------------------------------------------------
+
+def test_split_form_is_prefilled_with_a_suggestion(alice, site):
+    response = alice.get(site.url("claim_split", claim_id=site.c3.pk), HTTP_HX_TARGET="claim-panel", **HX)
+
+    html = response.content.decode()
+    assert "<html" not in html
+    assert "Split claim 3 in two" in html
+    # No clause break in "The Seine flows through Paris.": cut at the space nearest the middle (15 of 30).
+    assert '<textarea id="split-first" name="first" rows="2" data-autofocus>The Seine flows</textarea>' in html
+    assert '<textarea id="split-second" name="second" rows="2">through Paris.</textarea>' in html
+
+
+def test_split_through_the_page_without_js(alice, site):
+    citation = site.c1.citations.get()
+
+    response = alice.post(site.url("claim_split", claim_id=site.c1.pk), {
+        "first": "Paris is the capital", "second": "of France.", "at": "", "revision": 1,
+        "first_citations": [citation.pk], "second_citations": [],
+    })
+
+    assert response.status_code == 302
+    assert list(site.a1.claims.order_by("index").values_list("index", "text")) == [
+        (1, "Paris is the capital"), (2, "of France."), (3, "It is old."), (4, "The Seine flows through Paris.")]
+    assert "Split claim 1 into claims 1 and 2" in alice.get(response.url).content.decode()
+
+
+def test_split_error_rerenders_the_form(alice, site):
+    response = alice.post(site.url("claim_split", claim_id=site.c1.pk), {
+        "first": "Paris is the capital", "second": "of France.", "at": "", "revision": 1,
+    }, **HX)
+
+    html = response.content.decode()
+    assert "[P1] would be lost" in html
+    assert "Split claim 1 in two" in html
+    assert site.a1.claims.count() == 3
+
+
+def test_merge_and_edit_through_the_page(alice, site, reviewer):
+    LabelFactory(claim=site.c1, reviewer=reviewer)
+
+    alice.post(site.url("claim_merge", claim_id=site.c1.pk), {"other": site.c2.pk, "revision": 1}, **HX)
+    response = alice.post(site.url("claim_edit", claim_id=site.c1.pk), {"text": "Paris is old.", "revision": 2},
+                          **HX)
+
+    assert "Claim 1 reworded" in response.content.decode()
+    assert list(site.a1.claims.order_by("index").values_list("index", "text", "revision")) == [
+        (1, "Paris is old.", 3), (2, "The Seine flows through Paris.", 1)]
+    assert my_labels(reviewer) == []
+
+
+def test_edit_with_a_stale_revision_is_refused(alice, site):
+    response = alice.post(site.url("claim_edit", claim_id=site.c1.pk), {"text": "Other.", "revision": 5}, **HX)
+
+    assert "changed by someone else" in response.content.decode()
+    site.c1.refresh_from_db()
+    assert site.c1.text == "Paris is the capital of France."
+
+
+# -- query budget ------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("claims", [5, 500])
+def test_save_and_next_fragment_has_a_constant_query_count(alice, reviewer, django_assert_max_num_queries, claims):
+    project = ProjectFactory(slug="budget")
+    project.members.add(reviewer)
+    run = RunFactory(project=project, name="big")
+    answer = AnswerFactory(run=run, text="x")
+    passage = PassageFactory(answer=answer, passage_id="P1")
+    rows = Claim.objects.bulk_create([Claim(answer=answer, index=i, text=f"claim {i}") for i in range(1, claims + 1)])
+    from labeling.models import Citation
+
+    Citation.objects.bulk_create([Citation(claim=c, passage=passage, position=0, cited_id="P1") for c in rows])
+    url = reverse("claim_label", kwargs={"project_slug": "budget", "run_name": "big", "claim_id": rows[0].pk})
+
+    # 2: session, user · 2: project (membership), run · 1: the claim in the run · label_save: 1 savepoint
+    # + 1 release (the test's transaction; BEGIN/COMMIT in production), 1 claim lock, 1 current label,
+    # 1 "has citations", 1 insert · 1: next claim of the queue (same answer) · review page: 1 answer with
+    # question, 1 claims, 1 citations with passages, 1 the reviewer's labels, 1 label history.
+    # The run progress bar refreshes itself in its own request.
+    with django_assert_max_num_queries(17):
+        response = alice.post(url, {"value": "SUPPORTED", "revision": 1, "base_label": ""}, **HX)
+    assert response["HX-Push-Url"].endswith(f"?claim={rows[1].pk}")
+
+
+# -- highlight segments ------------------------------------------------------------------------
+
+def test_span_with_ellipsis_marks_each_part_in_order():
+    segments, found = passage_segments("Alpha beta gamma delta epsilon.", span="beta … delta", claim="")
+
+    assert found
+    assert segments == [Segment("Alpha ", ""), Segment("beta", "span"), Segment(" gamma ", ""),
+                        Segment("delta", "span"), Segment(" epsilon.", "")]
+
+
+def test_span_matches_across_case_and_whitespace():
+    segments, found = passage_segments("The  Capital\nof France.", span="capital of france", claim="")
+
+    assert found and segments[1] == Segment("Capital\nof France", "span")
+
+
+def test_span_not_in_passage_falls_back_to_shared_words():
+    segments, found = passage_segments("Cats sleep a lot.", span="dogs bark", claim="cats sleeping")
+
+    assert not found
+    assert segments == [Segment("Cats", "word"), Segment(" sleep a lot.", "")]
+
+
+def test_answer_segments_list_claims_without_offsets_or_overlapping():
+    segments, unplaced = answer_segments("One. Two. Three.", [(1, 0, 4), (2, 2, 8), (3, None, None), (4, 10, 16)])
+
+    assert [(s.text, s.claim_id) for s in segments] == [("One.", 1), (" Two. ", None), ("Three.", 4)]
+    assert unplaced == [3, 2]
+
+
+def test_split_suggestion_cuts_at_the_clause_break():
+    assert suggest_split("Paris is the capital of France and it has two million inhabitants.") == (
+        "Paris is the capital of France.", "It has two million inhabitants.")
+    assert suggest_split("Short.") == ("Short.", "")
