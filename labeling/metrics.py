@@ -22,9 +22,9 @@ from scoring.citation_ids import (
     citation_id_metrics,
 )
 from scoring.claims import ClaimMetrics, claim_metrics
+from scoring.gold import GoldMetrics, gold_metrics
 from scoring.labels import resolve_labels
-
-DEFAULT_MATCH_METHOD = "ngram"
+from scoring.matching import DEFAULT_MATCH_METHOD, get_matcher
 
 
 @dataclass
@@ -41,13 +41,13 @@ class RunScores:
     claims: ClaimMetrics
     citation_ids: CitationIdMetrics
     abstention: AbstentionMetrics
-    gold: Any | None
+    gold: GoldMetrics | None
     claims_frame: pd.DataFrame
     disagreements: int
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON object of ``score --format json`` (issue "Foundation" §6, issue "Gold" §4)."""
-        per_answer = self.claims.per_answer_records()
+        per_answer = self.per_answer_records()
         result: dict[str, Any] = {
             "run": self.run.name,
             "project": self.run.project.slug,
@@ -64,6 +64,24 @@ class RunScores:
             result["source"] = gold["source"]
         result["per_answer"] = per_answer
         return result
+
+
+    def per_answer_records(self) -> list[dict[str, Any]]:
+        """One dict per answer: the claim counts and ratios of
+        ``ClaimMetrics.per_answer_records`` plus citation-id ``tp, fp, fn,
+        precision, recall`` and, with gold, ``context_*`` and ``source_*``."""
+        ids = {r["answer_id"]: r for r in self.citation_ids.per_answer_records()}
+        gold = {r["answer_id"]: r for r in self.gold.per_answer_records()} if self.gold is not None else {}
+        records = []
+        for record in self.claims.per_answer_records():
+            id_row = ids.get(record["answer_id"], {})
+            merged = dict(record)
+            merged.update({key: id_row.get(key) for key in ("tp", "fp", "fn", "precision", "recall")})
+            gold_row = gold.get(record["answer_id"])
+            if gold_row is not None:
+                merged.update({k: v for k, v in gold_row.items() if k.startswith(("context_", "source_"))})
+            records.append(merged)
+        return records
 
 
 def resolved_claims_frame(run: Run, *, reviewer: str | None = None) -> tuple[pd.DataFrame, int]:
@@ -110,10 +128,6 @@ def run_scores(
     abstention = abstention_metrics(answers, id_citations)
     gold = None
     if answers["has_references"].any() or answers["has_expected_sources"].any():
-        from scoring.gold import gold_metrics
-
-        from scoring.matching import get_matcher
-
         matcher = get_matcher(match_method, threshold=match_threshold)
         gold = gold_metrics(
             answers, citations[["answer_id", "citation_id", "source", "text"]],

@@ -142,3 +142,34 @@ def test_ci_gate_rejects_unknown_metric(seeds):
     with pytest.raises(CommandError, match="--max-drop 'accuracy=0.1'"):
         call_command("score", "--run", "seed-coverage-support", "--baseline", "seed-coverage-support",
                      "--max-drop", "accuracy=0.1")
+
+
+@pytest.mark.parametrize("method", ["substring", "ngram"])
+def test_seed_gold_cases_give_the_seed_figures_per_answer_and_pooled(seeds, capsys, method):
+    """Seed 'RAG Citation Quality', rebuilt: (a) right source and passage → 1/1 everywhere;
+    (b) right source, wrong passage → context 0/1, source 1/1; (c) three citations, three
+    references, one passage match, two of three sources → context 1/3, source 2/3.
+    Pooled: context (1+0+1)/(1+1+3) = 2/5, source (1+1+2)/(1+1+3) = 4/5."""
+    result = score_json("--run", "seed-gold-references", "--match-method", method, capsys=capsys)
+    per_answer = {r["question_id"]: r for r in result["per_answer"]}
+    a, b, c = per_answer["gold-a"], per_answer["gold-b"], per_answer["gold-c"]
+    assert (a["context_precision"], a["context_recall"], a["source_precision"], a["source_recall"]) == (1.0,) * 4
+    assert (b["context_precision"], b["context_recall"], b["source_precision"], b["source_recall"]) == (
+        0.0, 0.0, 1.0, 1.0)
+    assert (c["context_precision"], c["context_recall"]) == (1 / 3, 1 / 3)
+    assert (c["source_precision"], c["source_recall"]) == (2 / 3, 2 / 3)
+    context, source = result["context"], result["source"]
+    assert (context["matched_citations"], context["citations"], context["precision"]) == (2, 5, 0.4)
+    assert (context["matched_references"], context["references"], context["recall"]) == (2, 5, 0.4)
+    assert (source["matched_cited_sources"], source["cited_sources"], source["precision"]) == (4, 5, 0.8)
+    assert context["mean_precision"] == pytest.approx((1 + 0 + 1 / 3) / 3)
+
+
+def test_unknown_match_method_is_a_clear_error(seeds):
+    with pytest.raises(CommandError, match="unknown match method 'fuzzy'"):
+        call_command("score", "--run", "seed-gold-references", "--match-method", "fuzzy")
+
+
+def test_runs_without_gold_have_no_context_or_source_keys(seeds, capsys):
+    result = score_json("--run", "seed-coverage-support", capsys=capsys)
+    assert "context" not in result and "source" not in result

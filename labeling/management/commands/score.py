@@ -14,7 +14,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from labeling.metrics import DEFAULT_MATCH_METHOD, RunScores, run_scores
 from labeling.models import Project, Reviewer, Run
-from scoring.ratio import format_value
+from scoring.ratio import Ratio, format_value
 
 # Metric name → path in RunScores.to_dict(); all are "higher is better".
 GATE_METRICS: dict[str, tuple[str, ...]] = {
@@ -164,11 +164,21 @@ def render_table(scores: RunScores) -> str:
     ]
     if scores.gold is not None:
         gold = scores.gold.to_dict()
-        for level in ("context", "source"):
-            g = gold[level]
-            for metric in ("precision", "recall", "f1"):
-                lines.append(f"  {level + ' ' + metric:<22}{format_value(g[metric]):>22}"
-                             f"{format_value(g['mean_' + metric]):>22}")
+        context, source = gold["context"], gold["source"]
+        fractions = {
+            "context precision": Ratio(context["matched_citations"], context["citations"]),
+            "context recall": Ratio(context["matched_references"], context["references"]),
+            "context f1": None,
+            "source precision": Ratio(source["matched_cited_sources"], source["cited_sources"]),
+            "source recall": Ratio(source["matched_expected_sources"], source["expected_sources"]),
+            "source f1": None,
+        }
+        for name, fraction in fractions.items():
+            level, metric = name.split()
+            pooled = str(fraction) if fraction is not None else format_value(gold[level][metric])
+            lines.append(f"  {name:<22}{pooled:>22}{format_value(gold[level]['mean_' + metric]):>22}")
+        if context["pending"]:
+            lines.append(f"  context metrics leave out {context['pending']} answer(s) the matcher could not judge")
     if c.pending:
         lines.append("")
         lines.append(f"  support is provisional: {c.pending} cited claim(s) still unlabeled")
