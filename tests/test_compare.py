@@ -313,6 +313,9 @@ def test_comparison_page_preselects_runs_and_rejects_the_same_run(client, two_ru
     assert '<option value="v1" selected>v1</option>' in html
     assert '<option value="v2" selected>v2</option>' in html
     assert "Choose run A and run B, then Compare." in html
+    # the run page's Compare button names B; A is the run before it (or the next one for the oldest)
+    html = client.get(url, {"b": "v1"}).content.decode()
+    assert html.index('<option value="v2" selected>') < html.index('<option value="v1" selected>')
     html = client.get(url, {"a": "v2", "b": "v2", "threshold": "0.85"}).content.decode()
     assert "Choose two different runs." in html
     assert 'class="summary-deltas"' not in html
