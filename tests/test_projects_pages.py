@@ -281,3 +281,22 @@ def test_run_page_query_budget(client, reviewer, django_assert_max_num_queries, 
     assert (counts.claims, counts.cited, counts.labeled, counts.supported) == (3 * answers, 2 * answers, answers,
                                                                                answers)
     assert len(response.context["answers"].rows) == min(answers, 50)
+
+
+def test_large_run_loads_its_scatter_lazily(client, reviewer, django_assert_max_num_queries):
+    project = ProjectFactory(slug="large")
+    project.members.add(reviewer)
+    run = bulk_run(project, "r", answers=1_700)  # 5,100 claims: over the 5,000 drawn inline
+    client.force_login(reviewer)
+    scatter_url = reverse("run_scatter", kwargs={"project_slug": "large", "run_name": "r"})
+
+    # Without the scatter's 4 queries: 1 session, 1 user, 1 project, 1 run, 3 answer page, 1 run counts.
+    with django_assert_max_num_queries(8):
+        html = client.get(run.get_absolute_url()).content.decode()
+    fragment = client.get(scatter_url, HTTP_HX_REQUEST="true").content.decode()
+    page = client.get(scatter_url).content.decode()
+
+    assert 'class="chart scatter"' not in html
+    assert f'hx-get="{scatter_url}" hx-trigger="revealed"' in html
+    assert 'class="chart scatter"' in fragment and "<html" not in fragment
+    assert 'class="chart scatter"' in page and "<html" in page

@@ -12,6 +12,8 @@ from django.views.decorators.http import require_GET
 from labeling import charts, selectors
 from labeling.models import Project, Run
 
+SCATTER_INLINE_MAX_CLAIMS = 5_000
+
 
 def project_for(request: HttpRequest, project_slug: str) -> Project:
     """The project named in the URL if the user may see it, else 404."""
@@ -52,11 +54,25 @@ def run_detail(request: HttpRequest, project_slug: str, run_name: str) -> HttpRe
     page = selectors.answer_page(run=run, reviewer=request.user, answer_filter=answer_filter,
                                  page_number=request.GET.get("page", 1))
     counts = selectors.run_counts(run=run, reviewer=request.user)
+    # The scatter reads the whole run into pandas (~0.5 s for 50k claims): inline for
+    # small runs, loaded by htmx once scrolled into view for large ones.
+    inline_scatter = counts.claims <= SCATTER_INLINE_MAX_CLAIMS
     return render(request, "labeling/run_detail.html", {
         "project": run.project, "run": run, "counts": counts, "answers": page, "filters": selectors.ANSWER_FILTERS,
         "filter_title": selectors.ANSWER_FILTERS.get(answer_filter, ""),
-        "scatter": charts.run_scatter(run),
+        "scatter": charts.run_scatter(run) if inline_scatter else None,
     })
+
+
+@login_required
+@require_GET
+def run_scatter(request: HttpRequest, project_slug: str, run_name: str) -> HttpResponse:
+    """The run's coverage × support scatter alone (lazy part of the run page; a page without JS)."""
+    run = run_for(request, project_slug, run_name)
+    context = {"project": run.project, "run": run, "chart": charts.run_scatter(run)}
+    if request.htmx:
+        return render(request, "labeling/_scatter.html", context)
+    return render(request, "labeling/run_scatter.html", context)
 
 
 @login_required
