@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from typing import Any
 
@@ -588,7 +588,7 @@ def _summary(
     gap_b = _minus(_fraction(claims_b.coverage), _fraction(claims_b.support))
     rows = [
         _ratio_delta("coverage", "Coverage", claims_a.coverage, claims_b.coverage),
-        _ratio_delta("support", "Support", claims_a.support, claims_b.support),
+        _with_pending(_ratio_delta("support", "Support", claims_a.support, claims_b.support), claims_a, claims_b),
         MetricDelta("gap", "Gap (coverage − support)", _float(gap_a), _float(gap_b), _float(_minus(gap_b, gap_a)),
                     format_value(_float(gap_a)), format_value(_float(gap_b))),
     ]
@@ -605,6 +605,14 @@ def _summary(
             f"{format_value(_float(mean_b))} ({skipped_b} skipped)",
         ))
     return rows
+
+
+def _with_pending(row: MetricDelta, claims_a: ClaimMetrics, claims_b: ClaimMetrics) -> MetricDelta:
+    """Support with its pending count beside it: provisional while claims wait (SPEC §4.1)."""
+    def text(base: str, pending: int) -> str:
+        return f"{base} ({pending} pending)" if pending else base
+
+    return replace(row, a_text=text(row.a_text, claims_a.pending), b_text=text(row.b_text, claims_b.pending))
 
 
 def _exact_mean(values: list[Fraction | None]) -> tuple[Fraction | None, int]:

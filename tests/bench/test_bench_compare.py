@@ -114,7 +114,7 @@ def test_compare_runs_of_ten_thousand_answers_within_budget(unchanged):
 
 @pytest.mark.bench
 @pytest.mark.django_db
-def test_run_comparison_from_the_database_within_budget(django_assert_max_num_queries):
+def test_run_comparison_from_the_database_within_budget(django_assert_max_num_queries, client):
     from labeling.comparison import run_comparison
     from labeling.models import Answer, Citation, Claim, Label, Passage, Question
     from tests.factories import ProjectFactory, ReviewerFactory, RunFactory
@@ -166,3 +166,12 @@ def test_run_comparison_from_the_database_within_budget(django_assert_max_num_qu
     )
     assert counts["aligned"] + counts["removed"] == len(records[0])
     assert seconds <= BUDGET_SECONDS
+
+    # The page on top: the same comparison, 200 rows per list, two scatters of 10k answers.
+    project.members.add(reviewer)
+    client.force_login(reviewer)
+    start = time.perf_counter()
+    response = client.get(f"/p/{project.slug}/compare/", {"a": "a", "b": "b", "threshold": "0.85"})
+    page_seconds = time.perf_counter() - start
+    print(f"comparison page for the same runs: {page_seconds:.2f} s, {len(response.content) / 2**20:.1f} MiB of HTML")
+    assert response.status_code == 200

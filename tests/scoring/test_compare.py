@@ -128,7 +128,7 @@ def test_seed_comparison_deltas_are_exact():
     assert (coverage.a, coverage.b, coverage.delta) == (1.0, 0.8, -0.2)
     assert (support.a, support.b, support.delta) == (0.6, 1.0, 0.4)
     assert (gap.a, gap.b, gap.delta) == (0.4, -0.2, -0.6)
-    assert (coverage.a_text, support.b_text) == ("5/5 = 1.00", "3/3 = 1.00")
+    assert (coverage.a_text, support.a_text, support.b_text) == ("5/5 = 1.00", "3/5 = 0.60", "3/3 = 1.00 (1 pending)")
     per_question = comparison.per_question.iloc[0]
     assert (per_question["coverage_delta"], per_question["support_delta"], per_question["gap_delta"]) == (
         -0.2, 0.4, -0.6)
@@ -226,7 +226,7 @@ def test_pending_label_is_not_a_flip():
     assert comparison.label_flips.empty
     support = comparison.metric("support")
     assert (support.a, support.b, support.delta) == (1.0, None, None)
-    assert support.b_text == "0/0 = —"
+    assert support.b_text == "0/0 = — (1 pending)"
 
 
 def test_precision_and_recall_deltas_with_gold():
@@ -282,7 +282,7 @@ def test_json_output_has_the_documented_keys_and_no_nan():
                          "per_question", "label_flips", "citation_changes", "added", "removed"}
     assert data["questions"] == {"shared": 1, "only_a": [], "only_b": []}
     assert data["summary"]["support"] == {"a": 0.6, "b": 1.0, "delta": 0.4, "a_text": "3/5 = 0.60",
-                                          "b_text": "3/3 = 1.00"}
+                                          "b_text": "3/3 = 1.00 (1 pending)"}
     assert data["citation_changes"][1]["sources_gained"] == ["runbook.md"]
     assert data["removed"][0]["claim_index_a"] == 5
     assert '"similarity": NaN' not in text

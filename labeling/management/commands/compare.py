@@ -95,10 +95,10 @@ def render_table(comparison: RunComparison) -> str:
         f"shared questions {len(result.shared_questions)} (only A: {len(result.only_a)}, only B: "
         f"{len(result.only_b)}); alignment threshold {result.threshold}",
         "",
-        f"{'metric':<28} {'A':>22} {'B':>22} {'delta':>8}",
+        f"{'metric':<28} {'A':>30} {'B':>30} {'delta':>8}",
     ]
     for row in result.summary:
-        lines.append(f"{row.label:<28} {row.a_text:>22} {row.b_text:>22} {format_delta(row.delta):>8}")
+        lines.append(f"{row.label:<28} {row.a_text:>30} {row.b_text:>30} {format_delta(row.delta):>8}")
     counts = result.counts()
     lines += [
         "",
