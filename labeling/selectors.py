@@ -236,7 +236,8 @@ def answer_page(*, run: Run, reviewer: Reviewer, answer_filter: str = "", page_n
     """
     answers = Answer.objects.filter(run=run)
     if answer_filter == "unlabeled":
-        answers = answers.filter(pk__in=_unlabeled_claims(reviewer).filter(answer__run=run).values("answer_id"))
+        # EXISTS per answer stops at its first claim to label (an IN over every claim of the run does not).
+        answers = answers.filter(Exists(_unlabeled_claims(reviewer).filter(answer=OuterRef("pk"))))
     elif answer_filter == "unsupported":
         answers = answers.filter(pk__in=Label.objects.filter(
             claim__answer__run=run, is_current=True, value=LabelValue.UNSUPPORTED).values("claim__answer_id"))
