@@ -24,7 +24,8 @@ from openpyxl.styles import Font
 from labeling.exports import frames
 from labeling.metrics import resolved_claims_frame
 from labeling.models import Run
-from scoring.compare import DEFAULT_THRESHOLD, Comparison, RunFrames, compare_runs, format_delta
+from scoring.compare import DEFAULT_THRESHOLD, Comparison, RunFrames, compare_runs
+from scoring.deltas import format_delta
 from scoring.ratio import format_value
 
 # How many rows each list of the comparison page shows; the xlsx has them all.

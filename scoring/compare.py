@@ -19,9 +19,8 @@ Input, one :class:`RunFrames` per run:
 
 Runs are compared on the questions both answered (by ``question_id``); every
 other question is left out of every figure and listed as answered by one run
-only. Deltas are B − A, ``None`` when either side is undefined; ratio deltas
-are computed from the integer counts as fractions, so 3/4 − 3/5 is exactly the
-float nearest 0.15.
+only. Deltas are B − A, ``None`` when either side is undefined, computed from
+the integer counts as exact fractions in :mod:`scoring.deltas`.
 
 Claim alignment (within one question): claims are compared by their
 :func:`claim_key` — citation markers such as ``[1]``, ``[P1, P3]`` or
@@ -38,9 +37,8 @@ claim at most once. Unpaired claims of A are *removed*, of B *added*.
 
 from __future__ import annotations
 
-import math
 import re
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
@@ -51,9 +49,9 @@ from rapidfuzz.process import cdist
 
 from scoring.citation_ids import citation_id_metrics
 from scoring.claims import ClaimMetrics, claim_metrics, to_native
+from scoring.deltas import MetricDelta, per_question_deltas, summary_deltas
 from scoring.labels import require_columns
 from scoring.normalize import normalize_source, normalize_text
-from scoring.ratio import Ratio, format_value
 
 DEFAULT_THRESHOLD = 0.85
 
@@ -92,32 +90,6 @@ class RunFrames:
     citations: pd.DataFrame
     answers: pd.DataFrame | None = None
     gold_ids: pd.DataFrame | None = None
-
-
-@dataclass(frozen=True)
-class MetricDelta:
-    """One metric of both runs over the shared questions, and its delta.
-
-    ``a``/``b`` are values in [0, 1] (``gap`` in [−1, 1]) or ``None`` when
-    undefined; ``delta`` = b − a or ``None``. ``a_text``/``b_text`` are display
-    forms with the fraction where there is one (``"3/5 = 0.60"``, ``"—"``).
-    """
-
-    key: str
-    label: str
-    a: float | None
-    b: float | None
-    delta: float | None
-    a_text: str
-    b_text: str
-
-    @property
-    def delta_text(self) -> str:
-        """``"+0.15"``, ``"−0.20"``, ``"0.00"`` or ``"—"``."""
-        return format_delta(self.delta)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"a": self.a, "b": self.b, "delta": self.delta, "a_text": self.a_text, "b_text": self.b_text}
 
 
 @dataclass(frozen=True)
@@ -254,12 +226,12 @@ def compare_runs(a: RunFrames, b: RunFrames, *, threshold: float = DEFAULT_THRES
     claims_a, claims_b = side_a.claim_metrics(), side_b.claim_metrics()
     has_gold = bool(side_a.answers["has_gold"].any() or side_b.answers["has_gold"].any())
     ids_a, ids_b = (side_a.id_metrics(), side_b.id_metrics()) if has_gold else (None, None)
-    per_question, fractions = _per_question(
+    per_question, fractions = per_question_deltas(
         shared, claims_a, claims_b, ids_a, ids_b,
         diff_counts={"label_flips": flips, "citation_changes": changes, "added": added, "removed": removed},
         alignment=alignment,
     )
-    summary = _summary(claims_a, claims_b, ids_a, ids_b, fractions)
+    summary = summary_deltas(claims_a, claims_b, ids_a, ids_b, fractions)
     return Comparison(
         run_a=a.name, run_b=b.name, threshold=float(threshold), shared_questions=shared,
         only_a=sorted(questions_a - questions_b), only_b=sorted(questions_b - questions_a),
@@ -338,24 +310,6 @@ def records(frame: pd.DataFrame) -> list[dict[str, Any]]:
             for column, value in zip(columns, row, strict=True)
         })
     return out
-
-
-def format_delta(delta: float | None, digits: int = 2) -> str:
-    """Display form of a delta, sign always shown: ``"+0.15"``, ``"−0.20"``,
-    ``"0.00"`` only for no change at all, ``"—"`` when undefined. A change too
-    small for ``digits`` gets up to 4 digits (``"−0.004"``), so a real change
-    never reads as none."""
-    if delta is None or (isinstance(delta, float) and math.isnan(delta)):
-        return "—"
-    if delta == 0:
-        return f"{0:.{digits}f}"
-    shown = digits
-    while shown < 4 and float(f"{abs(delta):.{shown}f}") == 0:
-        shown += 1
-    text = f"{abs(delta):.{shown}f}"
-    if float(text) == 0:
-        text = f"<{10 ** -shown:.{shown}f}"
-    return ("+" if delta > 0 else "−") + text
 
 
 # --- internals -------------------------------------------------------------
@@ -563,112 +517,3 @@ def _tuples_by_pair(pairs: pd.Series, shown: pd.Series) -> dict[int, tuple[str, 
     for pair, text in zip(pairs.tolist(), shown.tolist(), strict=True):
         grouped.setdefault(pair, []).append(text)
     return {pair: tuple(sorted(texts)) for pair, texts in grouped.items()}
-
-
-def _fraction(ratio: Ratio) -> Fraction | None:
-    return None if ratio.denominator == 0 else Fraction(ratio.numerator, ratio.denominator)
-
-
-def _float(value: Fraction | None) -> float | None:
-    return None if value is None else float(value)
-
-
-def _minus(b: Fraction | None, a: Fraction | None) -> Fraction | None:
-    return None if a is None or b is None else b - a
-
-
-def _ratio_delta(key: str, label: str, a: Ratio, b: Ratio) -> MetricDelta:
-    return MetricDelta(key, label, a.value, b.value, _float(_minus(_fraction(b), _fraction(a))), str(a), str(b))
-
-
-def _summary(
-    claims_a: ClaimMetrics, claims_b: ClaimMetrics, ids_a, ids_b, fractions: dict[str, list[Fraction | None]]
-) -> list[MetricDelta]:
-    gap_a = _minus(_fraction(claims_a.coverage), _fraction(claims_a.support))
-    gap_b = _minus(_fraction(claims_b.coverage), _fraction(claims_b.support))
-    rows = [
-        _ratio_delta("coverage", "Coverage", claims_a.coverage, claims_b.coverage),
-        _with_pending(_ratio_delta("support", "Support", claims_a.support, claims_b.support), claims_a, claims_b),
-        MetricDelta("gap", "Gap (coverage − support)", _float(gap_a), _float(gap_b), _float(_minus(gap_b, gap_a)),
-                    format_value(_float(gap_a)), format_value(_float(gap_b))),
-    ]
-    if ids_a is not None and ids_b is not None:
-        rows.append(_ratio_delta("precision", "Citation precision", ids_a.precision, ids_b.precision))
-        rows.append(_ratio_delta("recall", "Citation recall", ids_a.recall, ids_b.recall))
-    # Per-answer means (SPEC §4), as exact fractions so the delta is exact too.
-    for metric, label in (("coverage", "Coverage (per-answer mean)"), ("support", "Support (per-answer mean)")):
-        mean_a, skipped_a = _exact_mean(fractions[f"{metric}_a"])
-        mean_b, skipped_b = _exact_mean(fractions[f"{metric}_b"])
-        rows.append(MetricDelta(
-            f"mean_{metric}", label, _float(mean_a), _float(mean_b), _float(_minus(mean_b, mean_a)),
-            f"{format_value(_float(mean_a))} ({skipped_a} skipped)",
-            f"{format_value(_float(mean_b))} ({skipped_b} skipped)",
-        ))
-    return rows
-
-
-def _with_pending(row: MetricDelta, claims_a: ClaimMetrics, claims_b: ClaimMetrics) -> MetricDelta:
-    """Support with its pending count beside it: provisional while claims wait (SPEC §4.1)."""
-    def text(base: str, pending: int) -> str:
-        return f"{base} ({pending} pending)" if pending else base
-
-    return replace(row, a_text=text(row.a_text, claims_a.pending), b_text=text(row.b_text, claims_b.pending))
-
-
-def _exact_mean(values: list[Fraction | None]) -> tuple[Fraction | None, int]:
-    defined = [value for value in values if value is not None]
-    skipped = len(values) - len(defined)
-    return (sum(defined, Fraction(0)) / len(defined) if defined else None), skipped
-
-
-_COUNT_COLUMNS = ("claims", "cited", "labeled_cited", "supported", "pending")
-_ID_COUNT_COLUMNS = ("tp", "fp", "fn")
-
-
-def _per_question(
-    shared: list[str], claims_a: ClaimMetrics, claims_b: ClaimMetrics, ids_a, ids_b, *,
-    diff_counts: dict[str, pd.DataFrame], alignment: pd.DataFrame,
-) -> tuple[pd.DataFrame, dict[str, list[Fraction | None]]]:
-    table = pd.DataFrame({"question_id": pd.Series(shared, dtype=object)})
-    fractions: dict[str, list[Fraction | None]] = {}
-    for suffix, metrics, ids in (("a", claims_a, ids_a), ("b", claims_b, ids_b)):
-        per = metrics.per_answer.assign(question_id=metrics.per_answer["question_id"].astype(str))
-        per = per.set_index("question_id").reindex(shared)
-        table[f"answer_id_{suffix}"] = per["answer_id"].to_numpy(dtype=object)
-        for column in _COUNT_COLUMNS:
-            table[f"{column}_{suffix}"] = per[column].fillna(0).to_numpy(dtype="int64")
-        coverage = [_count_fraction(c, n) for c, n in zip(per["cited"], per["claims"], strict=True)]
-        # claim_metrics counts factual claims only: an abstention has 0 claims, so both stay None.
-        support = [_count_fraction(s, n) for s, n in zip(per["supported"], per["labeled_cited"], strict=True)]
-        gap = [_minus(c, s) for c, s in zip(coverage, support, strict=True)]
-        fractions |= {f"coverage_{suffix}": coverage, f"support_{suffix}": support, f"gap_{suffix}": gap}
-        if ids is not None:
-            per_ids = ids.per_answer.assign(question_id=ids.per_answer["question_id"].astype(str))
-            per_ids = per_ids.set_index("question_id").reindex(shared)
-            for column in _ID_COUNT_COLUMNS:
-                table[f"{column}_{suffix}"] = [to_native(v) for v in per_ids[column].astype(object).tolist()]
-            tp, fp, fn = (table[f"{c}_{suffix}"].tolist() for c in _ID_COUNT_COLUMNS)
-            fractions[f"precision_{suffix}"] = [
-                None if t is None else _count_fraction(t, t + f) for t, f in zip(tp, fp, strict=True)
-            ]
-            fractions[f"recall_{suffix}"] = [
-                None if t is None else _count_fraction(t, t + n) for t, n in zip(tp, fn, strict=True)
-            ]
-    metrics = ["coverage", "support", "gap"] + (["precision", "recall"] if ids_a is not None else [])
-    for metric in metrics:
-        a, b = fractions[f"{metric}_a"], fractions[f"{metric}_b"]
-        table[f"{metric}_a"] = pd.Series([_float(v) for v in a], dtype=object)
-        table[f"{metric}_b"] = pd.Series([_float(v) for v in b], dtype=object)
-        table[f"{metric}_delta"] = pd.Series([_float(_minus(y, x)) for x, y in zip(a, b, strict=True)], dtype=object)
-    aligned = alignment.loc[alignment["status"] == "aligned", "question_id"]
-    table["aligned"] = aligned.value_counts().reindex(shared, fill_value=0).to_numpy(dtype="int64")
-    for name, frame in diff_counts.items():
-        counts = frame["question_id"].value_counts() if len(frame) else pd.Series(dtype="int64")
-        table[name] = counts.reindex(shared, fill_value=0).to_numpy(dtype="int64")
-    return table, fractions
-
-
-def _count_fraction(numerator: Any, denominator: Any) -> Fraction | None:
-    if denominator is None or pd.isna(denominator) or int(denominator) == 0:
-        return None
-    return Fraction(int(numerator), int(denominator))

@@ -9,7 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scoring.compare import RunFrames, align_claims, claim_key, compare_runs, format_delta
+from scoring.compare import RunFrames, align_claims, claim_key, compare_runs
+from scoring.deltas import format_delta
 
 S, U, N = "SUPPORTED", "UNSUPPORTED", "UNCITED"
 CLAIM_COLUMNS = ["claim_id", "answer_id", "question_id", "claim_index", "claim", "n_citations", "label"]

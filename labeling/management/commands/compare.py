@@ -11,7 +11,8 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from labeling.comparison import RunComparison, comparison_xlsx, run_comparison
 from labeling.models import Project, Run
-from scoring.compare import DEFAULT_THRESHOLD, format_delta
+from scoring.compare import DEFAULT_THRESHOLD
+from scoring.deltas import format_delta
 
 # How many claims of each list the table format prints; json and xlsx have all.
 TABLE_LIMIT = 50
