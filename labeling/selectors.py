@@ -166,29 +166,77 @@ class RunRow:
     counts: ClaimCounts
 
 
+def _runs_claim_counts(*, reviewer: Reviewer, run: Run | None = None, project: Project | None = None
+                       ) -> dict[int, ClaimCounts]:
+    """``ClaimCounts`` per run id, for one run or every run of a project.
+
+    Three grouped queries, each without fan-out or with one small DISTINCT
+    (PostgreSQL sorts once per DISTINCT aggregate, so one query over claims ⋈
+    citations ⋈ labels with eight of them is several times slower):
+    claims (and those of unanswerable questions), citations (cited claims,
+    fabricated citations), current SUPPORTED/UNSUPPORTED labels on cited
+    claims (resolved as in ``_count_aggregates``). A fourth query finds the
+    claims of abstaining answers, only when unanswerable questions exist.
+    """
+    scope = {"run": run} if run is not None else {"run__project": project}
+    claims = {
+        row["answer__run_id"]: row
+        for row in Claim.objects.filter(**{f"answer__{k}": v for k, v in scope.items()})
+        .values("answer__run_id").order_by()
+        .annotate(n=Count("id"), unanswerable=Count("id", filter=Q(answer__question__answerable=False)))
+    }
+    citations = {
+        row["claim__answer__run_id"]: row
+        for row in Citation.objects.filter(**{f"claim__answer__{k}": v for k, v in scope.items()})
+        .values("claim__answer__run_id").order_by()
+        .annotate(cited=Count("claim", distinct=True), fabricated=Count("id", filter=Q(fabricated=True)))
+    }
+    labels = {
+        row["claim__answer__run_id"]: row
+        for row in Label.objects.filter(**{f"claim__answer__{k}": v for k, v in scope.items()}, is_current=True,
+                                        value__in=[LabelValue.SUPPORTED, LabelValue.UNSUPPORTED])
+        .filter(Exists(Citation.objects.filter(claim=OuterRef("claim"))))
+        .values("claim__answer__run_id").order_by()
+        .annotate(judged=Count("claim", distinct=True),
+                  has_supported=Count("claim", distinct=True, filter=Q(value=LabelValue.SUPPORTED)),
+                  has_unsupported=Count("claim", distinct=True, filter=Q(value=LabelValue.UNSUPPORTED)),
+                  labeled=Count("id", filter=Q(reviewer=reviewer)))
+    }
+    abstaining: dict[int, int] = {}
+    if any(row["unanswerable"] for row in claims.values()):
+        # SPEC §4.2: claims of an answer to an unanswerable question that cites nothing are not factual claims.
+        answers = Answer.objects.filter(**scope, question__answerable=False).exclude(
+            Exists(Citation.objects.filter(claim__answer=OuterRef("pk"))))
+        abstaining = dict(Claim.objects.filter(answer__in=answers).values("answer__run_id").order_by()
+                          .annotate(n=Count("id")).values_list("answer__run_id", "n"))
+    counts = {}
+    for run_id, row in claims.items():
+        cited, judged = citations.get(run_id, {}), labels.get(run_id, {})
+        counts[run_id] = _counts({
+            "n_claims": row["n"], "n_abstaining": abstaining.get(run_id, 0), "n_cited": cited.get("cited", 0),
+            "n_fabricated": cited.get("fabricated", 0), "n_judged": judged.get("judged", 0),
+            "n_has_supported": judged.get("has_supported", 0), "n_has_unsupported": judged.get("has_unsupported", 0),
+            "n_labeled": judged.get("labeled", 0),
+        })
+    return counts
+
+
 def run_rows(*, project: Project, reviewer: Reviewer) -> list[RunRow]:
     """Every run of ``project`` with its claim counts and the reviewer's progress.
 
-    Two queries: the runs with their answer counts, and one grouped aggregate
-    over all claims of the project (counts per run, see ``ClaimCounts``).
+    Four or five queries whatever the number of runs: the runs with their
+    answer counts, and ``_runs_claim_counts`` grouped by run.
     """
     runs = list(Run.objects.filter(project=project).annotate(n_answers=Count("answers")).order_by("created_at", "name"))
-    grouped = (
-        Claim.objects.filter(answer__run__project=project)
-        .values("answer__run_id")
-        .annotate(**_count_aggregates(reviewer))
-        .order_by()
-    )
-    by_run = {row["answer__run_id"]: _counts(row) for row in grouped}
+    by_run = _runs_claim_counts(reviewer=reviewer, project=project)
     for run in runs:
         run.project = project
     return [RunRow(run=run, answers=run.n_answers, counts=by_run.get(run.pk, ClaimCounts())) for run in runs]
 
 
 def run_counts(*, run: Run, reviewer: Reviewer) -> ClaimCounts:
-    """Claim counts of one run (``ClaimCounts``). One aggregate query."""
-    row = Claim.objects.filter(answer__run=run).aggregate(**_count_aggregates(reviewer))
-    return _counts(row)
+    """Claim counts of one run (``ClaimCounts``). Three or four grouped queries (``_runs_claim_counts``)."""
+    return _runs_claim_counts(reviewer=reviewer, run=run).get(run.pk, ClaimCounts())
 
 
 def run_progress(*, run: Run, reviewer: Reviewer) -> Ratio:
