@@ -148,6 +148,12 @@ def visible_projects(*, user: Reviewer) -> QuerySet[Project]:
     return Project.objects.filter(members=user)
 
 
+def visible_runs(*, user: Reviewer) -> QuerySet[Run]:
+    """Runs (with their project) of the projects ``user`` may open."""
+    runs = Run.objects.select_related("project")
+    return runs if user.is_superuser else runs.filter(project__members=user)
+
+
 def project_rows(*, user: Reviewer) -> QuerySet[Project]:
     """Visible projects with ``n_runs`` and ``n_questions`` annotated. One query."""
     runs = Run.objects.filter(project=OuterRef("pk")).values("project").annotate(n=Count("id")).values("n")
@@ -336,7 +342,10 @@ def next_unlabeled_claim(*, run: Run, reviewer: Reviewer, after: Claim | None = 
         in_answer = queue.filter(answer_id=after.answer_id, index__gt=after.index).first()
         if in_answer is not None:
             return in_answer
-        question_id = Question.objects.filter(answers=after.answer_id).values_list("question_id", flat=True).first()
+        if Answer.question.is_cached(after.answer):
+            question_id = after.answer.question.question_id
+        else:
+            question_id = Question.objects.filter(answers=after.answer_id).values_list("question_id", flat=True).first()
         answer_id = first_answer(gt=question_id) or first_answer(lte=question_id)
     else:
         answer_id = first_answer()
@@ -469,7 +478,10 @@ def answer_neighbours(*, answer: Answer) -> AnswerNeighbours:
 
 def claim_in_run(*, run: Run, claim_id: int) -> Claim | None:
     """Claim ``claim_id`` when it belongs to ``run`` (else ``None``: the URL names another run)."""
-    return Claim.objects.select_related("answer").filter(answer__run=run, pk=claim_id).first()
+    claim = Claim.objects.select_related("answer__question").filter(answer__run=run, pk=claim_id).first()
+    if claim is not None:
+        claim.answer.run = run
+    return claim
 
 
 def review_context(*, answer: Answer, reviewer: Reviewer, claim_id: int | None = None) -> ReviewContext:

@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from django.contrib.auth.password_validation import validate_password
 from django.core.exceptions import ValidationError
 from django.db import transaction
-from django.db.models import F, Max
+from django.db.models import Exists, F, Max, OuterRef
 
 from labeling.models import Citation, Claim, Label, LabelValue, Project, Reviewer, ReviewerKind
 
@@ -38,10 +38,12 @@ class LabelConflict(ValidationError):
 
 
 def _lock_claim(claim: Claim) -> Claim:
-    """Re-read ``claim`` under a row lock, with its answer, run and project."""
+    """Re-read ``claim`` under a row lock, with its answer, run and project, and
+    ``is_cited`` (whether it has a citation) in the same query."""
     return (
         Claim.objects.select_for_update(of=("self",))
         .select_related("answer__run__project")
+        .annotate(is_cited=Exists(Citation.objects.filter(claim=OuterRef("pk"))))
         .get(pk=claim.pk)
     )
 
@@ -97,7 +99,7 @@ def label_save(
                            "this one: nothing was saved. Compare with the newer label below and save again "
                            "to replace it.")
             raise LabelConflict(message, claim=locked, newer=current)
-        cited = locked.citations.exists()
+        cited = locked.is_cited
         if value == LabelValue.UNCITED and cited:
             raise ValidationError(
                 f"Claim {locked.index} cites a passage, so it cannot be UNCITED: "

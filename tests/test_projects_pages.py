@@ -272,10 +272,11 @@ def test_run_page_query_budget(client, reviewer, django_assert_max_num_queries, 
     run = bulk_run(project, "r", answers=answers, reviewer=reviewer)
     client.force_login(reviewer)
 
-    # 1 session, 1 user, 1 project, 1 run, answer page: 1 count, 1 ids of the page, 1 rows with their counts;
-    # run counts: 1 claims, 1 citations, 1 current labels; the coverage × support scatter
-    # (labeling.charts.run_scatter): 1 claims, 2 answers (the claims frame reads them too), 1 labels.
-    with django_assert_max_num_queries(14):
+    # 1 session, 1 user, 1 run with its project (membership in the same query), answer page: 1 count,
+    # 1 ids of the page, 1 rows with their counts; run counts: 1 claims, 1 citations, 1 current labels;
+    # the coverage × support scatter (labeling.charts.run_scatter): 1 claims, 2 answers (the claims frame
+    # reads them too), 1 labels.
+    with django_assert_max_num_queries(13):
         response = client.get(run.get_absolute_url(), {"filter": answer_filter})
     counts = response.context["counts"]
     assert (counts.claims, counts.cited, counts.labeled, counts.supported) == (3 * answers, 2 * answers, answers,
@@ -290,8 +291,8 @@ def test_large_run_loads_its_scatter_lazily(client, reviewer, django_assert_max_
     client.force_login(reviewer)
     scatter_url = reverse("run_scatter", kwargs={"project_slug": "large", "run_name": "r"})
 
-    # Without the scatter's 4 queries: 1 session, 1 user, 1 project, 1 run, 3 answer page, 3 run counts.
-    with django_assert_max_num_queries(10):
+    # Without the scatter's 4 queries: 1 session, 1 user, 1 run with its project, 3 answer page, 3 run counts.
+    with django_assert_max_num_queries(9):
         html = client.get(run.get_absolute_url()).content.decode()
     fragment = client.get(scatter_url, HTTP_HX_REQUEST="true").content.decode()
     page = client.get(scatter_url).content.decode()

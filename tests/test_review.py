@@ -526,12 +526,12 @@ def test_save_and_next_fragment_has_a_constant_query_count(alice, reviewer, djan
     Citation.objects.bulk_create([Citation(claim=c, passage=passage, position=0, cited_id="P1") for c in rows])
     url = reverse("claim_label", kwargs={"project_slug": "budget", "run_name": "big", "claim_id": rows[0].pk})
 
-    # 2: session, user · 2: project (membership), run · 1: the claim in the run · label_save: 1 savepoint
-    # + 1 release (the test's transaction; BEGIN/COMMIT in production), 1 claim lock, 1 current label,
-    # 1 "has citations", 1 insert · 1: next claim of the queue (same answer) · review page: 1 answer with
-    # question, 1 claims, 1 citations with passages, 1 the reviewer's labels, 1 label history.
-    # The run progress bar refreshes itself in its own request.
-    with django_assert_max_num_queries(17):
+    # 2: session, user · 1: run with its project (membership in the same query) · 1: the claim in the run
+    # with its answer and question · label_save: 1 savepoint + 1 release (the test's transaction; BEGIN/COMMIT
+    # in production), 1 claim lock that also says whether it is cited, 1 current label, 1 insert · 1: next
+    # claim of the queue (same answer) · review: 1 claims, 1 citations with passages, 1 the reviewer's
+    # labels, 1 label history. The run progress bar refreshes itself in its own request.
+    with django_assert_max_num_queries(14):
         response = alice.post(url, {"value": "SUPPORTED", "revision": 1, "base_label": ""}, **HX)
     assert response["HX-Push-Url"].endswith(f"?claim={rows[1].pk}")
 

@@ -21,11 +21,8 @@ def project_for(request: HttpRequest, project_slug: str) -> Project:
 
 
 def run_for(request: HttpRequest, project_slug: str, run_name: str) -> Run:
-    """The run named in the URL, in a project the user may see, else 404."""
-    project = project_for(request, project_slug)
-    run = get_object_or_404(Run, project=project, name=run_name)
-    run.project = project
-    return run
+    """The run named in the URL, in a project the user may see, else 404 (one query)."""
+    return get_object_or_404(selectors.visible_runs(user=request.user), project__slug=project_slug, name=run_name)
 
 
 @login_required

@@ -121,7 +121,10 @@ def _after_write(request: HttpRequest, run: Run, claim: Claim, *, show: Claim | 
     if not request.htmx:
         messages.success(request, notice)
         return redirect(review_url(run, target.answer_id, target.pk))
-    answer = selectors.review_answer(run=run, answer_id=target.answer_id)
+    if target.answer_id == claim.answer_id and Answer.question.is_cached(claim.answer):
+        answer = claim.answer  # loaded with its question by claim_in_run
+    else:
+        answer = selectors.review_answer(run=run, answer_id=target.answer_id)
     return _show(request, run, answer, target.pk, came_from=claim.answer_id, saved=saved, notice=notice)
 
 
