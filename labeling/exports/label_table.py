@@ -84,7 +84,9 @@ def format_labeled_at(value: datetime | None) -> str | None:
     """ISO 8601 in UTC to the second with a ``Z``: ``"2025-01-31T09:15:00Z"``."""
     if value is None or value is pd.NaT:
         return None
-    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    if value.utcoffset():
+        value = value.astimezone(UTC)
+    return value.replace(tzinfo=None, microsecond=0).isoformat() + "Z"
 
 
 def split_citations(value: str) -> list[str]:
@@ -121,28 +123,29 @@ def label_table_frame(run: Run, *, reviewer: str | None = None, with_passages: b
     if with_passages:
         passage_text = dict(Passage.objects.filter(answer__run=run).values_list("id", "text"))
 
-    by_claim: dict[int, list[tuple[str, str, str, datetime]]] = defaultdict(list)
-    for claim_id, name, value, justification, labeled_at in labels[
-        ["claim_id", "reviewer", "label", "justification", "labeled_at"]
-    ].itertuples(index=False):
+    # ISO strings in UTC sort like the times they stand for: max() works on them.
+    times = [format_labeled_at(value) for value in labels["labeled_at"].dt.to_pydatetime()] if len(labels) else []
+    by_claim: dict[int, list[tuple[str, str, str, str]]] = defaultdict(list)
+    for claim_id, name, value, justification, labeled_at in zip(
+        labels["claim_id"].tolist(), labels["reviewer"].tolist(), labels["label"].tolist(),
+        labels["justification"].tolist(), times, strict=True,
+    ):
         by_claim[claim_id].append((name, value, justification or "", labeled_at))
 
     columns: dict[str, list[Any]] = {column: [] for column in LABEL_TABLE_COLUMNS}
-    for claim_id, answer_id, question_id, claim_index, text, n_citations, abstention, label, disagreement in claims[
-        ["claim_id", "answer_id", "question_id", "claim_index", "claim", "n_citations", "abstention", "label",
-         "disagreement"]
-    ].itertuples(index=False):
-        claim_id = int(claim_id)
+    add = {column: values.append for column, values in columns.items()}
+    for claim_id, answer_id, question_id, claim_index, text, n_citations, abstention, label, disagreement in zip(
+        *(claims[column].tolist() for column in ("claim_id", "answer_id", "question_id", "claim_index", "claim",
+                                                 "n_citations", "abstention", "label", "disagreement")),
+        strict=True,
+    ):
         citations = cited.get(claim_id, [])
         label = to_native(label)
         given = sorted(by_claim.get(claim_id, []))
-        if disagreement:
-            counted = given
-        else:
-            counted = [item for item in given if item[1] == label]
-        if bool(abstention):
+        counted = given if disagreement else [item for item in given if item[1] == label]
+        if abstention:
             status = STATUS_ABSTENTION
-        elif int(n_citations) == 0:
+        elif n_citations == 0:
             status = STATUS_UNCITED
         elif disagreement:
             status = STATUS_DISAGREEMENT
@@ -150,21 +153,21 @@ def label_table_frame(run: Run, *, reviewer: str | None = None, with_passages: b
             status = STATUS_PENDING
         else:
             status = STATUS_LABELED
-        columns["run"].append(run.name)
-        columns["question_id"].append(str(question_id))
-        columns["answer_id"].append(int(answer_id))
-        columns["claim_index"].append(int(claim_index))
-        columns["claim"].append(text)
-        columns["citations"].append(CITATION_SEPARATOR.join(c[0] for c in citations))
-        columns["cited_span"].append("\n".join(f"[{c[0]}] {c[1]}" for c in citations if c[1]))
-        columns["passage"].append(_passage_cell(citations, passage_text) if with_passages else "")
-        columns["label"].append(label)
-        columns["justification"].append("" if disagreement else _justification(counted))
-        columns["reviewer"].append(CITATION_SEPARATOR.join(item[0] for item in counted))
-        columns["labeled_at"].append(format_labeled_at(max(item[3] for item in counted)) if counted else None)
-        columns["status"].append(status)
-        columns["claim_id"].append(claim_id)
-        columns["claim_revision"].append(int(revisions[claim_id]))
+        add["run"](run.name)
+        add["question_id"](str(question_id))
+        add["answer_id"](answer_id)
+        add["claim_index"](claim_index)
+        add["claim"](text)
+        add["citations"](CITATION_SEPARATOR.join([c[0] for c in citations]) if citations else "")
+        add["cited_span"]("\n".join([f"[{c[0]}] {c[1]}" for c in citations if c[1]]) if citations else "")
+        add["passage"](_passage_cell(citations, passage_text) if with_passages and citations else "")
+        add["label"](label)
+        add["justification"]("" if disagreement or not counted else _justification(counted))
+        add["reviewer"](CITATION_SEPARATOR.join([item[0] for item in counted]) if counted else "")
+        add["labeled_at"](max(item[3] for item in counted) if counted else None)
+        add["status"](status)
+        add["claim_id"](claim_id)
+        add["claim_revision"](revisions[claim_id])
     return _frame(columns)
 
 

@@ -39,7 +39,7 @@ from openpyxl.utils import get_column_letter
 from openpyxl.worksheet.datavalidation import DataValidation
 
 from labeling.exports.label_table import LABEL_TABLE_COLUMNS
-from scoring.claims import ClaimMetrics, to_native
+from scoring.claims import ClaimMetrics
 from scoring.ratio import Ratio, format_value
 
 EXCEL_MAX_CELL_CHARS = 32_767
@@ -98,14 +98,31 @@ class WorkbookInfo:
 
 
 class _Sheet:
-    """Appends rows to a write-only sheet, turning values into safe cells."""
+    """Appends rows to a write-only sheet, turning values into safe cells.
 
-    def __init__(self, workbook: Workbook, title: str, columns: list[str], widths: dict[str, float]):
+    Styled cells share one prebuilt style array per look (wrapped, quoted,
+    both, number format) instead of assigning style objects cell by cell:
+    openpyxl looks every assignment up in the workbook's style table, which
+    dominated the time of a 100k-row export.
+    """
+
+    def __init__(self, workbook: Workbook, title: str, columns: list[str], widths: dict[str, float], *,
+                 rows: int):
         self.ws = workbook.create_sheet(title)
         self.columns = columns
+        last = f"{get_column_letter(len(columns))}{rows + 1}"
+        # Written as <dimension>: without it openpyxl's read-only mode parses
+        # the whole sheet once more just to size it.
+        self.ws.calculate_dimension = lambda: f"A1:{last}"
         for number, column in enumerate(columns, start=1):
             self.ws.column_dimensions[get_column_letter(number)].width = widths.get(column, 14)
         self.ws.freeze_panes = "A2"
+        self._styles = {
+            "wrap": self._style(alignment=_WRAP),
+            "quote": self._style(quotePrefix=True),
+            "wrap+quote": self._style(alignment=_WRAP, quotePrefix=True),
+            "fraction": self._style(number_format="0.00"),
+        }
         header = []
         for column in columns:
             cell = WriteOnlyCell(self.ws, value=column)
@@ -115,28 +132,33 @@ class _Sheet:
         self.ws.append(header)
         self.rows = 0
 
-    def cell(self, value: Any, *, wrap: bool = False, number_format: str | None = None) -> Any:
-        value = to_native(value)
+    def _style(self, **attributes: Any) -> Any:
+        template = WriteOnlyCell(self.ws)
+        for name, value in attributes.items():
+            setattr(template, name, value)
+        return template._style
+
+    def _styled(self, value: Any, style: str, *, text: bool = False) -> WriteOnlyCell:
+        cell = WriteOnlyCell(self.ws, value=value)
+        if text:
+            cell.data_type = "s"  # never a formula, whatever the first character
+        cell._style = self._styles[style]  # shared, never mutated afterwards
+        return cell
+
+    def cell(self, value: Any, *, wrap: bool = False) -> Any:
+        if value is None or value != value:  # None, NaN
+            return None
         if isinstance(value, str):
+            if not value:
+                return None
             value = spreadsheet_text(value)
-            if is_dangerous(value):
-                cell = WriteOnlyCell(self.ws, value=value)
-                # Never a formula: a string cell, quote-prefixed as Excel marks typed text.
-                cell.data_type = "s"
-                cell.quotePrefix = True
-                if wrap:
-                    cell.alignment = _WRAP
-                return cell
-            if wrap and value:
-                cell = WriteOnlyCell(self.ws, value=value)
-                cell.alignment = _WRAP
-                return cell
-            return value
-        if number_format is not None and value is not None:
-            cell = WriteOnlyCell(self.ws, value=value)
-            cell.number_format = number_format
-            return cell
+            if value.startswith(DANGEROUS_PREFIXES):
+                return self._styled(value, "wrap+quote" if wrap else "quote", text=True)
+            return self._styled(value, "wrap") if wrap else value
         return value
+
+    def fraction(self, value: float | None) -> Any:
+        return None if value is None else self._styled(value, "fraction")
 
     def append(self, row: list[Any]) -> None:
         self.ws.append(row)
@@ -170,7 +192,7 @@ def write_label_workbook(
 
 def _labels_sheet(workbook: Workbook, table: pd.DataFrame) -> None:
     columns = list(LABEL_TABLE_COLUMNS)
-    sheet = _Sheet(workbook, "Labels", columns, _LABEL_WIDTHS)
+    sheet = _Sheet(workbook, "Labels", columns, _LABEL_WIDTHS, rows=len(table))
     data = [table[column].tolist() for column in columns]
     wrapped = [column in _WRAPPED for column in columns]
     for i in range(len(table)):
@@ -198,7 +220,7 @@ _ANSWER_COLUMNS = ["question_id", "answer_id", "claims", "cited", "labeled_cited
 
 def _answers_sheet(workbook: Workbook, metrics: ClaimMetrics) -> None:
     widths = {"question_id": 22, "coverage_ratio": 16, "support_ratio": 16, "labeled_cited": 13}
-    sheet = _Sheet(workbook, "Answers", _ANSWER_COLUMNS, widths)
+    sheet = _Sheet(workbook, "Answers", _ANSWER_COLUMNS, widths, rows=len(metrics.per_answer))
     per_answer = metrics.per_answer
     data = {column: per_answer[column].tolist() for column in per_answer.columns}
     for i in range(len(per_answer)):
@@ -209,32 +231,37 @@ def _answers_sheet(workbook: Workbook, metrics: ClaimMetrics) -> None:
             sheet.cell(data["question_id"][i]), sheet.cell(data["answer_id"][i]),
             *(sheet.cell(data[c][i]) for c in ("claims", "cited", "labeled_cited", "supported", "unsupported",
                                                 "pending")),
-            sheet.cell(None if abstention else coverage.value, number_format="0.00"),
+            sheet.fraction(None if abstention else coverage.value),
             "" if abstention else str(coverage),
-            sheet.cell(None if abstention else support.value, number_format="0.00"),
+            sheet.fraction(None if abstention else support.value),
             "" if abstention else str(support),
             abstention,
         ])
     sheet.finish()
 
 
+class _Fraction(float):
+    """A Summary value written with the 0.00 number format."""
+
+
 def _summary_sheet(workbook: Workbook, metrics: ClaimMetrics, info: WorkbookInfo, *, rows: int) -> None:
-    sheet = _Sheet(workbook, "Summary", ["item", "value", "fraction", "note"],
-                   {"item": 34, "value": 68, "fraction": 18, "note": 54})
     table = f"version {info.version}" if info.version is not None else "current label table (not a version)"
 
+    def fraction(value: float | None) -> _Fraction | None:
+        return None if value is None else _Fraction(value)
+
     def mean(value: float | None, skipped: int) -> list[Any]:
-        return [sheet.cell(value, number_format="0.00"), format_value(value),
+        return [fraction(value), format_value(value),
                 f"mean of per-answer values; {skipped} answer(s) skipped (undefined)"]
 
     lines: list[list[Any]] = [
-        ["project", sheet.cell(info.project), "", ""],
-        ["run", sheet.cell(info.run), "", ""],
+        ["project", info.project, "", ""],
+        ["run", info.run, "", ""],
         ["table", table, "", ""],
         ["version", info.version, "", ""],
         ["sha256", info.sha256 or "—", "", "SHA-256 of the version's canonical JSON Lines file"],
-        ["version note", sheet.cell(info.note), "", ""],
-        ["labels shown", sheet.cell(info.reviewer or "agreed labels (the label that counts for scoring)"), "", ""],
+        ["version note", info.note, "", ""],
+        ["labels shown", info.reviewer or "agreed labels (the label that counts for scoring)", "", ""],
         ["exported at (UTC)", info.exported_at.strftime("%Y-%m-%d %H:%M:%S"), "", ""],
         ["claims in table", rows, "", "abstentions excluded from the counts below"],
         ["claims (scored)", metrics.claims, "", ""],
@@ -243,26 +270,27 @@ def _summary_sheet(workbook: Workbook, metrics: ClaimMetrics, info: WorkbookInfo
         ["SUPPORTED", metrics.supported, "", ""],
         ["UNSUPPORTED", metrics.unsupported, "", ""],
         ["pending (cited, no agreed label)", metrics.pending, "", "support is provisional while this is > 0"],
-        ["coverage (pooled)", sheet.cell(metrics.coverage.value, number_format="0.00"), str(metrics.coverage),
-         "cited claims / claims"],
-        ["support (pooled)", sheet.cell(metrics.support.value, number_format="0.00"), str(metrics.support),
+        ["coverage (pooled)", fraction(metrics.coverage.value), str(metrics.coverage), "cited claims / claims"],
+        ["support (pooled)", fraction(metrics.support.value), str(metrics.support),
          "SUPPORTED / labeled cited claims"],
-        ["gap (pooled)", sheet.cell(metrics.gap, number_format="0.00"), format_value(metrics.gap),
-         "coverage − support"],
+        ["gap (pooled)", fraction(metrics.gap), format_value(metrics.gap), "coverage − support"],
         ["coverage (per-answer mean)", *mean(metrics.mean_coverage, metrics.coverage_skipped)],
         ["support (per-answer mean)", *mean(metrics.mean_support, metrics.support_skipped)],
         ["answers", metrics.answers, "", ""],
         ["abstentions", metrics.abstentions, "", "answers to unanswerable questions citing nothing"],
     ]
+    sheet = _Sheet(workbook, "Summary", ["item", "value", "fraction", "note"],
+                   {"item": 34, "value": 68, "fraction": 18, "note": 54}, rows=len(lines))
     for line in lines:
-        sheet.append(line)
+        sheet.append([sheet.fraction(float(v)) if isinstance(v, _Fraction) else sheet.cell(v) for v in line])
     sheet.finish(autofilter=False)
 
 
 def _passages_sheet(workbook: Workbook, passages: pd.DataFrame) -> None:
     columns = ["question_id", "answer_id", "passage_id", "source", "text"]
     sheet = _Sheet(workbook, "Passages", columns,
-                   {"question_id": 22, "answer_id": 10, "passage_id": 12, "source": 40, "text": 100})
+                   {"question_id": 22, "answer_id": 10, "passage_id": 12, "source": 40, "text": 100},
+                   rows=len(passages))
     data = [passages[column].tolist() for column in columns]
     for i in range(len(passages)):
         sheet.append([sheet.cell(data[k][i], wrap=columns[k] == "text") for k in range(len(columns))])

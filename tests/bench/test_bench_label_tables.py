@@ -1,0 +1,131 @@
+"""Benchmark: a 100k-claim label table to XLSX in ≤ 20 s with peak memory
+≤ 500 MB, and the same workbook imported back (parse + validate every row)
+in ≤ 30 s (issue 5, "Speed/memory").
+
+Run: ``pytest -m bench -s tests/bench/test_bench_label_tables.py`` (add
+DATABASE_URL for PostgreSQL). Prints wall-clock and CPU seconds, the peak
+resident set size of the process (absolute, ``/proc/self/statm`` sampled
+every 20 ms) and its growth during the step, and the workbook size. Setting up
+the 100k claims (an answers import) is not timed. The targets are checked on
+CPU time: on a shared machine (developers running suites side by side) wall
+time measures the neighbours as much as the export.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+
+import pytest
+
+from labeling.exports.label_table import label_table_frame
+from labeling.importers.label_table import read_label_table
+from labeling.importing import run_import
+from labeling.label_tables import label_table_export, label_table_import_preview, label_table_snapshot
+from labeling.models import Run
+from tests.factories import ProjectFactory, ReviewerFactory
+
+CLAIMS_PER_ANSWER = 6
+ANSWERS = 16_667  # 100,002 claims
+
+
+class Clock:
+    """Wall-clock and CPU seconds of this process over a block."""
+
+    def __enter__(self) -> Clock:
+        self.wall, self.cpu = time.perf_counter(), time.process_time()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.wall, self.cpu = time.perf_counter() - self.wall, time.process_time() - self.cpu
+
+    def __str__(self) -> str:
+        return f"{self.wall:.1f} s wall, {self.cpu:.1f} s CPU"
+
+
+class RssPeak:
+    """Samples this process's resident set size in a thread while the block runs."""
+
+    def __init__(self) -> None:
+        self.page = os.sysconf("SC_PAGE_SIZE")
+        self.start = self.peak = self._rss()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _rss(self) -> int:
+        with open("/proc/self/statm") as handle:
+            return int(handle.read().split()[1]) * self.page
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.02):
+            self.peak = max(self.peak, self._rss())
+
+    def __enter__(self) -> RssPeak:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.peak = max(self.peak, self._rss())
+
+    def report(self) -> str:
+        return f"peak RSS {self.peak / 2**20:.0f} MiB (+{(self.peak - self.start) / 2**20:.0f} MiB)"
+
+
+def write_answers(path, answers: int) -> None:
+    """Answers with 3 passages of ~300 characters and 6 claims each: 4 of 5
+    claims cited, labeled alternately SUPPORTED/UNSUPPORTED with a
+    justification; the rest UNCITED."""
+    with path.open("w") as handle:
+        for n in range(answers):
+            passages = [{"id": f"P{k}", "source": f"https://example.org/doc{n % 500}/{k}",
+                         "text": f"Passage {k} of answer {n}: " + "retrieved evidence text " * 12} for k in (1, 2, 3)]
+            claims = [{"text": f"Claim {c} of answer {n} states a checkable fact [P{c % 3 + 1}].",
+                       "citations": [{"passage_id": f"P{c % 3 + 1}", "span": "evidence text"}] if c % 5 else [],
+                       "label": ("SUPPORTED" if c % 2 else "UNSUPPORTED") if c % 5 else "UNCITED",
+                       "justification": "" if c % 2 else "The passage says something weaker.",
+                       "reviewer": "bench-annotator"} for c in range(CLAIMS_PER_ANSWER)]
+            handle.write(json.dumps({"question_id": f"q{n:06d}", "question": f"Question {n}?", "run": "bench",
+                                     "answer": " ".join(c["text"] for c in claims), "passages": passages,
+                                     "claims": claims}) + "\n")
+
+
+@pytest.mark.bench
+@pytest.mark.django_db(transaction=True)
+def test_bench_label_table_xlsx_export_and_import_100k(tmp_path, settings):
+    settings.MEDIA_ROOT = tmp_path / "media"
+    source = tmp_path / "answers.jsonl"
+    write_answers(source, ANSWERS)
+    project = ProjectFactory(slug="bench-labels")
+    run_import(project=project, source=source)
+    run = Run.objects.select_related("project").get(project=project, name="bench")
+    reviewer = ReviewerFactory(username="bench-reviewer")
+    workbook = tmp_path / "labels.xlsx"
+
+    with RssPeak() as frame_memory, Clock() as frame_time:
+        rows = len(label_table_frame(run))
+    with RssPeak() as export_memory, Clock() as export_time:
+        with workbook.open("wb") as handle:
+            label_table_export(run=run, fmt="xlsx", out=handle)
+    with RssPeak() as import_memory, Clock() as import_time:
+        with Clock() as parse_time:
+            table_file = read_label_table(workbook.read_bytes(), format="xlsx")
+        preview = label_table_import_preview(run=run, reviewer=reviewer, table_file=table_file)
+    with RssPeak() as snapshot_memory, Clock() as snapshot_time:
+        version = label_table_snapshot(run=run, note="bench")
+
+    print(f"\nlabel table of {rows:,} claims (frame only): {frame_time}, {frame_memory.report()}")
+    print(f"export XLSX (frame + 4 sheets): {export_time}, {workbook.stat().st_size / 2**20:.1f} MiB, "
+          f"{export_memory.report()}")
+    print(f"import XLSX back (parse {parse_time.cpu:.1f} s CPU + validate every row): {import_time}, "
+          f"{import_memory.report()}")
+    print(f"snapshot: {snapshot_time}, {version.file.size / 2**20:.1f} MiB canonical file, "
+          f"{snapshot_memory.report()}")
+    assert rows == ANSWERS * CLAIMS_PER_ANSWER
+    assert preview.issues == [] and preview.rows == rows and preview.changes == []
+    assert export_time.cpu <= 20, "100k claims must export to XLSX in at most 20 s"
+    assert export_memory.peak <= 500 * 2**20, "exporting 100k claims must stay under 500 MB"
+    assert import_time.cpu <= 30, "100k claims must import back in at most 30 s"
