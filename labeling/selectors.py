@@ -466,13 +466,14 @@ def answer_neighbours(*, answer: Answer) -> AnswerNeighbours:
     its 1-based position and the run's answer count. Three small queries."""
     question_id = answer.question.question_id
     answers = Answer.objects.filter(run_id=answer.run_id)
-    before = answers.filter(question__question_id__lt=question_id)
+    counts = answers.aggregate(total=Count("id"), before=Count("id", filter=Q(question__question_id__lt=question_id)))
     return AnswerNeighbours(
-        previous=before.order_by("-question__question_id").only("id").first(),
+        previous=answers.filter(question__question_id__lt=question_id).order_by("-question__question_id")
+        .only("id").first(),
         next=answers.filter(question__question_id__gt=question_id).order_by("question__question_id")
         .only("id").first(),
-        position=before.count() + 1,
-        total=answers.count(),
+        position=counts["before"] + 1,
+        total=counts["total"],
     )
 
 
