@@ -1,0 +1,69 @@
+"""Browser fixtures for the e2e tests (marker ``e2e``): Debian's Chromium driven
+through Playwright's sync API against pytest-django's ``live_server``.
+
+- ``browser``: one Chromium per test module (skips, saying why, when
+  ``/usr/bin/chromium`` is absent — the only skip of the suite);
+- ``page``: a fresh browser context and page, 1280×800, that fails the test on
+  any JavaScript error of the page;
+- ``logged_in_page``: ``page`` logged in through the login form as the
+  ``reviewer`` fixture (``alice``). Make ``alice`` a member of the project the
+  test opens (``project.members.add(reviewer)``).
+
+Playwright's sync API runs an event loop in the test's thread, so Django's ORM
+would refuse to run there; this is the only place that allows it.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from django.urls import reverse
+
+os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync"]
+VIEWPORT = {"width": 1280, "height": 800}
+PASSWORD = "pw-for-tests-1"  # the ``reviewer`` fixture's password (tests/conftest.py)
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator:
+    """A headless Chromium for the module's tests (closed at the end of the module,
+    so another module may start its own Playwright)."""
+    if not CHROMIUM.exists():
+        pytest.skip("browser tests need Debian's Chromium at /usr/bin/chromium, which is absent here")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture
+def page(browser) -> Iterator:
+    """A new page in its own context; JavaScript errors on the page fail the test."""
+    context = browser.new_context(viewport=VIEWPORT, accept_downloads=True)
+    page = context.new_page()
+    page.set_default_timeout(15_000)
+    errors: list[str] = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    yield page
+    context.close()
+    assert errors == [], f"JavaScript errors on the page: {errors}"
+
+
+@pytest.fixture
+def logged_in_page(live_server, reviewer, page):
+    """``page`` after logging in as ``reviewer`` through the login form."""
+    page.goto(live_server.url + reverse("login"))
+    page.fill("#id_username", reviewer.username)
+    page.fill("#id_password", PASSWORD)
+    page.click("button[type=submit]")
+    page.wait_for_url(live_server.url + reverse("project_list"))
+    return page
