@@ -228,9 +228,16 @@ class RowDiff:
 
     @property
     def other_changes(self) -> list[str]:
-        """Changed fields besides claim, label, justification, in words."""
-        words = {"claim_index": "position", "citations": "citations", "cited_span": "spans", "reviewer": "reviewer"}
-        return [words[c.field] for c in self.changes if c.field in words]
+        """Changed fields besides claim, label, justification, in words:
+        ``"position 3 → 4"``, ``"citations 1 → 1, 2"``, ``"reviewer ann → ann, bob"``, ``"spans"``."""
+        words = {"claim_index": "position", "citations": "citations", "reviewer": "reviewer"}
+        described = []
+        for change in self.changes:
+            if change.field in words:
+                described.append(f"{words[change.field]} {change.old or '—'} → {change.new or '—'}")
+            elif change.field == "cited_span":
+                described.append("spans")
+        return described
 
 
 @dataclass

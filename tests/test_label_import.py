@@ -340,7 +340,8 @@ def test_upload_with_bad_rows_shows_them_and_offers_no_apply(client, seed_run, a
 
     body = response.content.decode()
     assert "<html" not in body and body.lstrip().startswith('<div id="import-preview"')
-    assert "<td class=\"num\">5</td><td><code>label</code></td><td>UNCITED on a claim with 1 citation(s)" in body
+    assert ("<td class=\"num\" data-label=\"Row\">5</td><td data-label=\"Column\"><code>label</code></td>"
+            "<td>UNCITED on a claim with 1 citation(s)") in body
     assert 'name="token"' not in body
 
 

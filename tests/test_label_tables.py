@@ -139,7 +139,7 @@ def test_diff_reports_claim_text_and_citation_changes():
     diff = diff_label_tables(old, new)
 
     assert [(r.claim_id, r.changed_fields) for r in diff.rows] == [(1, ["claim"]), (2, ["citations"])]
-    assert diff.rows[0].claim_change.old == "A." and diff.rows[1].other_changes == ["citations"]
+    assert diff.rows[0].claim_change.old == "A." and diff.rows[1].other_changes == ["citations 2 → 2, 3"]
     assert diff.unchanged == 1
 
 
@@ -304,7 +304,7 @@ def test_version_list_query_budget(client, seed_run, member, django_assert_max_n
     # times, revisions, citations) = 11, whatever the number of versions.
     with django_assert_max_num_queries(11):
         response = client.get(urls(seed_run)["version_list"])
-    assert response.content.decode().count('class="num"><strong>v') == versions
+    assert response.content.decode().count('class="num version-number"><strong>v') == versions
 
 
 def test_diff_page_lists_changed_rows_and_htmx_returns_fragment(client, seed_run, member):
