@@ -192,6 +192,9 @@
 
   document.addEventListener("htmx:afterSettle", function (event) {
     if (busy && event.detail.xhr !== busy) { return; }
+    var id = event.detail.elt && event.detail.elt.id;
+    // Out-of-band swaps (answer text, claim list) settle too: act once, on the panel or the whole review.
+    if (id !== "claim-panel" && id !== "review") { return; }
     busy = null;
     settle(event.detail.elt);
     replay();

@@ -69,7 +69,7 @@ def test_label_five_claims_by_keyboard(live_server, expertqa_project, reviewer, 
     first_part, second_part = text[:cut].strip(), text[cut:].strip()
     page.keyboard.press("s")
     page.wait_for_selector(".split-form")
-    assert page.evaluate("document.activeElement.name") == "first"
+    page.wait_for_function("document.activeElement && document.activeElement.name === 'first'")
     page.keyboard.press("Control+A")
     page.keyboard.type(first_part)
     page.keyboard.press("Tab")
