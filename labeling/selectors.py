@@ -485,31 +485,38 @@ def claim_in_run(*, run: Run, claim_id: int) -> Claim | None:
     return claim
 
 
-def review_context(*, answer: Answer, reviewer: Reviewer, claim_id: int | None = None) -> ReviewContext:
-    """The review page of ``answer`` for ``reviewer`` (one prefetch chain, 4–7 queries).
+def review_context(*, answer: Answer, reviewer: Reviewer, claim_id: int | None = None,
+                   after_index: int | None = None) -> ReviewContext:
+    """The review page of ``answer`` for ``reviewer`` (one prefetch chain, 3–6 queries).
 
-    Queries: claims → citations (+ passages) → the reviewer's current labels,
-    the current claim's label history, and the question's gold (ids,
-    references, expected sources — only the parts it has). The current claim
-    is ``claim_id`` when it is one of the answer's claims, else the first
+    Queries: claims → citations (+ passages) → every label on them (all
+    reviewers, for the reviewer's current labels and the current claim's
+    history), and the question's gold (ids, references, expected sources —
+    only the parts it has). The current claim is ``claim_id`` when it is one
+    of the answer's claims; else, with ``after_index``, the first cited claim
+    after that index the reviewer has not labeled (``current`` is ``None``
+    when there is none: the queue goes on in another answer); else the first
     cited claim the reviewer has not labeled, else the first claim.
     """
     claims = list(
         Claim.objects.filter(answer=answer).order_by("index").prefetch_related(
             Prefetch("citations", queryset=Citation.objects.select_related("passage").order_by("position")),
-            Prefetch("labels", queryset=Label.objects.filter(reviewer=reviewer, is_current=True),
-                     to_attr="my_labels"),
+            Prefetch("labels", queryset=Label.objects.select_related("reviewer").order_by("-pk"),
+                     to_attr="all_labels"),
         )
     )
     views = [
-        ClaimView(claim=c, citations=list(c.citations.all()), my_label=(c.my_labels[0] if c.my_labels else None),
-                  number=n)
+        ClaimView(claim=c, citations=list(c.citations.all()), number=n, my_label=next(
+            (label for label in c.all_labels if label.reviewer_id == reviewer.pk and label.is_current), None))
         for n, c in enumerate(claims, start=1)
     ]
     by_id = {view.claim.pk: view for view in views}
+    to_label = [v for v in views if v.cited and v.my_label is None]
     current = by_id.get(claim_id) if claim_id is not None else None
-    if current is None:
-        current = next((v for v in views if v.cited and v.my_label is None), views[0] if views else None)
+    if current is None and after_index is not None:
+        current = next((v for v in to_label if v.claim.index > after_index), None)
+    elif current is None:
+        current = to_label[0] if to_label else (views[0] if views else None)
     raw_segments, unplaced_ids = answer_segments(
         answer.text, ((v.claim.pk, v.claim.start, v.claim.end) for v in views)
     )
@@ -526,7 +533,7 @@ def review_context(*, answer: Answer, reviewer: Reviewer, claim_id: int | None =
             text = citation.passage.text if citation.passage is not None else ""
             segments_, found = passage_segments(text, span=citation.span, claim=current.claim.text)
             passages.append(CitationView(citation=citation, segments=segments_, span_found=found))
-        history = label_history(claim=current.claim)
+        history = history_entries(current.claim.all_labels)
     cited = sum(1 for v in views if v.cited)
     counts = ClaimCounts(
         claims=len(views), cited=cited, labeled=sum(1 for v in views if v.cited and v.my_label is not None),
@@ -539,13 +546,15 @@ def review_context(*, answer: Answer, reviewer: Reviewer, claim_id: int | None =
 
 
 def label_history(*, claim: Claim) -> list[HistoryEntry]:
-    """Every label on ``claim`` (all reviewers), newest first, each with its status.
+    """Every label on ``claim`` (all reviewers), newest first, with its status (``history_entries``). One query."""
+    return history_entries(list(Label.objects.filter(claim=claim).select_related("reviewer").order_by("-pk")))
 
-    ``current``; ``stale`` (given on an older claim revision); ``undone`` (not
-    current, newer than the reviewer's current label or the reviewer has none
-    — see ``label_undo``); ``superseded`` otherwise. One query.
-    """
-    labels = list(Label.objects.filter(claim=claim).select_related("reviewer").order_by("-pk"))
+
+def history_entries(labels: list[Label]) -> list[HistoryEntry]:
+    """``labels`` of one claim (newest first) with their status: ``current``;
+    ``stale`` (given on an older claim revision); ``undone`` (not current,
+    newer than the reviewer's current label or the reviewer has none — see
+    ``label_undo``); ``superseded`` otherwise."""
     current_id = {label.reviewer_id: label.pk for label in labels if label.is_current}
     entries = []
     for label in labels:

@@ -61,8 +61,10 @@ def _claim_or_404(run: Run, claim_id: int) -> Claim | HttpResponseNotFound:
     return claim
 
 
-def _context(request: HttpRequest, run: Run, answer: Answer, claim_id: int | None, **extra: Any) -> dict[str, Any]:
-    review = selectors.review_context(answer=answer, reviewer=request.user, claim_id=claim_id)
+def _context(request: HttpRequest, run: Run, answer: Answer, claim_id: int | None, *,
+             review: selectors.ReviewContext | None = None, **extra: Any) -> dict[str, Any]:
+    if review is None:
+        review = selectors.review_context(answer=answer, reviewer=request.user, claim_id=claim_id)
     current = review.current
     my_label = current.my_label if current is not None else None
     context = {
@@ -187,8 +189,16 @@ def claim_label(request: HttpRequest, project_slug: str, run_name: str, claim_id
         return again(conflict={"message": exc.messages[0], "newer": exc.newer})
     except ValidationError as exc:
         return again(error=exc.messages[0], armed=data["value"])
-    following = selectors.next_unlabeled_claim(run=run, reviewer=request.user, after=claim)
     notice = f"Saved {label.value} on claim {claim.index}."
+    if request.htmx:
+        # Most saves move on within the answer: the review of this answer finds the next claim itself.
+        review = selectors.review_context(answer=claim.answer, reviewer=request.user, after_index=claim.index)
+        if review.current is not None:
+            response = _fragment(request, _context(request, run, claim.answer, None, review=review, notice=notice),
+                                 whole_review=False)
+            push_url(response, review_url(run, claim.answer_id, review.current.claim.pk))
+            return trigger_client_event(response, LABEL_SAVED)
+    following = selectors.next_unlabeled_claim(run=run, reviewer=request.user, after=claim)
     if following is None:
         notice += " Every cited claim of this run now carries your label."
     return _after_write(request, run, claim, show=following, notice=notice)
