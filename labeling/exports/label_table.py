@@ -59,7 +59,7 @@ import pandas as pd
 
 from labeling.exports import frames
 from labeling.metrics import resolved_claims_frame
-from labeling.models import Citation, Claim, LabelValue, Passage, Run
+from labeling.models import Citation, Claim, Passage, Run
 from scoring.claims import ClaimMetrics, claim_metrics, to_native
 
 LABEL_TABLE_COLUMNS = (
@@ -295,7 +295,3 @@ def table_claim_metrics(table: pd.DataFrame) -> ClaimMetrics:
 def label_count(table: pd.DataFrame) -> int:
     """Claims of the table carrying a label (UNCITED included)."""
     return int(table["label"].notna().sum())
-
-
-def is_label_value(value: Any) -> bool:
-    return value in LabelValue.values
