@@ -471,3 +471,19 @@ def test_answers_table_reports_bad_rows_by_spreadsheet_row(db, tmp_path):
     assert not Run.objects.filter(project=project).exists()
     with pytest.raises(CommandError, match="problem"):
         call_command("import_answers", str(path), project="tables")
+
+
+@pytest.mark.parametrize("claims", [5, 500])
+def test_import_preview_page_query_budget(client, reviewer, django_assert_max_num_queries, claims):
+    from tests.test_label_tables import bulk_run
+
+    run = bulk_run(claims)
+    run.project.members.add(reviewer)
+    client.force_login(reviewer)
+    edited = edit_file(export(run, "csv"), "csv", {i: ("UNSUPPORTED", "weaker") for i in range(1, claims + 1)})
+    # session + user (2), run with project (1), membership (1), claims (1),
+    # reviewer's labels (1), current label table (6) = 12, whatever the rows.
+    with django_assert_max_num_queries(12):
+        page = client.post(import_url(run), {"file": upload(edited, "all.csv")}).content.decode()
+    assert f'<strong id="change-count">{claims}</strong>' in page
+    assert page.count('data-label="Your label"') == claims

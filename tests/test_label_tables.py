@@ -358,3 +358,31 @@ def test_label_table_rows_show_agreement_disagreement_and_uncited_claims(db):
     ]
     assert bob_table["label"].tolist() == ["SUPPORTED", "UNSUPPORTED", "UNCITED", None]
     assert bob_table["justification"].tolist() == ["clear", "weaker", "", ""]
+
+
+def bulk_run(claims: int) -> Run:
+    """A run of one answer with ``claims`` cited claims, each SUPPORTED by ann."""
+    from labeling.models import Citation, Passage
+
+    answer = AnswerFactory(run__project__slug="bulk")
+    passage = Passage.objects.create(answer=answer, passage_id="P1", position=0, source="doc", text="Evidence.")
+    made = Claim.objects.bulk_create([Claim(answer=answer, index=i, text=f"Claim {i}.") for i in range(1, claims + 1)])
+    Citation.objects.bulk_create([Citation(claim=c, passage=passage, position=0, cited_id="P1") for c in made])
+    ann = ReviewerFactory(username="ann")
+    Label.objects.bulk_create([Label(claim=c, reviewer=ann, value="SUPPORTED", claim_revision=1) for c in made])
+    return Run.objects.select_related("project").get(pk=answer.run_id)
+
+
+@pytest.mark.parametrize("claims", [5, 500])
+def test_diff_page_query_budget(client, reviewer, django_assert_max_num_queries, claims):
+    run = bulk_run(claims)
+    run.project.members.add(reviewer)
+    label_table_snapshot(run=run, note="all supported")
+    Label.objects.filter(claim__answer__run=run).update(value="UNSUPPORTED", justification="weaker")
+    label_table_snapshot(run=run, note="all unsupported")
+    client.force_login(reviewer)
+    # session + user (2), run with project (1), membership (1), versions with
+    # authors (1) = 5; both tables come from the version files.
+    with django_assert_max_num_queries(5):
+        response = client.get(urls(run)["version_diff"])
+    assert response.content.decode().count('class="diff-changed"') == claims
