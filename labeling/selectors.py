@@ -316,19 +316,23 @@ def answer_page(*, run: Run, reviewer: Reviewer, answer_filter: str = "", page_n
     )
 
 
-def next_unlabeled_claim(*, run: Run, reviewer: Reviewer, after: Claim | None = None) -> Claim | None:
+def next_unlabeled_claim(*, run: Run, reviewer: Reviewer, after: Claim | None = None,
+                         after_answer_done: bool = False) -> Claim | None:
     """The next claim of the reviewer's queue in ``run`` (issue "labeling screen" §6).
 
     Queue: cited claims without a current label by ``reviewer``, in
     ``question_id``/``index`` order. With ``after``, the search starts right
     after that claim (later claims of its answer, then later answers) and
     wraps around to the start of the run. ``None`` when the queue is empty.
+    ``after_answer_done`` says the caller already knows ``after``'s answer has
+    nothing left after it (skips that query). The claim comes with its answer
+    and question.
 
     At most five small queries: the answer search walks the
     ``(project, question_id)`` index in order and stops at the first answer
     with a claim to label, so its cost does not grow with the run.
     """
-    queue = _unlabeled_claims(reviewer).order_by("index").select_related("answer")
+    queue = _unlabeled_claims(reviewer).order_by("index").select_related("answer__question")
 
     def first_answer(**question_id: str) -> int | None:
         return (
@@ -339,7 +343,8 @@ def next_unlabeled_claim(*, run: Run, reviewer: Reviewer, after: Claim | None = 
         )
 
     if after is not None:
-        in_answer = queue.filter(answer_id=after.answer_id, index__gt=after.index).first()
+        in_answer = None if after_answer_done else queue.filter(answer_id=after.answer_id,
+                                                                index__gt=after.index).first()
         if in_answer is not None:
             return in_answer
         if Answer.question.is_cached(after.answer):

@@ -123,8 +123,9 @@ def _after_write(request: HttpRequest, run: Run, claim: Claim, *, show: Claim | 
     if not request.htmx:
         messages.success(request, notice)
         return redirect(review_url(run, target.answer_id, target.pk))
-    if target.answer_id == claim.answer_id and Answer.question.is_cached(claim.answer):
-        answer = claim.answer  # loaded with its question by claim_in_run
+    if Claim.answer.is_cached(target) and Answer.question.is_cached(target.answer):
+        answer = target.answer  # loaded with its question (claim_in_run, next_unlabeled_claim)
+        answer.run = run
     else:
         answer = selectors.review_answer(run=run, answer_id=target.answer_id)
     return _show(request, run, answer, target.pk, came_from=claim.answer_id, saved=saved, notice=notice)
@@ -198,7 +199,8 @@ def claim_label(request: HttpRequest, project_slug: str, run_name: str, claim_id
                                  whole_review=False)
             push_url(response, review_url(run, claim.answer_id, review.current.claim.pk))
             return trigger_client_event(response, LABEL_SAVED)
-    following = selectors.next_unlabeled_claim(run=run, reviewer=request.user, after=claim)
+    following = selectors.next_unlabeled_claim(run=run, reviewer=request.user, after=claim,
+                                               after_answer_done=bool(request.htmx))
     if following is None:
         notice += " Every cited claim of this run now carries your label."
     return _after_write(request, run, claim, show=following, notice=notice)
