@@ -38,7 +38,7 @@ from openpyxl.styles import Alignment, Font, PatternFill
 from openpyxl.utils import get_column_letter
 from openpyxl.worksheet.datavalidation import DataValidation
 
-from labeling.exports.label_table import LABEL_TABLE_COLUMNS
+from labeling.exports.label_table import INT_COLUMNS, LABEL_TABLE_COLUMNS
 from scoring.claims import ClaimMetrics
 from scoring.ratio import Ratio, format_value
 
@@ -146,8 +146,6 @@ class _Sheet:
         return cell
 
     def cell(self, value: Any, *, wrap: bool = False) -> Any:
-        if value is None or value != value:  # None, NaN
-            return None
         if isinstance(value, str):
             if not value:
                 return None
@@ -155,6 +153,8 @@ class _Sheet:
             if value.startswith(DANGEROUS_PREFIXES):
                 return self._styled(value, "wrap+quote" if wrap else "quote", text=True)
             return self._styled(value, "wrap") if wrap else value
+        if value is None or value != value:  # None, NaN
+            return None
         return value
 
     def fraction(self, value: float | None) -> Any:
@@ -194,9 +194,12 @@ def _labels_sheet(workbook: Workbook, table: pd.DataFrame) -> None:
     columns = list(LABEL_TABLE_COLUMNS)
     sheet = _Sheet(workbook, "Labels", columns, _LABEL_WIDTHS, rows=len(table))
     data = [table[column].tolist() for column in columns]
-    wrapped = [column in _WRAPPED for column in columns]
-    for i in range(len(table)):
-        sheet.append([sheet.cell(data[k][i], wrap=wrapped[k]) for k in range(len(columns))])
+    # The int id columns go in as they are; text goes through cell().
+    kinds = [None if column in INT_COLUMNS else column in _WRAPPED for column in columns]
+    cell = sheet.cell
+    for row in zip(*data, strict=True):
+        sheet.append([value if wrap is None else cell(value, wrap=wrap)
+                      for value, wrap in zip(row, kinds, strict=True)])
     sheet.finish()
     label_letter = get_column_letter(columns.index("label") + 1)
     last_row = max(len(table) + 1, 2)
