@@ -550,11 +550,6 @@ def review_context(*, answer: Answer, reviewer: Reviewer, claim_id: int | None =
     )
 
 
-def label_history(*, claim: Claim) -> list[HistoryEntry]:
-    """Every label on ``claim`` (all reviewers), newest first, with its status (``history_entries``). One query."""
-    return history_entries(list(Label.objects.filter(claim=claim).select_related("reviewer").order_by("-pk")))
-
-
 def history_entries(labels: list[Label]) -> list[HistoryEntry]:
     """``labels`` of one claim (newest first) with their status: ``current``;
     ``stale`` (given on an older claim revision); ``undone`` (not current,

@@ -130,7 +130,8 @@ def label_save(
 
 
 def label_undo(*, claim: Claim, reviewer: Reviewer) -> Label | None:
-    """Undo ``reviewer``'s current label on ``claim`` by flipping ``is_current``.
+    """Undo ``reviewer``'s current label on ``claim`` by flipping ``is_current``
+    (SPEC §3: every label stays in history).
 
     The current label stops being current and stays in history (a non-current,
     non-stale label newer than the current one reads as "undone"); the

@@ -203,6 +203,24 @@ def test_label_history_shows_every_reviewer_and_marks_stale(alice, site, reviewe
         ("alice", "SUPPORTED", "current"), ("bob", "UNSUPPORTED", "stale")]
 
 
+def test_history_tells_undone_from_superseded(alice, site, reviewer):
+    from labeling.services import label_save, label_undo
+
+    first = label_save(claim=site.c1, reviewer=reviewer, value="SUPPORTED", justification="", base_revision=1,
+                       base_label_id=None)
+    second = label_save(claim=site.c1, reviewer=reviewer, value="UNSUPPORTED", justification="partial",
+                        base_revision=1, base_label_id=first.pk)
+    label_save(claim=site.c1, reviewer=reviewer, value="SUPPORTED", justification="on reflection",
+               base_revision=1, base_label_id=second.pk)
+    label_undo(claim=site.c1, reviewer=reviewer)
+
+    history = alice.get(site.review(site.a1, site.c1)).context["review"].history
+
+    assert [(e.label.value, e.label.justification, e.status) for e in history] == [
+        ("SUPPORTED", "on reflection", "undone"), ("UNSUPPORTED", "partial", "current"),
+        ("SUPPORTED", "", "superseded")]
+
+
 def test_untrusted_html_renders_as_text(alice, site):
     site.a1.question.text = "<script>alert('q')</script>"
     site.a1.question.save()
