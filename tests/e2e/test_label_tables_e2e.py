@@ -2,17 +2,14 @@
 download the reviewer's workbook, change one label in it, upload it, read
 the preview, apply, see the score move, save a second version and diff the two.
 
-Drives Debian's Chromium through Playwright against ``live_server``; skips,
-saying why, only where ``/usr/bin/chromium`` is absent. The database is set
-up before the browser starts and checked after it closed: Django's ORM is
-never called while Playwright's event loop runs, so this module needs no
-``DJANGO_ALLOW_ASYNC_UNSAFE``.
+Uses the shared ``logged_in_page`` fixture of ``tests/e2e/conftest.py``
+(Debian's Chromium through Playwright against ``live_server``; skipped, saying
+why, only where ``/usr/bin/chromium`` is absent).
 """
 
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 from django.urls import reverse
@@ -23,9 +20,6 @@ from tests.conftest import FIXTURES_DIR
 
 pytestmark = pytest.mark.e2e
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync"]
 SEED = FIXTURES_DIR / "seed_coverage_support.jsonl"
 
 
@@ -43,64 +37,55 @@ def alices_run(transactional_db, reviewer, settings, tmp_path):
     return Run.objects.select_related("project").get(project=project, name="seed-coverage-support")
 
 
-def test_offline_labeling_round_trip_in_the_browser(live_server, alices_run, tmp_path):
-    if not CHROMIUM.exists():
-        pytest.skip("browser tests need Debian's Chromium at /usr/bin/chromium, which is absent here")
-    from playwright.sync_api import expect, sync_playwright
+def test_offline_labeling_round_trip_in_the_browser(live_server, alices_run, logged_in_page, tmp_path):
+    from playwright.sync_api import expect
 
+    page = logged_in_page
     kwargs = {"project_slug": "seed", "run_name": alices_run.name}
     versions_url = live_server.url + reverse("version_list", kwargs=kwargs)
     import_url = live_server.url + reverse("label_import", kwargs=kwargs)
     workbook_path = tmp_path / "alice.xlsx"
 
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport={"width": 1280, "height": 800}, accept_downloads=True)
-        page.goto(live_server.url + reverse("login"))
-        page.fill("#id_username", "alice")
-        page.fill("#id_password", "pw-for-tests-1")
-        page.click("button[type=submit]")
+    page.goto(versions_url)
+    expect(page.locator("#current-support")).to_have_text("3/5 = 0.60")
+    page.fill("#snapshot-note", "before offline labeling")
+    page.click("text=Save version")
+    expect(page.locator(".message.success")).to_contain_text("Saved version 1: 5 claims, 5 labels")
 
-        page.goto(versions_url)
-        expect(page.locator("#current-support")).to_have_text("3/5 = 0.60")
-        page.fill("#snapshot-note", "before offline labeling")
-        page.click("text=Save version")
-        expect(page.locator(".message.success")).to_contain_text("Saved version 1: 5 claims, 5 labels")
+    page.goto(import_url)
+    with page.expect_download() as download:
+        page.click("text=download your labels as XLSX")
+    download.value.save_as(workbook_path)
 
-        page.goto(import_url)
-        with page.expect_download() as download:
-            page.click("text=download your labels as XLSX")
-        download.value.save_as(workbook_path)
+    # Offline: claim 3 becomes SUPPORTED, with a justification.
+    workbook = load_workbook(workbook_path)
+    sheet = workbook["Labels"]
+    header = [cell.value for cell in sheet[1]]
+    row = next(r for r in sheet.iter_rows(min_row=2) if r[header.index("claim_index")].value == 3)
+    assert row[header.index("label")].value == "UNSUPPORTED"
+    row[header.index("label")].value = "SUPPORTED"
+    row[header.index("justification")].value = "P2 covers every token error."
+    workbook.save(workbook_path)
 
-        # Offline: claim 3 becomes SUPPORTED, with a justification.
-        workbook = load_workbook(workbook_path)
-        sheet = workbook["Labels"]
-        header = [cell.value for cell in sheet[1]]
-        row = next(r for r in sheet.iter_rows(min_row=2) if r[header.index("claim_index")].value == 3)
-        assert row[header.index("label")].value == "UNSUPPORTED"
-        row[header.index("label")].value = "SUPPORTED"
-        row[header.index("justification")].value = "P2 covers every token error."
-        workbook.save(workbook_path)
+    page.set_input_files("#label-file", str(workbook_path))
+    page.click("text=Check file")
+    expect(page.locator("#change-count")).to_have_text("1")
+    change = page.locator("table.import-changes tbody tr")
+    expect(change).to_have_count(1)
+    expect(change).to_contain_text("UNSUPPORTED → SUPPORTED")
+    expect(change).to_contain_text("P2 covers every token error.")
+    assert not Label.objects.filter(justification="P2 covers every token error.").exists()
 
-        page.set_input_files("#label-file", str(workbook_path))
-        page.click("text=Check file")
-        expect(page.locator("#change-count")).to_have_text("1")
-        change = page.locator("table.import-changes tbody tr")
-        expect(change).to_have_count(1)
-        expect(change).to_contain_text("UNSUPPORTED → SUPPORTED")
-        expect(change).to_contain_text("P2 covers every token error.")
+    page.click("text=Save 1 label as alice")
+    expect(page.locator(".message.success")).to_contain_text("Imported 1 label as alice from alice.xlsx")
+    expect(page.locator("#current-support")).to_have_text("4/5 = 0.80")
 
-        page.click("text=Save 1 label as alice")
-        expect(page.locator(".message.success")).to_contain_text("Imported 1 label as alice from alice.xlsx")
-        expect(page.locator("#current-support")).to_have_text("4/5 = 0.80")
-
-        page.fill("#snapshot-note", "after offline labeling")
-        page.click("text=Save version")
-        page.click("text=Show changes")
-        expect(page.locator("table.version-diff tbody tr")).to_have_count(1)
-        expect(page.locator("table.version-diff tbody tr")).to_contain_text("P2 covers every token error.")
-        assert re.search(r"/versions/diff/\?old=1&new=2$", page.url)
-        browser.close()
+    page.fill("#snapshot-note", "after offline labeling")
+    page.click("text=Save version")
+    page.click("text=Show changes")
+    expect(page.locator("table.version-diff tbody tr")).to_have_count(1)
+    expect(page.locator("table.version-diff tbody tr")).to_contain_text("P2 covers every token error.")
+    assert re.search(r"/versions/diff/\?old=1&new=2$", page.url)
 
     label = Label.objects.get(claim__answer__run=alices_run, claim__index=3, is_current=True)
     assert (label.value, label.justification) == ("SUPPORTED", "P2 covers every token error.")
