@@ -200,5 +200,8 @@
     replay();
   });
   document.addEventListener("DOMContentLoaded", function () { settle(document.body); });
+  document.addEventListener("click", function (event) {
+    if (event.target.closest && event.target.closest('button[data-shortcut="?"]')) { toggleHelp(); }
+  });
 })();
 // ---- end labeling screen ----
