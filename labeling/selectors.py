@@ -30,6 +30,7 @@ from labeling.models import (
     Reviewer,
     Run,
 )
+from scoring.normalize import normalize_source
 from scoring.ratio import Ratio, difference
 
 ANSWERS_PER_PAGE = 50
@@ -451,6 +452,30 @@ class ReviewContext:
             c.passage.source for view in self.claims for c in view.citations
             if c.passage is not None and c.passage.source
         ))
+
+    @property
+    def gold_sources(self) -> list[tuple[str, bool]]:
+        """Expected sources with whether the answer cites them (sources compared as
+        ``scoring.normalize.normalize_source`` does: scheme, ``www.``, case ignored)."""
+        cited = {normalize_source(source) for source in self.cited_sources}
+        return [(source, normalize_source(source) in cited) for source in (self.gold or {}).get("sources") or []]
+
+    @property
+    def gold_summary(self) -> str:
+        """One line for the collapsed Gold panel, e.g. ``supporting ids 1/2 cited · 3 reference passages``."""
+        if not self.gold:
+            return ""
+        parts = []
+        if self.gold["ids"] is not None:
+            hits = len(set(self.gold["ids"]) & set(self.cited_ids))
+            parts.append(f"supporting ids {hits}/{len(self.gold['ids'])} cited")
+        if self.gold["sources"] is not None:
+            hits = sum(cited for _source, cited in self.gold_sources)
+            parts.append(f"expected sources {hits}/{len(self.gold['sources'])} cited")
+        if self.gold["references"] is not None:
+            count = len(self.gold["references"])
+            parts.append(f"{count} reference passage{'' if count == 1 else 's'}")
+        return " · ".join(parts)
 
 
 def review_answer(*, run: Run, answer_id: int) -> Answer | None:

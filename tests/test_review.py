@@ -178,12 +178,14 @@ def test_gold_is_shown_beside_what_the_answer_cited(alice, site):
     GoldPassageId.objects.create(question=question, passage_id="P1")
     GoldPassageId.objects.create(question=question, passage_id="P7")
     GoldReference.objects.create(question=question, position=0, source="atlas.pdf", text="Seine <b>river</b>")
-    ExpectedSource.objects.create(question=question, source="https://example.org/paris")
+    # Cited as "https://example.org/paris": the same source once normalized.
+    ExpectedSource.objects.create(question=question, source="http://www.Example.org/paris/")
 
     html = alice.get(site.review(site.a1)).content.decode()
 
+    assert "supporting ids 1/2 cited · expected sources 1/1 cited · 1 reference passage" in html
     assert '<span class="chip hit">P1</span><span class="chip">P7</span>' in html
-    assert '<span class="badge SUPPORTED">cited</span> https://example.org/paris' in html
+    assert '<span class="badge SUPPORTED">cited</span> http://www.Example.org/paris/' in html
     assert "Seine &lt;b&gt;river&lt;/b&gt;" in html
 
 
