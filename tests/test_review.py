@@ -431,6 +431,14 @@ def test_undo_without_js_redirects(alice, site, reviewer):
     assert alice.post(site.url("label_undo")).url == site.run.get_absolute_url()  # nothing left to undo
 
 
+def test_undo_with_nothing_to_undo_says_so_in_the_panel(alice, site):
+    response = alice.post(site.url("label_undo"), {"claim": site.c3.pk, "answer": site.a1.pk}, **HX)
+
+    html = response.content.decode()
+    assert "Nothing to undo: you have no label in run r1." in html
+    assert "<html" not in html and f'data-claim="{site.c3.pk}"' in html
+
+
 def test_queue_runs_through_cited_unlabeled_claims_in_question_order(site, reviewer):
     LabelFactory(claim=site.d1, reviewer=ReviewerFactory(username="bob"))  # another reviewer's label
     queue = []

@@ -123,12 +123,17 @@ def _after_write(request: HttpRequest, run: Run, claim: Claim, *, show: Claim | 
     if not request.htmx:
         messages.success(request, notice)
         return redirect(review_url(run, target.answer_id, target.pk))
-    if Claim.answer.is_cached(target) and Answer.question.is_cached(target.answer):
-        answer = target.answer  # loaded with its question (claim_in_run, next_unlabeled_claim)
-        answer.run = run
-    else:
-        answer = selectors.review_answer(run=run, answer_id=target.answer_id)
-    return _show(request, run, answer, target.pk, came_from=claim.answer_id, saved=saved, notice=notice)
+    return _show(request, run, _answer_of(run, target), target.pk, came_from=claim.answer_id, saved=saved,
+                 notice=notice)
+
+
+def _answer_of(run: Run, claim: Claim) -> Answer:
+    """The claim's answer with its question: the one already loaded (claim_in_run,
+    next_unlabeled_claim), else one query."""
+    if Claim.answer.is_cached(claim) and Answer.question.is_cached(claim.answer):
+        claim.answer.run = run
+        return claim.answer
+    return selectors.review_answer(run=run, answer_id=claim.answer_id)
 
 
 def _came_from(request: HttpRequest, default: int) -> int:
@@ -173,8 +178,7 @@ def claim_label(request: HttpRequest, project_slug: str, run_name: str, claim_id
 
     def again(**extra: Any) -> HttpResponse:
         # The same claim again, with what the reviewer typed and why nothing was saved.
-        answer = selectors.review_answer(run=run, answer_id=claim.answer_id)
-        return _show(request, run, answer, claim.pk, came_from=answer.pk, justification=typed, **extra)
+        return _show(request, run, claim.answer, claim.pk, came_from=claim.answer_id, justification=typed, **extra)
 
     if not form.is_valid():
         missing = ", ".join(sorted(form.errors))
@@ -221,8 +225,8 @@ def label_undo(request: HttpRequest, project_slug: str, run_name: str) -> HttpRe
         claim = selectors.claim_in_run(run=run, claim_id=int(shown)) if shown.isdigit() else None
         if claim is None:
             return HttpResponse(status=204)
-        answer = selectors.review_answer(run=run, answer_id=claim.answer_id)
-        return _show(request, run, answer, claim.pk, came_from=_came_from(request, answer.pk), notice=notice)
+        return _show(request, run, claim.answer, claim.pk, came_from=_came_from(request, claim.answer_id),
+                     notice=notice)
     restored = services.label_undo(claim=last.claim, reviewer=request.user)
     notice = f"Undid your {last.value} on claim {last.claim.index}"
     notice += (f"; your earlier {restored.value} is current again." if restored is not None
@@ -230,7 +234,7 @@ def label_undo(request: HttpRequest, project_slug: str, run_name: str) -> HttpRe
     if not request.htmx:
         messages.success(request, notice)
         return redirect(review_url(run, last.claim.answer_id, last.claim.pk))
-    answer = selectors.review_answer(run=run, answer_id=last.claim.answer_id)
+    answer = _answer_of(run, last.claim)
     return _show(request, run, answer, last.claim.pk, came_from=_came_from(request, answer.pk), saved=True,
                  notice=notice)
 
@@ -246,7 +250,7 @@ def claim_split(request: HttpRequest, project_slug: str, run_name: str, claim_id
     claim = _claim_or_404(run, claim_id)
     if isinstance(claim, HttpResponse):
         return claim
-    answer = selectors.review_answer(run=run, answer_id=claim.answer_id)
+    answer = claim.answer
     choices = _citation_choices(claim)
     if request.method == "GET":
         first, second = suggest_split(claim.text)
@@ -292,8 +296,7 @@ def claim_merge(request: HttpRequest, project_slug: str, run_name: str, claim_id
         merged = services.claim_merge(claim=claim, other=other,
                                       base_revision=int(revision) if revision.isdigit() else None)
     except ValidationError as exc:
-        answer = selectors.review_answer(run=run, answer_id=claim.answer_id)
-        return _show(request, run, answer, claim.pk, came_from=answer.pk, error=exc.messages[0])
+        return _show(request, run, claim.answer, claim.pk, came_from=claim.answer_id, error=exc.messages[0])
     notice = f"Merged into claim {merged.index}: label it again (the old labels are kept as stale)."
     return _after_write(request, run, merged, show=merged, notice=notice)
 
@@ -305,7 +308,7 @@ def claim_edit(request: HttpRequest, project_slug: str, run_name: str, claim_id:
     claim = _claim_or_404(run, claim_id)
     if isinstance(claim, HttpResponse):
         return claim
-    answer = selectors.review_answer(run=run, answer_id=claim.answer_id)
+    answer = claim.answer
     if request.method == "GET":
         return _show(request, run, answer, claim.pk, came_from=answer.pk, mode="edit", edit_text=claim.text)
     form = EditForm(request.POST)
