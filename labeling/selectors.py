@@ -92,39 +92,33 @@ class ClaimCounts:
         return "in progress" if self.labeled else "not started"
 
 
-def _count_aggregates(reviewer: Reviewer, *, on_answer: bool = False) -> dict[str, Any]:
-    """``Count`` expressions over claims, for a ``Claim`` queryset (grouped by
-    run or aggregated) or, with ``on_answer``, an ``Answer`` queryset.
+def _answer_count_aggregates(reviewer: Reviewer) -> dict[str, Any]:
+    """``Count`` expressions for an ``Answer`` queryset: its claims' counts.
 
-    One pass over claims ⋈ citations ⋈ labels; every count is DISTINCT so the
-    join's fan-out never double counts. Resolved labels come from three counts
-    by inclusion–exclusion: claims whose labels are all SUPPORTED = judged
-    claims − claims with an UNSUPPORTED label (and the reverse); disputed =
-    claims with both values.
+    One pass over claims ⋈ citations ⋈ labels of the page's answers (50 at
+    most); every count is DISTINCT so the join's fan-out never double counts.
+    Resolved labels come from three counts by inclusion–exclusion: claims
+    whose labels are all SUPPORTED = judged claims − claims with an
+    UNSUPPORTED label (and the reverse); disputed = claims with both values.
     """
-    prefix = "claims__" if on_answer else ""
-    claim = f"{prefix}id"
-    cited = Q(**{f"{prefix}citations__isnull": False})
-    current = {f"{prefix}labels__is_current": True}
-    judged = cited & Q(**current, **{f"{prefix}labels__value__in": [LabelValue.SUPPORTED, LabelValue.UNSUPPORTED]})
+    cited = Q(claims__citations__isnull=False)
+    judged = cited & Q(claims__labels__is_current=True,
+                       claims__labels__value__in=[LabelValue.SUPPORTED, LabelValue.UNSUPPORTED])
     # SPEC §4.2: an answer to an unanswerable question that cites nothing is an
     # abstention; its claims are not factual claims and leave every count.
-    abstaining = Q(**{("" if on_answer else "answer__") + "question__answerable": False}) & ~Exists(
-        Citation.objects.filter(claim__answer=OuterRef("pk" if on_answer else "answer"))
-    )
+    abstaining = Q(question__answerable=False) & ~Exists(Citation.objects.filter(claim__answer=OuterRef("pk")))
     return {
-        "n_claims": Count(claim, distinct=True),
-        "n_abstaining": Count(claim, distinct=True, filter=abstaining),
-        "n_cited": Count(claim, distinct=True, filter=cited),
-        "n_judged": Count(claim, distinct=True, filter=judged),
-        "n_has_supported": Count(claim, distinct=True,
-                                 filter=judged & Q(**{f"{prefix}labels__value": LabelValue.SUPPORTED})),
-        "n_has_unsupported": Count(claim, distinct=True,
-                                   filter=judged & Q(**{f"{prefix}labels__value": LabelValue.UNSUPPORTED})),
-        "n_labeled": Count(claim, distinct=True,
-                           filter=cited & Q(**current, **{f"{prefix}labels__reviewer": reviewer})),
-        "n_fabricated": Count(f"{prefix}citations", distinct=True,
-                              filter=Q(**{f"{prefix}citations__fabricated": True})),
+        "n_claims": Count("claims", distinct=True),
+        "n_abstaining": Count("claims", distinct=True, filter=abstaining),
+        "n_cited": Count("claims", distinct=True, filter=cited),
+        "n_judged": Count("claims", distinct=True, filter=judged),
+        "n_has_supported": Count("claims", distinct=True,
+                                 filter=judged & Q(claims__labels__value=LabelValue.SUPPORTED)),
+        "n_has_unsupported": Count("claims", distinct=True,
+                                   filter=judged & Q(claims__labels__value=LabelValue.UNSUPPORTED)),
+        "n_labeled": Count("claims", distinct=True,
+                           filter=cited & Q(claims__labels__is_current=True, claims__labels__reviewer=reviewer)),
+        "n_fabricated": Count("claims__citations", distinct=True, filter=Q(claims__citations__fabricated=True)),
     }
 
 
@@ -182,7 +176,7 @@ def _runs_claim_counts(*, reviewer: Reviewer, run: Run | None = None, project: P
     citations ⋈ labels with eight of them is several times slower):
     claims (and those of unanswerable questions), citations (cited claims,
     fabricated citations), current SUPPORTED/UNSUPPORTED labels on cited
-    claims (resolved as in ``_count_aggregates``). A fourth query finds the
+    claims (resolved as in ``_answer_count_aggregates``). A fourth query finds the
     claims of abstaining answers, only when unanswerable questions exist.
     """
     scope = {"run": run} if run is not None else {"run__project": project}
@@ -307,7 +301,7 @@ def answer_page(*, run: Run, reviewer: Reviewer, answer_filter: str = "", page_n
     rows = (
         Answer.objects.filter(pk__in=page_ids)
         .select_related("question")
-        .annotate(**_count_aggregates(reviewer, on_answer=True))
+        .annotate(**_answer_count_aggregates(reviewer))
     )
     by_id = {answer.pk: answer for answer in rows}
     return AnswerPage(
@@ -392,7 +386,6 @@ class ClaimView:
     claim: Claim
     citations: list[Citation]
     my_label: Label | None
-    number: int = 0  # 1-based position among the answer's claims, for display
 
     @property
     def cited(self) -> bool:
@@ -536,9 +529,9 @@ def review_context(*, answer: Answer, reviewer: Reviewer, claim_id: int | None =
         )
     )
     views = [
-        ClaimView(claim=c, citations=list(c.citations.all()), number=n, my_label=next(
+        ClaimView(claim=c, citations=list(c.citations.all()), my_label=next(
             (label for label in c.all_labels if label.reviewer_id == reviewer.pk and label.is_current), None))
-        for n, c in enumerate(claims, start=1)
+        for c in claims
     ]
     by_id = {view.claim.pk: view for view in views}
     to_label = [v for v in views if v.cited and v.my_label is None]
