@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import IO
 
 from django.db import transaction
+from django.db.models import Count
 
 from labeling.importers.answers_jsonl import canonical_passage_id, iter_answer_records
 from labeling.importers.records import AnswerRecord, ImportFailed, ImportIssue
@@ -28,6 +29,7 @@ from labeling.models import (
     GoldPassageId,
     GoldReference,
     Label,
+    LabelValue,
     Passage,
     Project,
     Question,
@@ -407,33 +409,57 @@ class _Writer:
 
     def _sync_labels(self, known: list[tuple[AnswerRecord, Answer]]) -> None:
         """Re-import of an answer already stored: add the file's labels that
-        differ from the reviewer's current label (history kept)."""
+        this reviewer has never given on that claim (history kept).
+
+        File claims meet stored claims by their text, not their position: a
+        reviewer may have split, merged or edited claims since the import. A
+        label whose claim changed, or that would break "UNCITED if and only if
+        no citations" (SPEC §3), is not applied and is reported as a warning.
+        A label already in the reviewer's history is not given again, so a
+        re-import never reverts a later change.
+        """
         wanted = [(record, answer) for record, answer in known if any(c.label for c in record.claims)]
         if not wanted:
             return
-        claims = {
-            (c.answer_id, c.index): c
-            for c in Claim.objects.filter(answer__in=[a for _r, a in wanted]).only("id", "answer_id", "index",
-                                                                                  "revision")
-        }
-        current = {
-            (label.claim_id, label.reviewer_id): label
-            for label in Label.objects.filter(claim__in=claims.values(), is_current=True)
-        }
+        by_text: dict[tuple[int, str], list[Claim]] = {}
+        stored = (
+            Claim.objects.filter(answer__in=[a for _r, a in wanted])
+            .annotate(n_citations=Count("citations"))
+            .only("id", "answer_id", "index", "text", "revision")
+            .order_by("answer_id", "index")
+        )
+        for claim in stored:
+            by_text.setdefault((claim.answer_id, claim.text), []).append(claim)
+        history: dict[tuple[int, int], list[Label]] = {}
+        claim_ids = [c.pk for claims in by_text.values() for c in claims]
+        for label in Label.objects.filter(claim_id__in=claim_ids).order_by("created_at", "id"):
+            history.setdefault((label.claim_id, label.reviewer_id), []).append(label)
         replaced: list[int] = []
         created: list[Label] = []
         for record, answer in wanted:
             for position, claim_record in enumerate(record.claims):
-                claim = claims.get((answer.pk, position + 1))
-                if claim is None or claim_record.label is None:
+                candidates = by_text.get((answer.pk, claim_record.text))
+                claim = candidates.pop(0) if candidates else None
+                if claim_record.label is None:
+                    continue
+                where = f"claims[{position}].label"
+                if claim is None:
+                    self.report.warnings.append(ImportIssue(
+                        record.line, where, "claim was split, merged or edited in Citelab since the import; "
+                        "its label from the file was not applied"))
+                    continue
+                if (claim_record.label == LabelValue.UNCITED) != (claim.n_citations == 0):
+                    self.report.warnings.append(ImportIssue(
+                        record.line, where, f"{claim_record.label} does not fit claim {claim.index}, which now has "
+                        f"{claim.n_citations} citation(s); not applied"))
                     continue
                 reviewer = self.reviewer(claim_record.reviewer or self.default_reviewer)
-                label = current.get((claim.pk, reviewer.pk))
-                if label and label.value == claim_record.label and label.justification == claim_record.justification:
+                past = history.get((claim.pk, reviewer.pk), [])
+                if any(lb.value == claim_record.label and lb.justification == claim_record.justification
+                       for lb in past):
                     continue
-                if label:
-                    replaced.append(label.pk)
-                created.append(Label(claim=claim, reviewer=reviewer, value=claim_record.label,
+                replaced.extend(lb.pk for lb in past if lb.is_current)
+                created.append(Label(claim_id=claim.pk, reviewer_id=reviewer.pk, value=claim_record.label,
                                      justification=claim_record.justification, claim_revision=claim.revision))
         Label.objects.filter(pk__in=replaced).update(is_current=False)
         Label.objects.bulk_create(created)

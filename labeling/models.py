@@ -237,8 +237,9 @@ class Citation(models.Model):
     claim = models.ForeignKey(Claim, on_delete=models.CASCADE, related_name="citations")
     passage = models.ForeignKey(Passage, null=True, blank=True, on_delete=models.CASCADE, related_name="citations")
     position = models.PositiveIntegerField()
-    # The passage id exactly as the answer cites it (kept for fabricated ids).
-    cited_id = models.CharField(max_length=200)
+    # The passage id exactly as the answer cites it (kept for fabricated ids);
+    # a citation given by source alone keeps its source here, hence 1000.
+    cited_id = models.CharField(max_length=1000)
     span = models.TextField(blank=True)
     fabricated = models.BooleanField(default=False)
 

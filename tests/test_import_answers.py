@@ -238,3 +238,92 @@ def test_import_command_requires_project_when_several_exist(tmp_path):
         call_command("import_answers", str(path))
     call_command("import_answers", str(path), "--project", "b", "--run", "override")
     assert Run.objects.get().name == "override"
+
+
+@pytest.mark.django_db
+def test_reimport_after_a_split_applies_labels_by_claim_text_not_position():
+    """Claim 1 is split in Citelab after the import; the file is re-imported with one
+    justification edited (claim 2). Only claim 2's changed label is written, on the
+    claim with that text; claim 1's label (its claim changed) is reported, not applied."""
+    from labeling.services import claim_split
+
+    project = ProjectFactory(slug="p")
+    row = answer_row()
+    row["claims"][0].update(label="SUPPORTED", justification="P1 states it.", reviewer="expert")
+    row["claims"][1].update(label="SUPPORTED", justification="P3 states it.", reviewer="expert")
+    run_import(project=project, source=jsonl(row))
+    first = Claim.objects.get(index=1)
+    claim_split(claim=first, at=len("It retries"),
+                first_citation_ids=list(first.citations.values_list("pk", flat=True)), second_citation_ids=[],
+                base_revision=first.revision)
+    assert list(Claim.objects.order_by("index").values_list("text", flat=True)) == [
+        "It retries", "five times [P1].", "It logs runs [P3]."]
+    row["claims"][1]["justification"] = "P3 says runs are logged locally."
+    report = run_import(project=project, source=jsonl(row))
+    assert report.labels_created == 1
+    assert [str(w) for w in report.warnings] == [
+        "line 1: claims[0].label: claim was split, merged or edited in Citelab since the import; "
+        "its label from the file was not applied"]
+    current = {c: (v, j) for c, v, j in Label.objects.filter(is_current=True).values_list(
+        "claim__text", "value", "justification")}
+    assert current == {"It logs runs [P3].": ("SUPPORTED", "P3 says runs are logged locally.")}
+
+
+@pytest.mark.django_db
+def test_reimporting_an_old_label_never_reverts_a_newer_one():
+    project = ProjectFactory(slug="p")
+    row = answer_row()
+    row["claims"][0].update(label="SUPPORTED", reviewer="expert")
+    run_import(project=project, source=jsonl(row))
+    changed = dict(row, claims=[dict(row["claims"][0], label="UNSUPPORTED", justification="no"), row["claims"][1]])
+    run_import(project=project, source=jsonl(changed))
+    report = run_import(project=project, source=jsonl(row))
+    assert report.labels_created == 0
+    assert Label.objects.get(is_current=True).value == "UNSUPPORTED"
+
+
+@pytest.mark.django_db
+def test_undecodable_nested_nul_and_overlong_lines_are_reported_not_raised():
+    project = ProjectFactory(slug="p")
+    long_gold = answer_row("q4", gold={"supporting_ids": ["x" * 201], "expected_sources": ["s" * 1001]})
+    source = io.BytesIO(
+        b"\xef\xbb\xbf" + json.dumps(answer_row("q1")).encode() + b"\n"
+        + b'{"question_id": "q2", "question": "caf\xe9"}\n'
+        + b"[" * 100_000 + b"\n"
+        + json.dumps(answer_row("q3", answer="a\u0000b")).encode() + b"\n"
+        + json.dumps(long_gold).encode() + b"\n"
+    )
+    with pytest.raises(ImportFailed) as failure:
+        run_import(project=project, source=source)
+    assert [str(i) for i in failure.value.issues] == [
+        "line 2: (line): not UTF-8: invalid continuation byte at byte 39",
+        "line 3: (line): invalid JSON: nested too deeply",
+        "line 4: (line): contains a NUL character (\\u0000), which cannot be stored",
+        "line 5: gold.supporting_ids[0]: longer than 200 characters",
+        "line 5: gold.expected_sources[0]: longer than 1000 characters",
+    ]
+
+
+@pytest.mark.django_db
+def test_citation_by_source_alone_keeps_a_long_source_url():
+    project = ProjectFactory(slug="p")
+    url = "https://example.org/" + "a" * 400
+    row = answer_row(passages=[{"id": "1", "source": url, "text": "t"}],
+                     claims=[{"text": "It retries five times [P1].", "citations": [{"source": url}]}])
+    run_import(project=project, source=jsonl(row))
+    citation = Citation.objects.get()
+    assert (citation.cited_id, citation.fabricated) == ("1", False)
+    row2 = answer_row("q2", claims=[{"text": "x", "citations": [{"source": url + "/other"}]}])
+    run_import(project=project, source=jsonl(row2))
+    assert Citation.objects.get(fabricated=True).cited_id == url + "/other"
+
+
+@pytest.mark.django_db
+def test_failed_import_into_a_new_project_leaves_no_project_behind(tmp_path):
+    path = tmp_path / "bad.jsonl"
+    path.write_text('{"question_id": 1}\n')
+    with pytest.raises(CommandError):
+        call_command("import_answers", str(path), "--project", "fresh")
+    from labeling.models import Project
+
+    assert not Project.objects.filter(slug="fresh").exists()

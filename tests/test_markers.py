@@ -32,3 +32,8 @@ def test_markers_opening_a_sentence_belong_to_the_previous_one():
     assert [(c.text, c.cited_ids) for c in claims] == [
         ("Backoff is exponential. [2]", ("2",)), ("Runs are logged [3].", ("3",))]
     assert problems == []
+
+
+def test_other_scripts_digits_become_ascii_ids():
+    assert parse_marker_content("١") == ("1",)
+    assert parse_marker_content("P𝟙") == ("P1",)

@@ -48,16 +48,27 @@ def iter_answer_records(
     file's ``run`` field (SPEC §6: "`run` (or given on import)").
     """
     for number, raw in enumerate(lines, start=1):
-        text = raw.decode("utf-8", errors="strict") if isinstance(raw, bytes) else raw
+        try:
+            text = raw.decode("utf-8", errors="strict") if isinstance(raw, bytes) else raw
+        except UnicodeDecodeError as exc:
+            yield number, None, [ImportIssue(number, "(line)", f"not UTF-8: {exc.reason} at byte {exc.start + 1}")]
+            continue
+        if number == 1:
+            # Editors on Windows often start files with a byte order mark.
+            text = text.removeprefix("\ufeff")
         if not text.strip():
+            continue
+        if "\\u0000" in text:
+            reason = "contains a NUL character (\\u0000), which cannot be stored"
+            yield number, None, [ImportIssue(number, "(line)", reason)]
             continue
         try:
             data = json.loads(text)
         except json.JSONDecodeError as exc:
             yield number, None, [ImportIssue(number, "(line)", f"invalid JSON: {exc.msg} at column {exc.colno}")]
             continue
-        except UnicodeDecodeError as exc:
-            yield number, None, [ImportIssue(number, "(line)", f"not UTF-8: {exc.reason}")]
+        except RecursionError:
+            yield number, None, [ImportIssue(number, "(line)", "invalid JSON: nested too deeply")]
             continue
         try:
             record = answer_record_from_dict(data, line=number, run=run)
@@ -272,6 +283,9 @@ def _citations(value: Any, field: str, problem) -> list[CitationRecord]:
         if len(passage_id) > 200:
             problem(f"{cfield}.passage_id", "longer than 200 characters")
             continue
+        if len(source) > 1000:
+            problem(f"{cfield}.source", "longer than 1000 characters")
+            continue
         span = _optional_str(item.get("span"), f"{cfield}.span", problem)
         citations.append(CitationRecord(passage_id=passage_id or None, source=source or None, span=span.strip()))
     return citations
@@ -300,6 +314,9 @@ def _gold(value: Any, problem) -> GoldRecord | None:
             problem("gold.supporting_ids", "must be a list of passage ids")
         else:
             gold.supporting_ids = list(dict.fromkeys(str(i).strip() for i in ids))
+            for k, passage_id in enumerate(gold.supporting_ids):
+                if len(passage_id) > 200:
+                    problem(f"gold.supporting_ids[{k}]", "longer than 200 characters")
     references = value.get("references")
     if references is not None:
         if not isinstance(references, list):
@@ -315,6 +332,8 @@ def _gold(value: Any, problem) -> GoldRecord | None:
                 if not source.strip() and not text.strip():
                     problem(f"gold.references[{k}]", "needs a source or a text")
                     continue
+                if len(source.strip()) > 1000:
+                    problem(f"gold.references[{k}].source", "longer than 1000 characters")
                 gold.references.append((source.strip(), text))
     sources = value.get("expected_sources")
     if sources is not None:
@@ -322,4 +341,7 @@ def _gold(value: Any, problem) -> GoldRecord | None:
             problem("gold.expected_sources", "must be a list of source names")
         else:
             gold.expected_sources = list(dict.fromkeys(s.strip() for s in sources if s.strip()))
+            for k, source in enumerate(gold.expected_sources):
+                if len(source) > 1000:
+                    problem(f"gold.expected_sources[{k}]", "longer than 1000 characters")
     return gold

@@ -10,6 +10,7 @@ come from ``sentencex`` (a maintained rule-based segmenter).
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass
 
 from sentencex import get_sentence_boundaries
@@ -49,7 +50,7 @@ def parse_marker_content(content: str) -> tuple[str, ...]:
             raise MarkerError(f"empty item in [{content}]")
         if match := _ID.match(item):
             prefix, number, suffix = match.groups()
-            ids.append(f"{prefix}{number}{suffix}")
+            ids.append(f"{prefix}{_ascii_digits(number)}{suffix}")
             continue
         if match := _RANGE.match(item):
             prefix_a, first, prefix_b, last = match.groups()
@@ -64,6 +65,11 @@ def parse_marker_content(content: str) -> tuple[str, ...]:
             continue
         raise MarkerError(f"{item!r} is not a passage id")
     return tuple(ids)
+
+
+def _ascii_digits(number: str) -> str:
+    """``"١٢"`` → ``"12"``: \\d also matches other scripts' digits, and passage ids are ASCII."""
+    return "".join(str(unicodedata.digit(ch)) for ch in number)
 
 
 def find_markers(text: str) -> tuple[list[Marker], list[str]]:

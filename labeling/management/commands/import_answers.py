@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.db import transaction
 
 from labeling.importers.records import ImportFailed
 from labeling.importing import DEFAULT_IMPORT_REVIEWER, project_for_import, run_import
@@ -29,16 +30,17 @@ class Command(BaseCommand):
         if not file.is_file():
             raise CommandError(f"{file}: no such file")
         try:
-            target = project_for_import(slug=project)
+            # One transaction: a project created for a file that fails is not left behind.
+            with transaction.atomic():
+                target = project_for_import(slug=project)
+                if file.suffix.lower() in (".csv", ".xlsx"):
+                    # One row per claim (SPEC §6): columns in labeling.importers.answers_table.
+                    report = answers_file_import(project=target, data=file.read_bytes(), filename=file.name,
+                                                 run_name=run, default_reviewer=reviewer)
+                else:
+                    report = run_import(project=target, source=file, run_name=run, default_reviewer=reviewer)
         except ValueError as exc:
             raise CommandError(str(exc)) from None
-        try:
-            if file.suffix.lower() in (".csv", ".xlsx"):
-                # One row per claim (SPEC §6): columns in labeling.importers.answers_table.
-                report = answers_file_import(project=target, data=file.read_bytes(), filename=file.name,
-                                             run_name=run, default_reviewer=reviewer)
-            else:
-                report = run_import(project=target, source=file, run_name=run, default_reviewer=reviewer)
         except ImportFailed as failure:
             for issue in failure.issues:
                 self.stderr.write(f"{file}: {issue}")
