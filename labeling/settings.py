@@ -117,15 +117,16 @@ if _database_url:
     except ValueError as exc:
         raise ImproperlyConfigured(f"DATABASE_URL is not a valid database URL: {exc}") from None
 else:
-    DATABASES = {
-        "default": {
-            "ENGINE": "django.db.backends.sqlite3",
-            "NAME": BASE_DIR / "db.sqlite3",
-            # WAL lets reviewers read while another one saves a label.
-            "OPTIONS": {"init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
-                        "transaction_mode": "IMMEDIATE"},
-        }
-    }
+    DATABASES = {"default": {"ENGINE": "django.db.backends.sqlite3", "NAME": BASE_DIR / "db.sqlite3"}}
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    DATABASES["default"]["CONN_MAX_AGE"] = 0
+    DATABASES["default"].setdefault("OPTIONS", {}).update({
+        # WAL lets reviewers read while another one saves a label; IMMEDIATE takes
+        # the write lock at BEGIN, so concurrent writers wait instead of failing.
+        "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+        "transaction_mode": "IMMEDIATE",
+        "timeout": 20,
+    })
 
 AUTH_USER_MODEL = "labeling.Reviewer"
 AUTH_PASSWORD_VALIDATORS = [

@@ -44,6 +44,9 @@ def test_model_labeler_graded_against_the_seed_reviewer(seed_run, capsys):
 def test_agreement_needs_two_reviewers_with_labels(seed_run):
     with pytest.raises(CommandError, match="exactly twice"):
         call_command("agreement", "--run", "seed-coverage-support", "--reviewer", "seed-reviewer")
+    with pytest.raises(CommandError, match="given twice"):
+        call_command("agreement", "--run", "seed-coverage-support", "--reviewer", "seed-reviewer",
+                     "--reviewer", "seed-reviewer")
     with pytest.raises(CommandError, match="'nobody' has no current label"):
         call_command("agreement", "--run", "seed-coverage-support", "--reviewer", "seed-reviewer",
                      "--reviewer", "nobody")

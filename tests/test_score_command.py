@@ -140,7 +140,7 @@ def test_ci_gate_passes_when_within_the_allowed_drop(seeds, capsys):
 
 def test_ci_gate_rejects_unknown_metric(seeds):
     with pytest.raises(CommandError, match="--max-drop 'accuracy=0.1'"):
-        call_command("score", "--run", "seed-coverage-support", "--baseline", "seed-coverage-support",
+        call_command("score", "--run", "seed-coverage-support", "--baseline", "seed-citation-ids",
                      "--max-drop", "accuracy=0.1")
 
 
@@ -173,3 +173,19 @@ def test_unknown_match_method_is_a_clear_error(seeds):
 def test_runs_without_gold_have_no_context_or_source_keys(seeds, capsys):
     result = score_json("--run", "seed-coverage-support", capsys=capsys)
     assert "context" not in result and "source" not in result
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--max-drop", "support=nan"], "must be a finite number"),
+    (["--max-drop", "support=-0.1"], "cannot be negative"),
+    (["--match-threshold", "-3"], "must be between 0 and 1"),
+])
+def test_gate_and_threshold_reject_values_that_would_pass_silently(seeds, args, message):
+    with pytest.raises(CommandError, match=message):
+        call_command("score", "--run", "seed-coverage-support", "--baseline", "seed-citation-ids", *args)
+
+
+def test_gate_against_the_run_itself_is_refused(seeds):
+    with pytest.raises(CommandError, match="names the run itself"):
+        call_command("score", "--run", "seed-coverage-support", "--baseline", "seed-coverage-support",
+                     "--max-drop", "support=0")

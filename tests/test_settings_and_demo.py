@@ -43,6 +43,12 @@ def test_sqlite_by_default_and_postgres_from_database_url():
     assert pg.stdout.strip() == "django.db.backends.postgresql citelab"
 
 
+def test_sqlite_from_a_url_gets_the_same_concurrency_settings():
+    result = _settings_in_subprocess({"DATABASE_URL": "sqlite:////tmp/citelab-url.sqlite3"},
+                                     "settings.DATABASES['default']['OPTIONS']['transaction_mode']")
+    assert result.stdout.strip() == "IMMEDIATE"
+
+
 def test_production_without_secret_key_is_refused():
     result = _settings_in_subprocess({"DEBUG": "0"}, "settings.SECRET_KEY")
     assert result.returncode != 0

@@ -31,6 +31,8 @@ class Command(BaseCommand):
     def handle(self, *args, run: str, project: str | None, reviewer: list[str], format: str, **options) -> None:
         if len(reviewer) != 2:
             raise CommandError("give --reviewer exactly twice (reviewer A and reviewer B)")
+        if reviewer[0] == reviewer[1]:
+            raise CommandError(f"--reviewer {reviewer[0]!r} given twice: name two different reviewers")
         target = find_run(find_project(project), run)
         labels = frames.labels_frame(target)[["claim_id", "reviewer", "label"]]
         for name in reviewer:

@@ -8,6 +8,7 @@ drop below the baseline run (issue "Versioned label tables…" §5).
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
@@ -68,6 +69,9 @@ def parse_max_drop(values: list[str]) -> dict[str, float]:
             drops[name] = float(number)
         except ValueError:
             raise CommandError(f"--max-drop {item!r}: {number!r} is not a number") from None
+        # NaN compares false with everything: a NaN drop would let every run pass.
+        if not math.isfinite(drops[name]):
+            raise CommandError(f"--max-drop {item!r}: the allowed drop must be a finite number")
         if drops[name] < 0:
             raise CommandError(f"--max-drop {item!r}: the allowed drop cannot be negative")
     return drops
@@ -99,6 +103,11 @@ class Command(BaseCommand):
         reviewer = options["reviewer"]
         if reviewer and not Reviewer.objects.filter(username=reviewer).exists():
             raise CommandError(f"no reviewer {reviewer!r}")
+        threshold = options["match_threshold"]
+        if threshold is not None and not 0 <= threshold <= 1:
+            raise CommandError(f"--match-threshold {threshold}: must be between 0 and 1")
+        if options["baseline"] == options["run"]:
+            raise CommandError("--baseline names the run itself: gate against another run")
         drops = parse_max_drop(options["max_drop"])
         if drops and not options["baseline"]:
             raise CommandError("--max-drop needs --baseline RUN")
