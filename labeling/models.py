@@ -278,6 +278,8 @@ class Label(models.Model):
     claim_revision = models.PositiveIntegerField()
     is_current = models.BooleanField(default=True)
     is_stale = models.BooleanField(default=False)
+    # The reviewer's label this one replaced as current: what undo brings back.
+    supersedes = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

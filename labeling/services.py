@@ -21,6 +21,9 @@ from django.db.models import Exists, F, Max, OuterRef
 from labeling.models import Citation, Claim, Label, LabelValue, Project, Reviewer, ReviewerKind
 
 JUDGED = (LabelValue.SUPPORTED, LabelValue.UNSUPPORTED)
+# One limit for the browser and the label table import: a justification is a
+# reviewer's note, and 10,000 characters is several pages of it.
+MAX_JUSTIFICATION_CHARS = 10_000
 
 
 class LabelConflict(ValidationError):
@@ -75,6 +78,11 @@ def label_save(
         raise ValidationError(
             f"Unknown label value {value!r}: choose SUPPORTED or UNSUPPORTED.", code="invalid_value"
         )
+    if len(justification) > MAX_JUSTIFICATION_CHARS:
+        raise ValidationError(
+            f"The justification is {len(justification):,} characters long; the limit is "
+            f"{MAX_JUSTIFICATION_CHARS:,}. Shorten it and save again.", code="justification_too_long",
+        )
     with transaction.atomic():
         locked = _lock_claim(claim)
         if base_revision != locked.revision:
@@ -125,7 +133,7 @@ def label_save(
             current.save(update_fields=["is_current"])
         return Label.objects.create(
             claim=locked, reviewer=reviewer, value=value, justification=justification,
-            claim_revision=locked.revision, is_current=True, is_stale=False,
+            claim_revision=locked.revision, is_current=True, is_stale=False, supersedes=current,
         )
 
 
@@ -134,8 +142,8 @@ def label_undo(*, claim: Claim, reviewer: Reviewer) -> Label | None:
     (SPEC §3: every label stays in history).
 
     The current label stops being current and stays in history (a non-current,
-    non-stale label newer than the current one reads as "undone"); the
-    reviewer's previous label on the same claim revision, if any, becomes
+    non-stale label newer than the current one reads as "undone"); the label
+    it replaced (``supersedes``), if still on the same claim revision, becomes
     current again and is returned. ``None`` means the claim is back in the
     reviewer's queue. Undoing again walks further back through history.
 
@@ -149,11 +157,12 @@ def label_undo(*, claim: Claim, reviewer: Reviewer) -> Label | None:
         )
         if current is None:
             raise ValidationError(f"You have no label on claim {locked.index} to undo.", code="nothing_to_undo")
+        # The label this one replaced, not merely the one before it: after
+        # save, undo, save, undo the first label comes back, never the undone one.
         previous = (
             Label.objects.select_for_update(of=("self",))
-            .filter(claim=locked, reviewer=reviewer, is_current=False, is_stale=False,
-                    claim_revision=locked.revision, pk__lt=current.pk)
-            .order_by("-pk").first()
+            .filter(pk=current.supersedes_id, is_stale=False, claim_revision=locked.revision).first()
+            if current.supersedes_id is not None else None
         )
         current.is_current = False
         current.save(update_fields=["is_current"])

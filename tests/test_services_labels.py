@@ -178,6 +178,25 @@ def test_undo_restores_the_previous_label(cited_claim, reviewer):
     assert Label.objects.filter(claim=cited_claim).count() == 2  # nothing deleted
 
 
+def test_undo_after_save_undo_save_restores_the_first_label_not_the_undone_one(cited_claim, reviewer):
+    """j1, j2, undo (j1 current), j3, undo → j1 again: j2 was undone and stays undone."""
+    first = save(cited_claim, reviewer, "SUPPORTED", "j1")
+    save(cited_claim, reviewer, "UNSUPPORTED", "j2")
+    label_undo(claim=cited_claim, reviewer=reviewer)
+    save(cited_claim, reviewer, "UNSUPPORTED", "j3")
+
+    restored = label_undo(claim=cited_claim, reviewer=reviewer)
+
+    assert restored.pk == first.pk
+    assert current_labels(cited_claim) == [("alice", "SUPPORTED")]
+
+
+def test_overlong_justification_is_refused_naming_the_limit(cited_claim, reviewer):
+    with pytest.raises(ValidationError, match="10,001 characters long; the limit is 10,000"):
+        save(cited_claim, reviewer, "UNSUPPORTED", "x" * 10_001)
+    assert current_labels(cited_claim) == []
+
+
 def test_undo_of_the_only_label_puts_the_claim_back_in_the_queue(cited_claim, reviewer):
     save(cited_claim, reviewer, "SUPPORTED")
 

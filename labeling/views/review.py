@@ -33,7 +33,8 @@ LABEL_SAVED = "labelSaved"
 class LabelForm(forms.Form):
     # The value is checked by label_save, which names the allowed values.
     value = forms.CharField(max_length=32)
-    justification = forms.CharField(required=False, max_length=10_000)
+    # Its length is checked by services.label_save, with a message that names the limit.
+    justification = forms.CharField(required=False)
     revision = forms.IntegerField(min_value=1)
     base_label = forms.IntegerField(required=False, min_value=1)
 
