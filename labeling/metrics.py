@@ -12,9 +12,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
+from django.db.models import Q
 
 from labeling.exports import frames
-from labeling.models import LabelValue, Run
+from labeling.models import Answer, LabelValue, Run
 from scoring.citation_ids import (
     AbstentionMetrics,
     CitationIdMetrics,
@@ -25,6 +26,7 @@ from scoring.claims import ClaimMetrics, claim_metrics
 from scoring.gold import GoldMetrics, gold_metrics
 from scoring.labels import resolve_labels
 from scoring.matching import DEFAULT_MATCH_METHOD, get_matcher
+from scoring.ratio import Ratio
 
 
 @dataclass
@@ -135,3 +137,59 @@ def run_scores(
         )
     return RunScores(run=run, reviewer=reviewer, claims=claim_result, citation_ids=ids, abstention=abstention,
                      gold=gold, claims_frame=claims, disagreements=disagreements)
+
+
+def run_has_gold(run: Run) -> bool:
+    """Whether any question answered in ``run`` has gold ids, references or
+    expected sources, or is marked unanswerable (one query)."""
+    return Answer.objects.filter(run=run).filter(
+        Q(question__gold_ids_given=True) | Q(question__gold_references_given=True)
+        | Q(question__gold_sources_given=True) | Q(question__answerable=False)
+    ).exists()
+
+
+@dataclass(frozen=True)
+class GoldRow:
+    """One line of the run page's gold panel: a metric with its pooled
+    fraction (``Ratio`` or ``None`` for F1, which has none) and value, and its
+    per-answer mean (float or None) with the number of answers skipped."""
+
+    group: str
+    metric: str
+    fraction: Ratio | None
+    value: float | None
+    mean: float | None
+
+
+def gold_rows(scores: RunScores) -> list[GoldRow]:
+    """The gold-based metrics of ``scores`` for display (SPEC §4.2, §4.3):
+    citation ids vs gold ids when any question has gold ids, context and
+    source precision/recall/F1 when any has references or expected sources,
+    and abstention when any question is unanswerable."""
+    rows: list[GoldRow] = []
+    ids = scores.citation_ids
+    if ids.gold_answers:
+        rows += [
+            GoldRow("Cited ids vs gold ids", "precision", ids.precision, ids.precision.value, ids.mean_precision),
+            GoldRow("Cited ids vs gold ids", "recall", ids.recall, ids.recall.value, ids.mean_recall),
+        ]
+    rows.append(GoldRow("Cited ids vs gold ids", "fabricated", ids.fabricated_rate, ids.fabricated_rate.value, None))
+    if scores.gold is not None:
+        gold = scores.gold.to_dict()
+        c, s = gold["context"], gold["source"]
+        rows += [
+            GoldRow("Passages (context)", "precision", Ratio(c["matched_citations"], c["citations"]),
+                    c["precision"], c["mean_precision"]),
+            GoldRow("Passages (context)", "recall", Ratio(c["matched_references"], c["references"]),
+                    c["recall"], c["mean_recall"]),
+            GoldRow("Passages (context)", "F1", None, c["f1"], c["mean_f1"]),
+            GoldRow("Sources", "precision", Ratio(s["matched_cited_sources"], s["cited_sources"]),
+                    s["precision"], s["mean_precision"]),
+            GoldRow("Sources", "recall", Ratio(s["matched_expected_sources"], s["expected_sources"]),
+                    s["recall"], s["mean_recall"]),
+            GoldRow("Sources", "F1", None, s["f1"], s["mean_f1"]),
+        ]
+    if scores.abstention.unanswerable:
+        rate = scores.abstention.rate
+        rows.append(GoldRow("Unanswerable questions", "abstention", rate, rate.value, None))
+    return rows

@@ -275,8 +275,8 @@ def test_run_page_query_budget(client, reviewer, django_assert_max_num_queries, 
     # 1 session, 1 user, 1 run with its project (membership in the same query), answer page: 1 count,
     # 1 ids of the page, 1 rows with their counts; run counts: 1 claims, 1 citations, 1 current labels;
     # the coverage × support scatter (labeling.charts.run_scatter): 1 claims, 2 answers (the claims frame
-    # reads them too), 1 labels.
-    with django_assert_max_num_queries(13):
+    # reads them too), 1 labels; 1 EXISTS: does any question of the run have gold (none here).
+    with django_assert_max_num_queries(14):
         response = client.get(run.get_absolute_url(), {"filter": answer_filter})
     counts = response.context["counts"]
     assert (counts.claims, counts.cited, counts.labeled, counts.supported) == (3 * answers, 2 * answers, answers,
@@ -291,8 +291,9 @@ def test_large_run_loads_its_scatter_lazily(client, reviewer, django_assert_max_
     client.force_login(reviewer)
     scatter_url = reverse("run_scatter", kwargs={"project_slug": "large", "run_name": "r"})
 
-    # Without the scatter's 4 queries: 1 session, 1 user, 1 run with its project, 3 answer page, 3 run counts.
-    with django_assert_max_num_queries(9):
+    # Without the scatter's 4 queries: 1 session, 1 user, 1 run with its project, 3 answer page, 3 run counts,
+    # 1 EXISTS for gold.
+    with django_assert_max_num_queries(10):
         html = client.get(run.get_absolute_url()).content.decode()
     fragment = client.get(scatter_url, HTTP_HX_REQUEST="true").content.decode()
     page = client.get(scatter_url).content.decode()
@@ -301,3 +302,63 @@ def test_large_run_loads_its_scatter_lazily(client, reviewer, django_assert_max_
     assert f'hx-get="{scatter_url}" hx-trigger="revealed"' in html
     assert 'class="chart scatter"' in fragment and "<html" not in fragment
     assert 'class="chart scatter"' in page and "<html" in page
+
+
+def test_run_page_shows_gold_metrics_with_fractions_and_switches_match_method(client, reviewer):
+    """Seed 'RAG Citation Quality' run: context 2/5 (one match in (a), none in (b), one of
+    three in (c)), sources 4/5; per-answer mean context precision (1 + 0 + 1/3)/3 = 0.44."""
+    from labeling.importing import run_import
+    from tests.conftest import FIXTURES_DIR
+
+    project = ProjectFactory(slug="gold")
+    project.members.add(reviewer)
+    run_import(project=project, source=FIXTURES_DIR / "seed_gold_references.jsonl")
+    client.force_login(reviewer)
+    url = reverse("run_detail", kwargs={"project_slug": "gold", "run_name": "seed-gold-references"})
+    html = client.get(url).content.decode()
+    assert "Against gold" in html
+    rows = {(r.group, r.metric): r for r in client.get(url).context["gold"]["rows"]}
+    assert str(rows[("Passages (context)", "precision")].fraction) == "2/5 = 0.40"
+    assert str(rows[("Sources", "recall")].fraction) == "4/5 = 0.80"
+    assert round(rows[("Passages (context)", "precision")].mean, 2) == 0.44
+    gold_url = reverse("run_gold", kwargs={"project_slug": "gold", "run_name": "seed-gold-references"})
+    fragment = client.get(gold_url, {"match": "substring"}, HTTP_HX_REQUEST="true")
+    assert "<html" not in fragment.content.decode()
+    assert fragment.context["gold"]["method"] == "substring"
+    assert "2/5 = 0.40" in fragment.content.decode()
+
+
+def test_run_without_gold_has_no_gold_panel(client, reviewer):
+    project = ProjectFactory(slug="nogold")
+    project.members.add(reviewer)
+    run = bulk_run(project, "r", answers=3)
+    client.force_login(reviewer)
+    assert "Against gold" not in client.get(run.get_absolute_url()).content.decode()
+
+
+@pytest.mark.parametrize("answers", [5, 500])
+def test_run_page_with_gold_keeps_a_constant_query_budget(client, reviewer, django_assert_max_num_queries, answers):
+    """Every question has one gold id, reference and expected source: passage P1 of doc.md.
+    Each answer cites P1 from claims 1 and 2 (deduplicated), so ids precision = recall = 1."""
+    from labeling.models import ExpectedSource, GoldPassageId, GoldReference
+
+    project = ProjectFactory(slug="goldbudget")
+    project.members.add(reviewer)
+    run = bulk_run(project, "r", answers=answers, reviewer=reviewer)
+    Question.objects.filter(project=project).update(gold_ids_given=True, gold_references_given=True,
+                                                    gold_sources_given=True)
+    Passage.objects.filter(answer__run=run).update(source="doc.md", text="the passage")
+    questions = list(Question.objects.filter(project=project))
+    GoldPassageId.objects.bulk_create([GoldPassageId(question=q, passage_id="P1") for q in questions])
+    GoldReference.objects.bulk_create([GoldReference(question=q, position=0, source="doc.md", text="the passage")
+                                       for q in questions])
+    ExpectedSource.objects.bulk_create([ExpectedSource(question=q, source="doc.md") for q in questions])
+    client.force_login(reviewer)
+
+    # The 14 of test_run_page_query_budget, plus the gold panel (labeling.metrics.run_scores): 2 claims
+    # frame (claims, answers), 1 labels, 1 answers, 1 citations, 1 gold ids, 1 references, 1 expected sources.
+    with django_assert_max_num_queries(22):
+        response = client.get(run.get_absolute_url())
+    rows = {(r.group, r.metric): r for r in response.context["gold"]["rows"]}
+    assert str(rows[("Cited ids vs gold ids", "precision")].fraction) == f"{answers}/{answers} = 1.00"
+    assert str(rows[("Passages (context)", "recall")].fraction) == f"{answers}/{answers} = 1.00"

@@ -9,10 +9,13 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET
 
-from labeling import charts, selectors
+from labeling import charts, metrics, selectors
 from labeling.models import Project, Run
+from scoring.matching import DEFAULT_MATCH_METHOD
 
 SCATTER_INLINE_MAX_CLAIMS = 5_000
+# Offline methods only: embeddings/llm call a model and belong to the CLI (score --match-method).
+GOLD_PAGE_METHODS = ("ngram", "substring")
 
 
 def project_for(request: HttpRequest, project_slug: str) -> Project:
@@ -54,11 +57,41 @@ def run_detail(request: HttpRequest, project_slug: str, run_name: str) -> HttpRe
     # The scatter reads the whole run into pandas (~0.5 s for 50k claims): inline for
     # small runs, loaded by htmx once scrolled into view for large ones.
     inline_scatter = counts.claims <= SCATTER_INLINE_MAX_CLAIMS
+    has_gold = metrics.run_has_gold(run)
     return render(request, "labeling/run_detail.html", {
         "project": run.project, "run": run, "counts": counts, "answers": page, "filters": selectors.ANSWER_FILTERS,
         "filter_title": selectors.ANSWER_FILTERS.get(answer_filter, ""),
         "scatter": charts.run_scatter(run) if inline_scatter else None,
+        "has_gold": has_gold,
+        "gold": _gold_context(request, run) if has_gold and inline_scatter else None,
     })
+
+
+def _gold_context(request: HttpRequest, run: Run) -> dict:
+    """Gold panel context for ``run`` with the match method and threshold of the query string."""
+    method = request.GET.get("match", DEFAULT_MATCH_METHOD)
+    if method not in GOLD_PAGE_METHODS:
+        method = DEFAULT_MATCH_METHOD
+    threshold = None
+    if method == "ngram" and request.GET.get("threshold"):
+        try:
+            threshold = min(max(float(request.GET["threshold"]), 0.0), 1.0)
+        except ValueError:
+            threshold = None
+    scores = metrics.run_scores(run, match_method=method, match_threshold=threshold)
+    return {"rows": metrics.gold_rows(scores), "method": method, "threshold": threshold,
+            "methods": GOLD_PAGE_METHODS, "pending": scores.gold.context.pending if scores.gold else 0}
+
+
+@login_required
+@require_GET
+def run_gold(request: HttpRequest, project_slug: str, run_name: str) -> HttpResponse:
+    """The run's gold-based metrics alone (SPEC §4.2–§4.3): htmx fragment, or a page without JS."""
+    run = run_for(request, project_slug, run_name)
+    context = {"project": run.project, "run": run, "gold": _gold_context(request, run)}
+    if request.htmx:
+        return render(request, "labeling/_run_gold.html", context)
+    return render(request, "labeling/run_gold.html", context)
 
 
 @login_required
