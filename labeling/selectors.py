@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+import pandas as pd
 from django.core.paginator import Page, Paginator
 from django.db.models import Count, Exists, IntegerField, OuterRef, Prefetch, Q, QuerySet, Subquery
 from django.db.models.functions import Coalesce
@@ -23,6 +24,7 @@ from labeling.models import (
     Answer,
     Citation,
     Claim,
+    GoldReference,
     Label,
     LabelValue,
     Project,
@@ -30,6 +32,8 @@ from labeling.models import (
     Reviewer,
     Run,
 )
+from scoring.gold import answer_gold_matches
+from scoring.matching import DEFAULT_MATCH_METHOD, get_matcher
 from scoring.normalize import normalize_source
 from scoring.ratio import Ratio, difference
 
@@ -465,7 +469,10 @@ class ReviewContext:
         if self.gold["sources"] is not None:
             hits = sum(cited for _source, cited in self.gold_sources)
             parts.append(f"expected sources {hits}/{len(self.gold['sources'])} cited")
-        if self.gold["references"] is not None:
+        if self.gold["reference_matches"] is not None:
+            hits = sum(matched is True for _ref, matched, _ids in self.gold["reference_matches"])
+            parts.append(f"reference passages {hits}/{len(self.gold['reference_matches'])} matched")
+        elif self.gold["references"] is not None:
             count = len(self.gold["references"])
             parts.append(f"{count} reference passage{'' if count == 1 else 's'}")
         return " · ".join(parts)
@@ -563,7 +570,7 @@ def review_context(*, answer: Answer, reviewer: Reviewer, claim_id: int | None =
     )
     return ReviewContext(
         answer=answer, claims=views, segments=segments, unplaced=unplaced, current=current, passages=passages,
-        history=history, gold=question_gold(question=answer.question), previous_claim=previous_claim,
+        history=history, gold=question_gold(question=answer.question, answer=answer), previous_claim=previous_claim,
         next_claim=next_claim, answer_counts=counts,
     )
 
@@ -588,17 +595,48 @@ def history_entries(labels: list[Label]) -> list[HistoryEntry]:
     return entries
 
 
-def question_gold(*, question: Question) -> dict[str, Any] | None:
+def question_gold(*, question: Question, answer: Answer | None = None) -> dict[str, Any] | None:
     """The question's gold for display: ``ids`` (list of str), ``references``
     (GoldReference list), ``sources`` (list of str); ``None`` when no part is
-    given. One query per part the question has."""
+    given. One query per part the question has.
+
+    With ``answer`` and references, also ``reference_matches``: one
+    ``(reference, matched, cited_ids)`` per reference, where ``matched`` is
+    True/False (None when undecided) under the default match method and
+    ``cited_ids`` the passage ids of the answer's citations that match it
+    (SPEC §4.3; one more query for the answer's citations).
+    """
     if not (question.gold_ids_given or question.gold_references_given or question.gold_sources_given):
         return None
-    return {
+    gold = {
         "ids": list(question.gold_ids.order_by("passage_id").values_list("passage_id", flat=True))
         if question.gold_ids_given else None,
         "references": list(question.gold_references.order_by("position"))
         if question.gold_references_given else None,
         "sources": list(question.expected_sources.order_by("source").values_list("source", flat=True))
         if question.gold_sources_given else None,
+        "reference_matches": None,
+        "match_method": DEFAULT_MATCH_METHOD,
     }
+    if answer is not None and gold["references"]:
+        gold["reference_matches"] = _reference_matches(answer, gold["references"])
+    return gold
+
+
+def _reference_matches(answer: Answer, references: list[GoldReference]) -> list[tuple[GoldReference, Any, list[str]]]:
+    rows = list(
+        Citation.objects.filter(claim__answer=answer).values_list("id", "cited_id", "passage__source", "span",
+                                                                   "passage__text")
+    )
+    cited_ids = {pk: cited for pk, cited, _source, _span, _text in rows}
+    citations = pd.DataFrame(
+        [(pk, source or "", span or text or "") for pk, _cited, source, span, text in rows],
+        columns=["citation_id", "source", "text"],
+    )
+    frame = pd.DataFrame([(r.pk, r.source, r.text) for r in references],
+                         columns=["reference_id", "source", "text"])
+    matches = answer_gold_matches(citations, frame, matcher=get_matcher(DEFAULT_MATCH_METHOD))
+    return [
+        (reference, match.matched, sorted({cited_ids[c] for c in match.citation_ids}))
+        for reference, match in zip(references, matches.references, strict=True)
+    ]

@@ -183,10 +183,34 @@ def test_gold_is_shown_beside_what_the_answer_cited(alice, site):
 
     html = alice.get(site.review(site.a1)).content.decode()
 
-    assert "supporting ids 1/2 cited · expected sources 1/1 cited · 1 reference passage" in html
+    # The reference's source (atlas.pdf) is not cited, so no citation can match it (SPEC §4.3).
+    assert "supporting ids 1/2 cited · expected sources 1/1 cited · reference passages 0/1 matched" in html
+    assert '<span class="badge pending">not cited</span> <span class="source">atlas.pdf</span>' in html
     assert '<span class="chip hit">P1</span><span class="chip">P7</span>' in html
     assert '<span class="badge SUPPORTED">cited</span> http://www.Example.org/paris/' in html
     assert "Seine &lt;b&gt;river&lt;/b&gt;" in html
+
+
+def test_gold_references_show_which_citation_matched_them(client, reviewer):
+    """Seed 'RAG Citation Quality' case (c): of three references only the Security
+    Standard passage is cited word for word, by [S1]; Travel Policy is cited with
+    another passage and Equipment Policy not at all."""
+    from labeling.importing import run_import
+    from labeling.models import Answer
+    from tests.conftest import FIXTURES_DIR
+
+    project = ProjectFactory(slug="gold")
+    project.members.add(reviewer)
+    run_import(project=project, source=FIXTURES_DIR / "seed_gold_references.jsonl")
+    client.force_login(reviewer)
+    answer = Answer.objects.get(question__question_id="gold-c")
+    html = client.get(reverse("answer_review", kwargs={"project_slug": "gold", "run_name": answer.run.name,
+                                                       "answer_id": answer.pk})).content.decode()
+    assert "reference passages 1/3 matched" in html
+    assert "matched by [S1]</span> <span class=\"source\">Security Standard.pdf</span>" in html
+    # Two references unmatched, plus the expected source Equipment Policy.pdf not cited.
+    assert html.count('<span class="badge pending">not cited</span>') == 3
+    assert '<span class="badge pending">not cited</span> Equipment Policy.pdf' in html
 
 
 def test_no_gold_panel_without_gold(alice, site):
