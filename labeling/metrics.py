@@ -110,30 +110,45 @@ def resolved_claims_frame(run: Run, *, reviewer: str | None = None) -> tuple[pd.
 
 def run_scores(
     run: Run, *, reviewer: str | None = None, match_method: str = DEFAULT_MATCH_METHOD,
-    match_threshold: float | None = None,
+    match_threshold: float | None = None, question_ids: set[str] | None = None,
 ) -> RunScores:
     """Compute every metric of ``run`` (SPEC §4.1–§4.3).
 
     ``reviewer`` restricts labels to one reviewer's. ``match_method`` and
     ``match_threshold`` select the passage matcher for the gold metrics.
-    Raises ValueError for an unknown match method.
+    ``question_ids`` limits the scores to the answers of those questions (run
+    comparison and the CI gate use the questions both runs answered, SPEC §5).
+    Raises ValueError for an unknown match method, ImportError when the
+    method's optional extra is missing.
     """
     claims, disagreements = resolved_claims_frame(run, reviewer=reviewer)
     answers = frames.answers_frame(run)
     citations = frames.citations_frame(run)
+    gold_ids = frames.gold_ids_frame(run)
+    if question_ids is not None:
+        answers = answers[answers["question_id"].isin(question_ids)]
+        kept = set(answers["answer_id"])
+        claims = claims[claims["answer_id"].isin(kept)]
+        citations = citations[citations["answer_id"].isin(kept)]
+        gold_ids = gold_ids[gold_ids["answer_id"].isin(kept)]
+        disagreements = int(claims["disagreement"].sum())
     claim_result = claim_metrics(
         claims[["answer_id", "question_id", "claim_index", "n_citations", "label", "abstention"]],
         answers[["answer_id", "question_id"]],
     )
     id_citations = citations[["answer_id", "passage_id", "fabricated"]]
-    ids = citation_id_metrics(answers, id_citations, frames.gold_ids_frame(run))
+    ids = citation_id_metrics(answers, id_citations, gold_ids)
     abstention = abstention_metrics(answers, id_citations)
     gold = None
     if answers["has_references"].any() or answers["has_expected_sources"].any():
         matcher = get_matcher(match_method, threshold=match_threshold)
+        kept = set(answers["answer_id"])
+        references = frames.references_frame(run)
+        expected = frames.expected_sources_frame(run)
         gold = gold_metrics(
             answers, citations[["answer_id", "citation_id", "source", "text"]],
-            frames.references_frame(run), frames.expected_sources_frame(run), matcher=matcher,
+            references[references["answer_id"].isin(kept)], expected[expected["answer_id"].isin(kept)],
+            matcher=matcher,
         )
     return RunScores(run=run, reviewer=reviewer, claims=claim_result, citation_ids=ids, abstention=abstention,
                      gold=gold, claims_frame=claims, disagreements=disagreements)

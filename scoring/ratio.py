@@ -57,3 +57,11 @@ def difference(a: float | None, b: float | None) -> float | None:
     if a is None or b is None:
         return None
     return a - b
+
+
+def ratio_difference(a: Ratio, b: Ratio) -> float | None:
+    """``a − b`` computed on the exact fractions (``5/5 − 3/5`` is exactly 0.4,
+    not 0.40000000000000002), or ``None`` when either is undefined (SPEC §4.1 gap)."""
+    if a.denominator == 0 or b.denominator == 0:
+        return None
+    return float(Fraction(a.numerator, a.denominator) - Fraction(b.numerator, b.denominator))

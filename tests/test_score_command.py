@@ -35,7 +35,7 @@ def test_seed_coverage_support_example_gives_coverage_one_and_support_three_fift
     claims = result["claims"]
     assert (claims["claims"], claims["cited"], claims["labeled_cited"], claims["supported"]) == (5, 5, 5, 3)
     assert claims["coverage"] == 1.0 and claims["support"] == 0.6
-    assert claims["gap"] == pytest.approx(0.4)
+    assert claims["gap"] == 0.4  # exact: 5/5 − 3/5 on fractions
     assert result["per_answer"][0]["question_id"] == "seed-support-1"
 
 
@@ -189,3 +189,34 @@ def test_gate_against_the_run_itself_is_refused(seeds):
     with pytest.raises(CommandError, match="names the run itself"):
         call_command("score", "--run", "seed-coverage-support", "--baseline", "seed-coverage-support",
                      "--max-drop", "support=0")
+
+
+def test_ci_gate_needs_shared_questions(seeds):
+    with pytest.raises(CommandError, match="answer no question in common"):
+        call_command("score", "--run", "seed-coverage-support", "--baseline", "seed-citation-ids",
+                     "--max-drop", "support=0.05")
+
+
+def test_ci_gate_compares_only_the_questions_both_runs_answered(seeds, capsys):
+    """v2 answers the seed question (3/5 supported, as the baseline) and one extra question
+    whose only claim is UNSUPPORTED: over all its answers v2's support is 3/6 = 0.5, a drop
+    of 0.1; on the shared question it is 3/5, no drop, so the gate passes."""
+    import io
+
+    _copy_run(seeds, "seed-coverage-support", "v2")
+    extra = {"question_id": "extra-q", "question": "Extra?", "run": "v2", "answer": "Made up [P1].",
+             "passages": [{"id": "P1", "source": "m.md", "text": "Something else."}],
+             "claims": [{"text": "Made up [P1].", "citations": [{"passage_id": "P1"}], "label": "UNSUPPORTED",
+                         "justification": "P1 says something else", "reviewer": "seed-reviewer"}]}
+    run_import(project=seeds, source=io.BytesIO((json.dumps(extra) + "\n").encode()))
+    assert score_json("--run", "v2", capsys=capsys)["claims"]["support"] == 0.5
+    call_command("score", "--run", "v2", "--baseline", "seed-coverage-support", "--max-drop", "support=0.05")
+    assert "CI gate passed: v2 vs baseline seed-coverage-support on the 1 question(s) both runs answered" in (
+        capsys.readouterr().err)
+
+
+def test_table_says_how_many_pending_claims_are_disputed(seeds, capsys):
+    claim = Claim.objects.get(answer__run__name="seed-coverage-support", index=1)
+    LabelFactory(claim=claim, reviewer=ReviewerFactory(username="bob"), value="UNSUPPORTED", justification="no")
+    call_command("score", "--run", "seed-coverage-support")
+    assert "support is provisional: 1 cited claim(s) pending (0 unlabeled, 1 disputed)" in capsys.readouterr().out

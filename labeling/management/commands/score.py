@@ -14,7 +14,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from labeling.metrics import DEFAULT_MATCH_METHOD, RunScores, run_scores
-from labeling.models import Project, Reviewer, Run
+from labeling.models import Project, Question, Reviewer, Run
 from scoring.ratio import Ratio, format_value
 
 # Metric name → path in RunScores.to_dict(); all are "higher is better".
@@ -111,24 +111,43 @@ class Command(BaseCommand):
         drops = parse_max_drop(options["max_drop"])
         if drops and not options["baseline"]:
             raise CommandError("--max-drop needs --baseline RUN")
-        scores = self._scores(run, options)
+        shared = None
+        if options["baseline"]:
+            baseline_run = find_run(project, options["baseline"])
+            # SPEC §5: runs are compared on the questions both answered.
+            shared = shared_question_ids(baseline_run, run)
+            if not shared:
+                raise CommandError(f"runs {run.name!r} and {baseline_run.name!r} answer no question in common: "
+                                   "nothing to gate on")
+        scores = self._scores(run, options, shared)
         if options["format"] == "json":
             self.stdout.write(json.dumps(scores.to_dict(), indent=2, ensure_ascii=False))
         else:
             self.stdout.write(render_table(scores))
         if options["baseline"]:
-            baseline = self._scores(find_run(project, options["baseline"]), options)
+            baseline = self._scores(baseline_run, options, shared)
             failures = gate(baseline.to_dict(), scores.to_dict(), drops)
+            note = f"on the {len(shared)} question(s) both runs answered"
+            for name, result in ((run.name, scores), (baseline_run.name, baseline)):
+                if result.claims.pending and any(m in drops for m in ("support", "mean_support")):
+                    note += f"; support of {name} is provisional ({result.claims.pending} cited claim(s) pending)"
             if failures:
-                raise CommandError("CI gate failed:\n" + "\n".join(failures), returncode=1)
-            self.stderr.write(self.style.SUCCESS(f"CI gate passed: {run.name} vs baseline {options['baseline']}"))
+                raise CommandError(f"CI gate failed {note}:\n" + "\n".join(failures), returncode=1)
+            self.stderr.write(self.style.SUCCESS(f"CI gate passed: {run.name} vs baseline {baseline_run.name} {note}"))
 
-    def _scores(self, run: Run, options: dict[str, Any]) -> RunScores:
+    def _scores(self, run: Run, options: dict[str, Any], question_ids: set[str] | None = None) -> RunScores:
         try:
             return run_scores(run, reviewer=options["reviewer"], match_method=options["match_method"],
-                              match_threshold=options["match_threshold"])
-        except ValueError as exc:
+                              match_threshold=options["match_threshold"], question_ids=question_ids)
+        except (ValueError, ImportError) as exc:
             raise CommandError(str(exc)) from None
+
+
+def shared_question_ids(a: Run, b: Run) -> set[str]:
+    """``question_id`` values answered by both runs (SPEC §5)."""
+    return set(
+        Question.objects.filter(answers__run=a).filter(answers__run=b).values_list("question_id", flat=True)
+    )
 
 
 def gate(baseline: dict[str, Any], candidate: dict[str, Any], drops: dict[str, float]) -> list[str]:
@@ -189,8 +208,10 @@ def render_table(scores: RunScores) -> str:
         if context["pending"]:
             lines.append(f"  context metrics leave out {context['pending']} answer(s) the matcher could not judge")
     if c.pending:
+        disputed = scores.disagreements
+        detail = f"{c.pending - disputed} unlabeled, {disputed} disputed" if disputed else "unlabeled"
         lines.append("")
-        lines.append(f"  support is provisional: {c.pending} cited claim(s) still unlabeled")
+        lines.append(f"  support is provisional: {c.pending} cited claim(s) pending ({detail})")
     return "\n".join(lines)
 
 
