@@ -9,14 +9,13 @@ streaming import keeps the peak roughly flat as the file grows.
 from __future__ import annotations
 
 import json
-import os
-import threading
 import time
 
 import pytest
 
 from labeling.importing import run_import
 from labeling.models import Claim
+from tests.bench.memory import RssPeak
 from tests.factories import ProjectFactory
 
 CLAIMS_PER_ANSWER = 6
@@ -34,37 +33,6 @@ def write_answers(path, answers: int) -> None:
             handle.write(json.dumps({"question_id": f"q{n}", "question": f"Question {n}?", "run": "bench",
                                      "answer": " ".join(c["text"] for c in claims), "passages": passages,
                                      "claims": claims}) + "\n")
-
-
-class RssPeak:
-    """Samples this process's resident set size in a thread; ``peak_mb`` is the growth over the start."""
-
-    def __init__(self) -> None:
-        self.page = os.sysconf("SC_PAGE_SIZE")
-        self.start = self.peak = self._rss()
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def _rss(self) -> int:
-        with open("/proc/self/statm") as handle:
-            return int(handle.read().split()[1]) * self.page
-
-    def _run(self) -> None:
-        while not self._stop.wait(0.02):
-            self.peak = max(self.peak, self._rss())
-
-    def __enter__(self) -> RssPeak:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self._stop.set()
-        self._thread.join()
-        self.peak = max(self.peak, self._rss())
-
-    @property
-    def peak_mb(self) -> float:
-        return (self.peak - self.start) / 2**20
 
 
 @pytest.mark.bench

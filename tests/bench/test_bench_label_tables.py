@@ -14,8 +14,6 @@ time measures the neighbours as much as the export.
 from __future__ import annotations
 
 import json
-import os
-import threading
 import time
 
 import pytest
@@ -25,6 +23,7 @@ from labeling.importers.label_table import read_label_table
 from labeling.importing import run_import
 from labeling.label_tables import label_table_export, label_table_import_preview, label_table_snapshot
 from labeling.models import Run
+from tests.bench.memory import RssPeak
 from tests.factories import ProjectFactory, ReviewerFactory
 
 CLAIMS_PER_ANSWER = 6
@@ -43,36 +42,6 @@ class Clock:
 
     def __str__(self) -> str:
         return f"{self.wall:.1f} s wall, {self.cpu:.1f} s CPU"
-
-
-class RssPeak:
-    """Samples this process's resident set size in a thread while the block runs."""
-
-    def __init__(self) -> None:
-        self.page = os.sysconf("SC_PAGE_SIZE")
-        self.start = self.peak = self._rss()
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def _rss(self) -> int:
-        with open("/proc/self/statm") as handle:
-            return int(handle.read().split()[1]) * self.page
-
-    def _run(self) -> None:
-        while not self._stop.wait(0.02):
-            self.peak = max(self.peak, self._rss())
-
-    def __enter__(self) -> RssPeak:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self._stop.set()
-        self._thread.join()
-        self.peak = max(self.peak, self._rss())
-
-    def report(self) -> str:
-        return f"peak RSS {self.peak / 2**20:.0f} MiB (+{(self.peak - self.start) / 2**20:.0f} MiB)"
 
 
 def write_answers(path, answers: int) -> None:
