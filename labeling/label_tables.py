@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import hashlib
 import io
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import IO
@@ -133,15 +132,21 @@ def label_table_snapshot(*, run: Run, author: Reviewer | None = None, note: str 
 def version_read(version: LabelTableVersion) -> bytes:
     """The stored canonical file of ``version``, verified.
 
-    Raises VersionIntegrityError when the file is missing or its SHA-256
-    differs from ``version.sha256``.
+    Raises VersionIntegrityError when the file is missing or unreadable or its
+    SHA-256 differs from ``version.sha256``; its reason names the file by its
+    storage name (``label_tables/…``), never by a path on the server.
     """
     storage = version.file.storage
     try:
         with storage.open(version.file.name, "rb") as handle:
             data = handle.read()
-    except (FileNotFoundError, OSError) as exc:
-        raise VersionIntegrityError(version, f"its file {version.file.name!r} cannot be read ({exc})") from None
+    except FileNotFoundError:
+        raise VersionIntegrityError(version, f"its file {version.file.name!r} cannot be read: it is missing "
+                                             "from storage") from None
+    except OSError as exc:
+        # str(exc) names the absolute path on the server: show the storage name and the reason only.
+        raise VersionIntegrityError(version, f"its file {version.file.name!r} cannot be read: "
+                                             f"{exc.strerror or exc.__class__.__name__}") from None
     digest = hashlib.sha256(data).hexdigest()
     if digest != version.sha256:
         raise VersionIntegrityError(
@@ -283,7 +288,8 @@ class LabelImportPreview:
 
     ``rows``: rows read; ``changes``: one per row that changes a label;
     ``unchanged``: rows that change nothing (see the module docstring);
-    ``blank``: rows without a label; ``issues``: every bad row, sorted by row.
+    ``blank``: rows without a label; ``issues``: every bad row, sorted by row;
+    ``file_problem``: why the whole file is unreadable ("" when it is not).
     """
 
     run: Run
@@ -294,6 +300,7 @@ class LabelImportPreview:
     unchanged: int = 0
     blank: int = 0
     issues: list[ImportIssue] = field(default_factory=list)
+    file_problem: str = ""
 
     @property
     def ok(self) -> bool:
@@ -309,19 +316,19 @@ def label_table_import_preview(*, run: Run, reviewer: Reviewer, table_file: Labe
     """Validate every row of ``table_file`` against ``run`` and list the
     changes applying it would make for ``reviewer`` (issue 5 §3). Writes nothing.
 
-    Row problems reported (row, column, reason): a row for another run, an
-    unknown claim, a claim of another run, the same claim twice, a claim
-    whose revision moved since the export or whose text differs, a label
+    Row problems reported (row, column, reason): a row for another run, a
+    claim id not in this run (one message whether the id exists nowhere or
+    in another run: the reviewer may not see other projects), the same claim
+    twice, a claim whose revision moved since the export or whose text differs, a label
     that breaks "UNCITED iff no citation" (SPEC §3), a missing justification
     (always for UNSUPPORTED; for SUPPORTED when the project requires it),
     plus the parser's own (unknown label, bad numbers …).
 
-    Queries: 2 (claims, reviewer's labels) + 6 (current label table) + 1
-    when rows name claims outside the run.
+    Queries: 2 (claims, reviewer's labels) + 6 (current label table).
     """
     fmt = table_file.format
     preview = LabelImportPreview(run=run, reviewer=reviewer, format=fmt, rows=len(table_file.rows),
-                                 issues=list(table_file.issues))
+                                 issues=list(table_file.issues), file_problem=table_file.file_problem)
     problem = preview.issues.append
     claims = {
         pk: (qid, index, text, revision, n)
@@ -342,7 +349,6 @@ def label_table_import_preview(*, run: Run, reviewer: Reviewer, table_file: Labe
         for pk, label, justification, who in table[["claim_id", "label", "justification", "reviewer"]].itertuples(
             index=False)
     }
-    outside = _claims_outside(run, {r.claim_id for r in table_file.rows if r.claim_id is not None} - set(claims))
     require_supported = run.project.require_justification_for_supported
     seen: dict[int, int] = {}
     for row in table_file.rows:
@@ -352,10 +358,7 @@ def label_table_import_preview(*, run: Run, reviewer: Reviewer, table_file: Labe
         if row.claim_id is not None:
             claim_id = row.claim_id
             if claim_id not in claims:
-                where = outside.get(claim_id)
-                reason = (f"claim {claim_id} belongs to run {where[0]!r} of project {where[1]!r}, not to this run"
-                          if where else f"unknown claim {claim_id}: no such claim in this database")
-                problem(ImportIssue(row.line, "claim_id", reason))
+                problem(ImportIssue(row.line, "claim_id", f"claim {claim_id} is not part of this run"))
                 continue
         else:
             claim_id = by_position.get((row.question_id, row.claim_index))
@@ -413,17 +416,6 @@ def label_table_import_preview(*, run: Run, reviewer: Reviewer, table_file: Labe
         ))
     preview.issues.sort(key=lambda issue: issue.line)
     return preview
-
-
-def _claims_outside(run: Run, ids: Iterable[int]) -> dict[int, tuple[str, str]]:
-    ids = list(ids)
-    found: dict[int, tuple[str, str]] = {}
-    for start in range(0, len(ids), _BATCH):
-        for pk, run_name, slug in Claim.objects.filter(id__in=ids[start:start + _BATCH]).exclude(
-            answer__run=run
-        ).values_list("id", "answer__run__name", "answer__run__project__slug"):
-            found[pk] = (run_name, slug)
-    return found
 
 
 def label_table_import_apply(*, run: Run, reviewer: Reviewer, table_file: LabelTableFile) -> LabelImportPreview:

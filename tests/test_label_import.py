@@ -7,9 +7,14 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
 import re
+import time
+import zipfile
 
 import pytest
+from django.core.files.base import ContentFile
+from django.core.files.storage import default_storage
 from django.core.management import CommandError, call_command
 from django.urls import reverse
 from openpyxl import Workbook, load_workbook
@@ -242,8 +247,8 @@ def test_every_bad_row_is_reported_with_row_column_and_reason(seed_run, alice):
         (3, "claim_id"), (4, "claim_id"), (5, "claim"), (6, "label"), (7, "label"), (8, "label"),
         (9, "justification"), (10, "claim_id"), (11, "run"), (12, "claim_revision"), (13, "claim_index")]
     reasons = [issue.reason for issue in preview.issues]
-    assert reasons[0] == "unknown claim 999999: no such claim in this database"
-    assert reasons[1] == f"claim {elsewhere.pk} belongs to run 'other-run' of project 'elsewhere', not to this run"
+    assert reasons[0] == "claim 999999 is not part of this run"
+    assert reasons[1] == f"claim {elsewhere.pk} is not part of this run"
     assert reasons[2].startswith("the claim text differs from the stored claim")
     assert reasons[3].startswith("unknown label 'MAYBE'")
     assert reasons[4] == "UNCITED on a claim with 1 citation(s): use SUPPORTED or UNSUPPORTED"
@@ -487,3 +492,271 @@ def test_import_preview_page_query_budget(client, reviewer, django_assert_max_nu
         page = client.post(import_url(run), {"file": upload(edited, "all.csv")}).content.decode()
     assert f'<strong id="change-count">{claims}</strong>' in page
     assert page.count('data-label="Your label"') == claims
+
+
+# ------------------------------------------------ hostile and damaged files
+
+
+def csv_bytes(rows: list[list[object]]) -> bytes:
+    out = io.StringIO()
+    csv.writer(out).writerows(rows)
+    return out.getvalue().encode()
+
+
+def test_claim_outside_the_run_is_reported_without_naming_other_runs_or_projects(client, seed_run, alice):
+    """Row 2 names a claim of project 'other' (run 'r'), row 3 an id no
+    claim has: both read the same, so the upload tells nothing about the
+    rest of the database."""
+    foreign = ClaimFactory(answer__run=RunFactory(name="r", project__slug="other"), index=1)
+    data = csv_bytes([["claim_id", "label", "justification"], [foreign.pk, "SUPPORTED", "x"],
+                      [999999, "SUPPORTED", "x"]])
+    client.force_login(alice)
+
+    page = client.post(import_url(seed_run), {"file": upload(data, "mine.csv")}).content.decode()
+
+    preview = preview_of(seed_run, alice, data, "csv")
+    assert [(i.line, i.field, i.reason) for i in preview.issues] == [
+        (2, "claim_id", f"claim {foreign.pk} is not part of this run"),
+        (3, "claim_id", "claim 999999 is not part of this run")]
+    assert f"claim {foreign.pk} is not part of this run" in page
+    assert "&#x27;other&#x27;" not in page and "&#x27;r&#x27;" not in page and "of project" not in page
+
+
+def damaged_xlsx(data: bytes) -> bytes:
+    """``data`` (an .xlsx) with its first worksheet's XML cut in half."""
+    source = zipfile.ZipFile(io.BytesIO(data))
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as target:
+        for name in source.namelist():
+            content = source.read(name)
+            if name == "xl/worksheets/sheet1.xml":
+                content = content[: len(content) // 2]
+            target.writestr(name, content)
+    return out.getvalue()
+
+
+def test_damaged_worksheet_in_a_real_xlsx_is_a_file_problem_not_a_crash(client, seed_run, alice):
+    data = damaged_xlsx(export(seed_run, "xlsx", reviewer="alice"))
+    client.force_login(alice)
+
+    table_file = read_label_table(data, format="xlsx")
+    response = client.post(import_url(seed_run), {"file": upload(data, "mine.xlsx")})
+
+    assert [(i.field, i.reason) for i in table_file.issues] == [
+        ("(file)", "the worksheet 'Labels' is damaged and cannot be read (ParseError): open the file in a "
+                   "spreadsheet program and save it again")]
+    assert response.status_code == 200
+    page = response.content.decode()
+    assert "the worksheet &#x27;Labels&#x27; is damaged and cannot be read" in page
+    assert 'name="token"' not in page
+
+
+@pytest.mark.parametrize(("value", "reason"), [
+    ("99999999999999999999999999", "expected a whole number from 0 to 9223372036854775807, "
+                                   "got 99999999999999999999999999"),
+    ("9223372036854775808", "expected a whole number from 0 to 9223372036854775807, got 9223372036854775808"),
+    ("²", "expected a whole number, got '²'"),
+    ("1" * 5000, "expected a whole number from 0 to 9223372036854775807, got 11111111111111111111… (5000 digits)"),
+])
+def test_claim_id_outside_the_64_bit_range_is_a_bad_row_not_a_crash(client, seed_run, alice, value, reason):
+    data = csv_bytes([["claim_id", "label", "justification"], [value, "SUPPORTED", "x"]])
+    client.force_login(alice)
+    before = Label.objects.count()
+
+    response = client.post(import_url(seed_run), {"file": upload(data, "mine.csv")})
+
+    assert response.status_code == 200
+    assert [(i.line, i.field, i.reason) for i in preview_of(seed_run, alice, data, "csv").issues] == [
+        (2, "claim_id", reason)]
+    assert Label.objects.count() == before
+
+
+def test_largest_64_bit_claim_id_is_read_as_a_number():
+    data = csv_bytes([["claim_id", "label"], [2**63 - 1, "SUPPORTED"]])
+    table_file = read_label_table(data, format="csv")
+    assert table_file.issues == [] and table_file.rows[0].claim_id == 9223372036854775807
+
+
+def test_nul_character_in_a_text_cell_is_a_bad_row(seed_run, alice):
+    """Text with U+0000 cannot be stored by PostgreSQL: the row is refused at
+    preview and the apply writes nothing (on SQLite and PostgreSQL alike)."""
+    ids = claim_ids(seed_run)
+    data = csv_bytes([["claim_id", "label", "justification", "reviewer"],
+                      [ids[1], "UNSUPPORTED", "silent\x00on this", ""],
+                      [ids[2], "UNSUPPORTED", "fine", "ali\x00ce"],
+                      [ids[3], "SUPPORTED", "fine", ""]])
+    reason = "contains a NUL character (U+0000), which cannot be stored: remove it"
+    before = Label.objects.count()
+
+    preview = preview_of(seed_run, alice, data, "csv")
+    with pytest.raises(LabelImportError) as failure:
+        label_table_import_apply(run=seed_run, reviewer=alice, table_file=read_label_table(data, format="csv"))
+
+    assert [(i.line, i.field, i.reason) for i in preview.issues] == [
+        (2, "justification", reason), (3, "reviewer", reason)]
+    assert [(i.line, i.field) for i in failure.value.issues] == [(2, "justification"), (3, "reviewer")]
+    assert Label.objects.count() == before
+
+
+def test_nul_character_in_a_jsonl_key_value_is_a_bad_row(seed_run, alice):
+    ids = claim_ids(seed_run)
+    data = (json.dumps({"claim_id": ids[1], "label": "SUPPORTED", "justification": "ok"}) + "\n"
+            + json.dumps({"claim_id": ids[3], "label": "SUPPORTED", "claim": "a\x00b"}) + "\n").encode()
+    assert [(i.line, i.field) for i in read_label_table(data, format="jsonl").issues] == [(2, "claim")]
+
+
+def test_deeply_nested_json_line_is_reported_as_invalid_json():
+    """100 000 '[' on line 2 would exhaust the recursion limit; a number of
+    5000 digits on line 3 exceeds Python's int conversion limit: both lines
+    are reported, line 1 is read."""
+    data = (b'{"claim_id": 1, "label": "SUPPORTED"}\n'
+            + b'{"claim_id": ' + b"[" * 100_000 + b"\n"
+            + b'{"claim_id": ' + b"1" * 5000 + b', "label": "SUPPORTED"}\n')
+
+    table_file = read_label_table(data, format="jsonl")
+
+    assert [(i.line, i.field, i.reason) for i in table_file.issues] == [
+        (2, "(line)", "invalid JSON: nested too deeply"),
+        (3, "(line)", "invalid JSON: a number has too many digits")]
+    assert [row.claim_id for row in table_file.rows] == [1]
+    first = read_label_table(b"[" * 100_000, format="jsonl")
+    assert [(i.line, i.field, i.reason) for i in first.issues] == [(1, "(line)", "invalid JSON: nested too deeply")]
+
+
+def test_csv_cell_over_the_csv_field_limit_is_a_file_problem():
+    data = b"claim_id,label,justification\n1,SUPPORTED,ok\n2,SUPPORTED," + b"x" * 200_000 + b"\n"
+    assert [(i.line, i.field, i.reason) for i in read_label_table(data, format="csv").issues] == [
+        (3, "(file)", "cannot read the CSV: field larger than field limit (131072)")]
+
+
+def header_only_xlsx() -> bytes:
+    workbook = Workbook()
+    workbook.active.title = "Labels"
+    workbook.active.append(["claim_id", "label", "justification"])
+    out = io.BytesIO()
+    workbook.save(out)
+    return out.getvalue()
+
+
+def empty_xlsx() -> bytes:
+    out = io.BytesIO()
+    Workbook().save(out)
+    return out.getvalue()
+
+
+@pytest.mark.parametrize(("data", "fmt", "reason"), [
+    (b"", "csv", "the file has no rows: it is empty"),
+    (b"\r\n\r\n", "csv", "the file has no rows: it is empty"),
+    (b"\xef\xbb\xbf", "csv", "the file has no rows: it is empty"),
+    (b"claim_id,label,justification\r\n", "csv", "the file has no rows below the header"),
+    (b"claim_id,label,justification\r\n,,\r\n", "csv", "the file has no rows below the header"),
+    (b"", "jsonl", "the file has no rows: it is empty"),
+    (b"\n  \n", "jsonl", "the file has no rows: it is empty"),
+    (None, "xlsx-empty", "the file has no rows: it is empty"),
+    (None, "xlsx-header", "the file has no rows below the header"),
+])
+def test_empty_or_header_only_file_says_it_has_no_rows(data, fmt, reason):
+    if fmt == "xlsx-empty":
+        data, fmt = empty_xlsx(), "xlsx"
+    elif fmt == "xlsx-header":
+        data, fmt = header_only_xlsx(), "xlsx"
+
+    table_file = read_label_table(data, format=fmt)
+
+    assert [(i.line, i.field, i.reason) for i in table_file.issues] == [(1, "(file)", reason)]
+    assert table_file.rows == []
+
+
+def test_upload_of_a_header_only_file_shows_that_it_has_no_rows(client, seed_run, alice):
+    client.force_login(alice)
+
+    page = client.post(import_url(seed_run), {"file": upload(b"claim_id,label\r\n", "mine.csv")}).content.decode()
+    empty = client.post(import_url(seed_run), {"file": upload(b"", "mine.csv")}).content.decode()
+
+    assert '<p class="message error" role="alert">the file has no rows below the header</p>' in page
+    assert "Nothing to import" not in page and 'name="token"' not in page
+    assert '<p class="message error" role="alert">the file has no rows: it is empty</p>' in empty
+
+
+def test_import_labels_command_says_the_file_has_no_rows(seed_run, alice, tmp_path):
+    path = tmp_path / "empty.csv"
+    path.write_bytes(b"claim_id,label,justification\n")
+
+    with pytest.raises(CommandError, match=r"empty\.csv: the file has no rows below the header"):
+        call_command("import_labels", str(path), run=seed_run.name, project="seed", reviewer="alice")
+    assert not Label.objects.filter(reviewer=alice).exists()
+
+
+def test_header_not_in_the_first_row_says_so_and_lists_the_columns_found():
+    data = csv_bytes([["Labels of run seed-coverage-support", "", "exported 2024-05-01"],
+                      [], ["claim_id", "label", "justification"], [1, "SUPPORTED", "ok"]])
+
+    issues = read_label_table(data, format="csv").issues
+
+    assert [(i.line, i.field, i.reason) for i in issues] == [(1, "(header)", (
+        "no 'label' column in row 1: the header must be the first row of the file; row 1 holds "
+        "'Labels of run seed-coverage-support', 'exported 2024-05-01'"))]
+
+
+def test_missing_claim_column_lists_the_columns_found_and_jsonl_names_keys():
+    csv_issue = read_label_table(b"Claim,Label\nx,SUPPORTED\n", format="csv").issues[0]
+    jsonl_issue = read_label_table(b'{"text": "x", "value": "SUPPORTED"}\n', format="jsonl").issues[0]
+
+    assert csv_issue.reason == ("needs a 'claim_id' column, or 'question_id' and 'claim_index', in row 1 (the "
+                                "header must be the first row of the file); row 1 holds 'Claim', 'Label'")
+    assert jsonl_issue.reason == ("no 'label' key in the object on line 1 (each line is one row of the label "
+                                  "table); its keys are 'text', 'value'")
+
+
+def stored_uploads() -> list[str]:
+    try:
+        return sorted(default_storage.listdir("label_imports")[1])
+    except FileNotFoundError:
+        return []
+
+
+def test_applied_upload_is_deleted_from_storage(client, seed_run, alice):
+    client.force_login(alice)
+    edited = edit_file(export(seed_run, "csv", reviewer="alice"), "csv", {1: ("UNSUPPORTED", "no")})
+    assert stored_uploads() == []
+
+    page = client.post(import_url(seed_run), {"file": upload(edited, "mine.csv")}).content.decode()
+    assert len(stored_uploads()) == 1
+    token = re.search(r'name="token" value="([^"]+)"', page).group(1)
+    client.post(import_url(seed_run, "label_import_apply"), {"token": token})
+
+    assert Label.objects.get(reviewer=alice).value == "UNSUPPORTED"
+    assert stored_uploads() == []
+
+
+def test_refused_apply_deletes_the_upload_too(client, seed_run, alice):
+    """The database moves between preview and apply (claim 1 is edited), so
+    the apply is refused and shows the rows; its stored file has no further use."""
+    client.force_login(alice)
+    edited = edit_file(export(seed_run, "csv", reviewer="alice"), "csv", {1: ("UNSUPPORTED", "no")})
+    page = client.post(import_url(seed_run), {"file": upload(edited, "mine.csv")}).content.decode()
+    token = re.search(r'name="token" value="([^"]+)"', page).group(1)
+    claim_edit(claim=Claim.objects.get(answer__run=seed_run, index=1), text="Retries back off, slowly.")
+
+    response = client.post(import_url(seed_run, "label_import_apply"), {"token": token})
+
+    assert "the labels or claims changed since the preview" in response.content.decode()
+    assert stored_uploads() == []
+
+
+def test_new_preview_deletes_previews_older_than_a_day(client, seed_run, alice):
+    """A 25-hour-old and a 1-hour-old stored preview: uploading a new file
+    removes the first only (its token has expired) and stores the new one."""
+    old = default_storage.save("label_imports/old.csv", ContentFile(b"x"))
+    recent = default_storage.save("label_imports/recent.csv", ContentFile(b"x"))
+    now = time.time()
+    os.utime(default_storage.path(old), (now - 25 * 3600, now - 25 * 3600))
+    os.utime(default_storage.path(recent), (now - 3600, now - 3600))
+    client.force_login(alice)
+    edited = edit_file(export(seed_run, "csv", reviewer="alice"), "csv", {1: ("UNSUPPORTED", "no")})
+    assert stored_uploads() == ["old.csv", "recent.csv"]
+
+    client.post(import_url(seed_run), {"file": upload(edited, "mine.csv")})
+
+    left = stored_uploads()
+    assert "old.csv" not in left and "recent.csv" in left and len(left) == 2

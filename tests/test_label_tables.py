@@ -273,6 +273,31 @@ def test_version_list_shows_altered_files_and_refuses_their_download(client, see
     assert good_download.status_code == 200 and good_download.content == version_read(good)
 
 
+def test_missing_version_file_error_names_the_storage_file_never_the_server_path(client, seed_run, member,
+                                                                                  media_root):
+    """The message shows the storage name (label_tables/seed/run-N/v1-….jsonl)
+    and why it failed, on the version list, the download and the diff page."""
+    first = label_table_snapshot(run=seed_run, note="")
+    label_table_snapshot(run=seed_run, note="")
+    default_storage.delete(first.file.name)
+    assert first.file.name.startswith("label_tables/seed/")
+    reason = f"its file {first.file.name!r} cannot be read: it is missing from storage"
+    client.force_login(member)
+
+    with pytest.raises(VersionIntegrityError) as failure:
+        version_read(first)
+    page = client.get(urls(seed_run)["version_list"]).content.decode()
+    download = client.get(reverse("version_file", kwargs={"project_slug": "seed", "run_name": seed_run.name,
+                                                          "number": 1}), follow=True).content.decode()
+    diff = client.get(urls(seed_run)["version_diff"]).content.decode()
+
+    assert failure.value.reason == reason
+    assert str(failure.value) == f"label table version 1 of run 'seed-coverage-support' failed verification: {reason}"
+    for body in (page, download, diff):
+        assert first.file.name in body
+        assert "cannot be read: it is missing from storage" in body
+        assert str(media_root) not in body and "Errno" not in body
+
 def test_version_list_is_hidden_from_non_members(client, seed_run, reviewer):
     client.force_login(reviewer)
     assert client.get(urls(seed_run)["version_list"]).status_code == 404

@@ -25,7 +25,11 @@ from every cell that starts with one (the apostrophe rule of
 Row numbers in issues are what a spreadsheet shows (header = row 1, first
 data row = 2) for XLSX and CSV, and the line number for JSONL. Each bad cell
 becomes an ImportIssue (row, column, reason); a bad row is left out of
-``rows`` and blocks the import.
+``rows`` and blocks the import. Whole numbers must fit a 64-bit signed
+integer (0 … 2**63 − 1, what the database stores); text must not hold a NUL
+character (PostgreSQL cannot store it). A file without data rows, a damaged
+file (truncated worksheet XML, a CSV cell over the csv module's field limit,
+JSON nested too deeply) is one ``(file)`` issue, never an exception.
 """
 
 from __future__ import annotations
@@ -43,8 +47,12 @@ from openpyxl import load_workbook
 from labeling.importers.records import ImportIssue
 
 FORMATS = ("xlsx", "csv", "jsonl")
+FILE_FIELDS = ("(file)", "(header)")  # issue fields that mean nothing in the file could be read
 LABEL_VALUES = ("SUPPORTED", "UNSUPPORTED", "UNCITED")
 MAX_TEXT_CHARS = 100_000
+MAX_INTEGER = 2**63 - 1  # the database's BIGINT; larger ids overflow SQLite and PostgreSQL
+_DIGITS = re.compile(r"[0-9]+")
+_SHOWN_COLUMNS = 12
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,6 +83,12 @@ class LabelTableFile:
     issues: list[ImportIssue] = field(default_factory=list)
     columns: list[str] = field(default_factory=list)
 
+    @property
+    def file_problem(self) -> str:
+        """Why the file as a whole cannot be imported (empty, damaged, no
+        usable header), or "" when its rows could be read."""
+        return next((issue.reason for issue in self.issues if issue.field in FILE_FIELDS), "")
+
 
 def label_table_format(filename: str) -> str:
     """``"xlsx"``, ``"csv"`` or ``"jsonl"`` from a file name; ValueError otherwise."""
@@ -100,6 +114,7 @@ def read_label_table(source: bytes | IO[bytes], *, format: str) -> LabelTableFil
         raise ValueError(f"unknown label table format {format!r} (expected one of {', '.join(FORMATS)})")
     data = source if isinstance(source, bytes) else source.read()
     result = LabelTableFile(format=format)
+    header_seen = data_rows = 0
     try:
         if format == "xlsx":
             records = _xlsx_records(data)
@@ -109,15 +124,21 @@ def read_label_table(source: bytes | IO[bytes], *, format: str) -> LabelTableFil
             records = _jsonl_records(data)
         for line, record in records:
             if line == 0:
+                header_seen = 1
                 result.columns = list(record)
-                missing = _missing_columns(result.columns)
+                missing = _missing_columns(record, format)
                 if missing:
                     result.issues.append(ImportIssue(1, "(header)", missing))
                     return result
                 continue
+            data_rows += 1
             _add_row(result, line, record)
     except _FileProblem as problem:
         result.issues.append(problem.issue)
+        return result
+    if not data_rows and not result.issues:
+        reason = "the file has no rows below the header" if header_seen else "the file has no rows: it is empty"
+        result.issues.append(ImportIssue(1, "(file)", reason))
     return result
 
 
@@ -126,12 +147,28 @@ class _FileProblem(Exception):
         self.issue = issue
 
 
-def _missing_columns(columns: list[str]) -> str:
-    if "label" not in columns:
-        return "no 'label' column: is this a label table exported by Citelab?"
-    if "claim_id" not in columns and not {"question_id", "claim_index"} <= set(columns):
-        return "needs a 'claim_id' column, or 'question_id' and 'claim_index'"
-    return ""
+def _missing_columns(header: dict[str, Any], fmt: str) -> str:
+    """Why ``header`` (column key → the name as written) cannot be read, or "".
+
+    The message names what row 1 (line 1) holds, so a title row above the
+    header, or a file of another kind, is recognisable at once.
+    """
+    columns = set(header)
+    no_label = "label" not in columns
+    if not no_label and ("claim_id" in columns or {"question_id", "claim_index"} <= columns):
+        return ""
+    names = [str(name).strip() for name in header.values() if name is not None and str(name).strip()]
+    found = ", ".join(repr(name if len(name) <= 60 else name[:60] + "…") for name in names[:_SHOWN_COLUMNS])
+    if len(names) > _SHOWN_COLUMNS:
+        found += f" … ({len(names)} in all)"
+    if fmt == "jsonl":
+        lead = ("no 'label' key in the object on line 1 (each line is one row of the label table)" if no_label
+                else "needs a 'claim_id' key, or 'question_id' and 'claim_index', in the object on line 1")
+        return f"{lead}; its keys are {found or 'none'}"
+    lead = ("no 'label' column in row 1: the header must be the first row of the file" if no_label
+            else "needs a 'claim_id' column, or 'question_id' and 'claim_index', in row 1 (the header must be "
+                 "the first row of the file)")
+    return f"{lead}; row 1 holds {found or 'nothing'}"
 
 
 def _xlsx_records(data: bytes) -> Iterator[tuple[int, dict[str, Any]]]:
@@ -141,12 +178,27 @@ def _xlsx_records(data: bytes) -> Iterator[tuple[int, dict[str, Any]]]:
         reason = f"not a readable .xlsx workbook ({exc.__class__.__name__})"
         raise _FileProblem(ImportIssue(1, "(file)", reason)) from None
     try:
+        if not workbook.sheetnames:
+            raise _FileProblem(ImportIssue(1, "(file)", "the workbook has no worksheet"))
         sheet = workbook["Labels"] if "Labels" in workbook.sheetnames else workbook.worksheets[0]
+        rows = sheet.iter_rows(values_only=True)
         header: list[str] | None = None
-        for number, values in enumerate(sheet.iter_rows(values_only=True), start=1):
+        number = 0
+        while True:
+            # Read-only openpyxl parses the worksheet XML lazily, row by row:
+            # a damaged part fails here, after load_workbook succeeded.
+            try:
+                values = next(rows, None)
+            except Exception as exc:
+                reason = (f"the worksheet {sheet.title!r} is damaged and cannot be read ({exc.__class__.__name__}): "
+                          "open the file in a spreadsheet program and save it again")
+                raise _FileProblem(ImportIssue(number + 1, "(file)", reason)) from None
+            if values is None:
+                return
+            number += 1
             if header is None:
                 header = [header_key(v) for v in values]
-                yield 0, dict.fromkeys(header)
+                yield 0, dict(zip(header, values, strict=True))
                 continue
             if all(v is None or (isinstance(v, str) and not v.strip()) for v in values):
                 continue
@@ -160,20 +212,42 @@ def _csv_records(data: bytes) -> Iterator[tuple[int, dict[str, Any]]]:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise _FileProblem(ImportIssue(1, "(file)", f"not UTF-8 text: {exc.reason} at byte {exc.start}")) from None
+    if not text.strip():
+        return
     first_line = text.split("\n", 1)[0]
     delimiter = max([",", ";", "\t"], key=first_line.count)
     reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter)
     header: list[str] | None = None
-    for number, values in enumerate(reader, start=1):
+    number = 0
+    while True:
+        try:
+            values = next(reader, None)
+        except csv.Error as exc:  # e.g. a cell over the csv module's field limit
+            raise _FileProblem(ImportIssue(number + 1, "(file)", f"cannot read the CSV: {exc}")) from None
+        if values is None:
+            return
+        number += 1
         if header is None:
             header = [header_key(v) for v in values]
-            yield 0, dict.fromkeys(header)
+            yield 0, dict(zip(header, values, strict=True))
             continue
         if not any(v.strip() for v in values):
             continue
         # The apostrophe rule of labeling.exports.csv_jsonl, undone.
         cells = [v[1:] if v.startswith("'") else v for v in values]
         yield number, dict(zip(header, cells, strict=False))
+
+
+def _json_line(line: str) -> tuple[Any, str]:
+    """``(value, "")`` for a valid JSON line, else ``(None, reason)``."""
+    try:
+        return json.loads(line), ""
+    except json.JSONDecodeError as exc:
+        return None, f"invalid JSON: {exc.msg} at column {exc.colno}"
+    except RecursionError:
+        return None, "invalid JSON: nested too deeply"
+    except ValueError:  # an integer literal past sys.get_int_max_str_digits()
+        return None, "invalid JSON: a number has too many digits"
 
 
 def _jsonl_records(data: bytes) -> Iterator[tuple[int, dict[str, Any]]]:
@@ -185,20 +259,19 @@ def _jsonl_records(data: bytes) -> Iterator[tuple[int, dict[str, Any]]]:
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
+        raw, error = _json_line(line)
+        if error:
             if not header_given:
-                raise _FileProblem(ImportIssue(number, "(line)", f"invalid JSON: {exc.msg}")) from None
-            yield number, {"__error__": f"invalid JSON: {exc.msg} at column {exc.colno}"}
+                raise _FileProblem(ImportIssue(number, "(line)", error))
+            yield number, {"__error__": error}
             continue
-        if not isinstance(record, dict):
+        if not isinstance(raw, dict):
             yield number, {"__error__": "expected a JSON object"}
             continue
-        record = {header_key(k): v for k, v in record.items()}
+        record = {header_key(k): v for k, v in raw.items()}
         if not header_given:
             header_given = True
-            yield 0, dict.fromkeys(record)
+            yield 0, {header_key(k): k for k in raw}
         yield number, record
 
 
@@ -254,6 +327,9 @@ def _text(value: Any, column: str, problem) -> str | None:
     if isinstance(value, (int, float)):
         return str(value)
     if isinstance(value, str):
+        if "\x00" in value:
+            problem(column, "contains a NUL character (U+0000), which cannot be stored: remove it")
+            return None
         return value
     problem(column, f"expected text, got {type(value).__name__}")
     return None
@@ -269,12 +345,22 @@ def _integer(value: Any, column: str, problem) -> int | None:
         number = value
     elif isinstance(value, float) and value.is_integer():
         number = int(value)
-    elif isinstance(value, str) and value.strip().isdigit():
-        number = int(value.strip())
+    elif isinstance(value, str) and _DIGITS.fullmatch(value.strip()):
+        digits = value.strip().lstrip("0") or "0"
+        if len(digits) > 40:  # int() refuses thousands of digits; no id is anywhere near that long
+            problem(column, f"expected a whole number from 0 to {MAX_INTEGER}, got {digits[:20]}… "
+                            f"({len(digits)} digits)")
+            return None
+        number = int(digits)
     else:
-        problem(column, f"expected a whole number, got {value!r}")
+        shown = value if not isinstance(value, str) or len(value) <= 40 else value[:40] + "…"
+        problem(column, f"expected a whole number, got {shown!r}")
         return None
     if number < 0:
         problem(column, f"expected a whole number ≥ 0, got {number}")
+        return None
+    if number > MAX_INTEGER:
+        shown = str(number) if number < 10**40 else f"{str(number)[:20]}… ({len(str(number))} digits)"
+        problem(column, f"expected a whole number from 0 to {MAX_INTEGER}, got {shown}")
         return None
     return number

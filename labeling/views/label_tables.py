@@ -6,6 +6,7 @@ from __future__ import annotations
 import tempfile
 import uuid
 from dataclasses import dataclass
+from datetime import timedelta
 
 from django.conf import settings
 from django.contrib import messages
@@ -18,6 +19,7 @@ from django.http import FileResponse, Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.template.defaultfilters import filesizeformat
 from django.urls import reverse
+from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from labeling.exports.label_table import label_table_frame, table_claim_metrics
@@ -42,6 +44,7 @@ from scoring.claims import ClaimMetrics
 
 _UPLOAD_SALT = "citelab.label-import"
 _UPLOAD_MAX_AGE = 24 * 3600
+_UPLOAD_DIR = "label_imports"
 
 
 def _run_for(request: HttpRequest, project_slug: str, run_name: str) -> Run:
@@ -185,6 +188,7 @@ def label_import(request: HttpRequest, project_slug: str, run_name: str) -> Http
             except ValueError as exc:
                 context["error"] = str(exc)
             else:
+                _prune_uploads()
                 data = upload.read()
                 preview = label_table_import_preview(run=run, reviewer=request.user,
                                                      table_file=read_label_table(data, format=fmt))
@@ -198,9 +202,26 @@ def label_import(request: HttpRequest, project_slug: str, run_name: str) -> Http
 def _store_upload(request: HttpRequest, run: Run, data: bytes, fmt: str, filename: str) -> str:
     """Keep the previewed file until it is applied; the signed token names it
     and binds it to this reviewer and run."""
-    name = default_storage.save(f"label_imports/{uuid.uuid4().hex}.{fmt}", ContentFile(data))
+    name = default_storage.save(f"{_UPLOAD_DIR}/{uuid.uuid4().hex}.{fmt}", ContentFile(data))
     return signing.dumps({"name": name, "run": run.pk, "user": request.user.pk, "format": fmt, "filename": filename},
                          salt=_UPLOAD_SALT)
+
+
+def _prune_uploads() -> None:
+    """Delete stored previews older than their token's lifetime (24 hours):
+    previewed, never applied, and no longer usable."""
+    try:
+        names = default_storage.listdir(_UPLOAD_DIR)[1]
+    except FileNotFoundError:
+        return
+    cutoff = timezone.now() - timedelta(seconds=_UPLOAD_MAX_AGE)
+    for name in names:
+        path = f"{_UPLOAD_DIR}/{name}"
+        try:
+            if default_storage.get_modified_time(path) < cutoff:
+                default_storage.delete(path)
+        except OSError:  # deleted meanwhile by another request's pruning or apply
+            continue
 
 
 @login_required
@@ -217,6 +238,9 @@ def label_import_apply(request: HttpRequest, project_slug: str, run_name: str) -
         return redirect("label_import", project_slug=project_slug, run_name=run_name)
     with default_storage.open(stored["name"], "rb") as handle:
         data = handle.read()
+    # A token is used once, whatever the outcome: a refused apply shows the
+    # rows again without a token, so its file would otherwise stay forever.
+    default_storage.delete(stored["name"])
     table_file = read_label_table(data, format=stored["format"])
     try:
         preview = label_table_import_apply(run=run, reviewer=request.user, table_file=table_file)
@@ -232,7 +256,6 @@ def label_import_apply(request: HttpRequest, project_slug: str, run_name: str) -
     except ValidationError as exc:
         messages.error(request, " ".join(exc.messages))
         return redirect("label_import", project_slug=project_slug, run_name=run_name)
-    default_storage.delete(stored["name"])
     messages.success(request, f"Imported {len(preview.changes)} label{'s' if len(preview.changes) != 1 else ''} "
                               f"as {request.user.username} from {stored['filename']}.")
     return redirect(reverse("version_list", kwargs={"project_slug": project_slug, "run_name": run_name}))

@@ -50,6 +50,8 @@ class Command(BaseCommand):
         except ValueError as exc:
             raise CommandError(str(exc)) from None
         table_file = read_label_table(file.read_bytes(), format=fmt)
+        if table_file.file_problem:
+            raise CommandError(f"{file}: {table_file.file_problem}")
         if not apply:
             preview = label_table_import_preview(run=target, reviewer=who, table_file=table_file)
             self._report(preview)
