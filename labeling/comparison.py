@@ -10,6 +10,7 @@ ids).
 from __future__ import annotations
 
 import io
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -30,6 +31,16 @@ from scoring.ratio import format_value
 
 # How many rows each list of the comparison page shows; the xlsx has them all.
 PAGE_LIMIT = 200
+NO_SHARED_QUESTIONS = "no_shared_questions"  # ValidationError code of run_comparison
+_HYPHEN_MINUS = re.compile(r"(?<![\w.])-(?=\.?\d)")
+
+
+def display_minus(text: str) -> str:
+    """``text`` with each hyphen-minus that signs a number written as the
+    typographic minus ``−`` (U+2212), the sign ``scoring.deltas.format_delta``
+    gives deltas: the page shows one minus sign ("−0.12" beside "−0.18"). Files
+    (JSON, xlsx, CSV) keep numbers and ``-``."""
+    return _HYPHEN_MINUS.sub("\u2212", text)
 
 
 def answer_review_url(*, project_slug: str, run_name: str, answer_id: Any) -> str:
@@ -91,7 +102,8 @@ class RunComparison:
 
     def per_question_rows(self, limit: int | None = PAGE_LIMIT) -> list[dict[str, Any]]:
         """Per-question rows for the page: ids, links, ``cells`` (one (a text,
-        b text, delta text, delta class) per metric), and the diff counts."""
+        b text, delta text, delta class) per metric, negatives with ``−``), and
+        the diff counts."""
         table = self.result.per_question
         # Questions where anything moved come first (question order within each group).
         diffs = table[["label_flips", "citation_changes", "added", "removed"]].sum(axis=1) > 0
@@ -109,7 +121,7 @@ class RunComparison:
                 "claims_a": record["claims_a"],
                 "claims_b": record["claims_b"],
                 "cells": [
-                    (format_value(record[f"{m}_a"]), format_value(record[f"{m}_b"]),
+                    (display_minus(format_value(record[f"{m}_a"])), display_minus(format_value(record[f"{m}_b"])),
                      format_delta(record[f"{m}_delta"]), delta_class(m, record[f"{m}_delta"]))
                     for m in metrics
                 ],
@@ -160,7 +172,9 @@ def run_comparison(*, run_a: Run, run_b: Run, threshold: float = DEFAULT_THRESHO
 
     ``threshold``: fuzzy claim alignment similarity in (0, 1] (see
     ``scoring.compare``). 12 queries. Raises ValidationError when the runs are
-    the same run, belong to different projects, or the threshold is out of range.
+    the same run, belong to different projects, or the threshold is out of range,
+    and (code ``NO_SHARED_QUESTIONS``) when they answer no question in common:
+    there is nothing to compare, and empty tables would read as "no change".
     """
     if run_a.pk == run_b.pk:
         raise ValidationError("Choose two different runs to compare.")
@@ -171,6 +185,16 @@ def run_comparison(*, run_a: Run, run_b: Run, threshold: float = DEFAULT_THRESHO
     if not 0 < threshold <= 1:
         raise ValidationError(f"The alignment threshold must be above 0 and at most 1, not {threshold}.")
     result = compare_runs(run_frames(run_a), run_frames(run_b), threshold=threshold)
+    if not result.shared_questions:
+        def answered(count: int) -> str:
+            return f"{count} question{'' if count == 1 else 's'}"
+
+        raise ValidationError(
+            "Runs A and B answer no question in common: nothing to compare (runs are compared on the "
+            f"questions both answered). A ({run_a.name}) answered {answered(len(result.only_a))}, "
+            f"B ({run_b.name}) {answered(len(result.only_b))}.",
+            code=NO_SHARED_QUESTIONS,
+        )
     return RunComparison(run_a=run_a, run_b=run_b, result=result)
 
 

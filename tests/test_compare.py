@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -37,7 +38,15 @@ from django.utils.html import escape
 from labeling.comparison import run_comparison
 from labeling.importing import project_for_import, run_import
 from labeling.models import Answer, Citation, Claim, Label, LabelValue, Passage, Project, Question, Run
-from tests.factories import ProjectFactory, ReviewerFactory, RunFactory
+from tests.factories import (
+    AnswerFactory,
+    CitationFactory,
+    ClaimFactory,
+    LabelFactory,
+    ProjectFactory,
+    ReviewerFactory,
+    RunFactory,
+)
 
 NEW_CLAIM = '=HYPERLINK("http://evil.example","x") is a claim only v2 makes.'
 
@@ -401,3 +410,86 @@ def test_comparison_page_query_budget_does_not_grow_with_answers(client, reviewe
     }
     # the page lists at most 200 flips; the rest are in the xlsx
     assert len(response.context["label_flips"]) == min(n, 200)
+
+
+def _runs_with_questions(slug: str, questions_a: list[str], questions_b: list[str]) -> Project:
+    """Runs ``a`` and ``b`` of project ``slug``, one answer per listed question, each
+    answer with one cited SUPPORTED claim."""
+    project = ProjectFactory(slug=slug)
+    author = ReviewerFactory(username=f"author-{slug}")
+    questions = {qid: Question.objects.create(project=project, question_id=qid, text=f"{qid}?")
+                 for qid in dict.fromkeys(questions_a + questions_b)}
+    for name, qids in (("a", questions_a), ("b", questions_b)):
+        run = RunFactory(project=project, name=name)
+        for qid in qids:
+            answer = AnswerFactory(run=run, question=questions[qid])
+            claim = ClaimFactory(answer=answer, index=1, text=f"{qid} is cited.")
+            CitationFactory(claim=claim)
+            LabelFactory(claim=claim, reviewer=author)
+    return project
+
+
+def test_comparison_page_says_there_is_nothing_to_compare_without_a_shared_question(client, db, reviewer):
+    """A answered q1, B answered q2 and q3: no question in common. One message, no
+    empty tables that would read as "nothing changed", no empty scatters."""
+    project = _runs_with_questions("disjoint", ["q1"], ["q2", "q3"])
+    project.members.add(reviewer)
+    _login(client, reviewer)
+    query = {"a": "a", "b": "b", "threshold": "0.85"}
+
+    html = client.get(reverse("run_compare", kwargs={"project_slug": "disjoint"}), query).content.decode()
+
+    message = ("Runs A and B answer no question in common: nothing to compare (runs are compared on the "
+               "questions both answered). A (a) answered 1 question, B (b) 2 questions.")
+    assert html.count(message) == 1
+    for absent in ("Every claim of A has a partner in B", "No claim of B is new", 'class="summary-deltas"',
+                   'class="chart scatter"', "<svg", "Fix the choices above", 'class="form-errors"'):
+        assert absent not in html
+    fragment = client.get(reverse("run_compare", kwargs={"project_slug": "disjoint"}), query,
+                          headers={"HX-Request": "true"}).content.decode()
+    assert "<html" not in fragment and message in fragment
+    download = client.get(reverse("run_compare_xlsx", kwargs={"project_slug": "disjoint"}), query)
+    assert download.status_code == 400
+    assert message in download.content.decode()
+
+
+def test_compare_command_fails_when_runs_share_no_question(db):
+    _runs_with_questions("disjoint", ["q1"], ["q2", "q3"])
+
+    with pytest.raises(CommandError, match=r"^Runs A and B answer no question in common: nothing to compare "
+                                           r"\(runs are compared on the questions both answered\)\. "
+                                           r"A \(a\) answered 1 question, B \(b\) 2 questions\.$"):
+        call_command("compare", "--run", "a", "--run", "b", stdout=io.StringIO())
+
+
+def test_comparison_page_writes_every_negative_number_with_one_minus_sign(client, db, reviewer):
+    """q1 in A: one cited SUPPORTED claim and one uncited claim, so coverage 1/2,
+    support 1/1, gap 0.5 − 1 = −0.50. In B both claims are cited, one SUPPORTED and
+    one UNSUPPORTED: coverage 2/2, support 1/2, gap +0.50; deltas +0.50, −0.50, +1.00.
+    The page shows "−" (U+2212) for all of them; the JSON keeps "-" and numbers."""
+    project = ProjectFactory(slug="signs")
+    project.members.add(reviewer)
+    author = ReviewerFactory(username="author-signs")
+    question = Question.objects.create(project=project, question_id="q1", text="q1?")
+    for name in ("a", "b"):
+        answer = AnswerFactory(run=RunFactory(project=project, name=name), question=question)
+        supported = ClaimFactory(answer=answer, index=1, text="Supported claim.")
+        CitationFactory(claim=supported)
+        LabelFactory(claim=supported, reviewer=author)
+        other = ClaimFactory(answer=answer, index=2, text="Other claim.")
+        if name == "b":
+            CitationFactory(claim=other)
+            LabelFactory(claim=other, reviewer=author, value=LabelValue.UNSUPPORTED, justification="Not there.")
+    _login(client, reviewer)
+
+    html = client.get(reverse("run_compare", kwargs={"project_slug": "signs"}),
+                      {"a": "a", "b": "b", "threshold": "0.85"}).content.decode()
+
+    assert '<th scope="row">Gap (coverage − support)</th><td class="num">−0.50</td><td class="num">0.50</td>' in html
+    assert '<td class="num">−0.50</td><td class="num">0.50</td><td class="num delta changed">+1.00</td>' in html
+    assert '<td class="num delta worse">−0.50</td>' in html
+    assert not re.search(r">-\d", html)
+    out = io.StringIO()
+    call_command("compare", "--run", "a", "--run", "b", "--project", "signs", "--format", "json", stdout=out)
+    gap = json.loads(out.getvalue())["summary"]["gap"]
+    assert (gap["a"], gap["a_text"], gap["delta"]) == (-0.5, "-0.50", 1.0)

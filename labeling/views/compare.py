@@ -12,7 +12,14 @@ from django.views.decorators.http import require_GET
 
 from labeling import selectors
 from labeling.charts import scatter_chart
-from labeling.comparison import RunComparison, comparison_xlsx, delta_class, run_comparison
+from labeling.comparison import (
+    NO_SHARED_QUESTIONS,
+    RunComparison,
+    comparison_xlsx,
+    delta_class,
+    display_minus,
+    run_comparison,
+)
 from labeling.models import Project, Run
 from scoring.compare import DEFAULT_THRESHOLD
 
@@ -46,7 +53,9 @@ def _project_for(request: HttpRequest, project_slug: str) -> Project:
     return get_object_or_404(selectors.visible_projects(user=request.user), slug=project_slug)
 
 
-def _comparison_from(request: HttpRequest, project: Project) -> tuple[CompareForm, RunComparison | None]:
+def _comparison_from(request: HttpRequest, project: Project) -> tuple[CompareForm, RunComparison | None, str]:
+    """The form, the comparison when the form is valid, and the reason there is
+    nothing to compare (``""`` unless the runs share no question)."""
     runs = list(Run.objects.filter(project=project).select_related("project").order_by("created_at", "name"))
     if {"a", "b"} <= set(request.GET):
         form = CompareForm(request.GET, runs=runs)
@@ -63,7 +72,7 @@ def _comparison_from(request: HttpRequest, project: Project) -> tuple[CompareFor
             initial |= {"b": chosen, "a": names[position - 1] if position else names[1]}
         form = CompareForm(initial=initial, runs=runs)
     if not form.is_bound or not form.is_valid():
-        return form, None
+        return form, None, ""
     by_name = {run.name: run for run in runs}
     try:
         comparison = run_comparison(
@@ -71,22 +80,29 @@ def _comparison_from(request: HttpRequest, project: Project) -> tuple[CompareFor
             threshold=form.cleaned_data["threshold"],
         )
     except ValidationError as error:
+        if getattr(error, "code", None) == NO_SHARED_QUESTIONS:
+            # The choices are valid; the runs just have nothing in common.
+            return form, None, error.messages[0]
         form.add_error(None, error)
-        return form, None
-    return form, comparison
+        return form, None, ""
+    return form, comparison, ""
 
 
 @login_required
 @require_GET
 def run_compare(request: HttpRequest, project_slug: str) -> HttpResponse:
     project = _project_for(request, project_slug)
-    form, comparison = _comparison_from(request, project)
-    context = {"project": project, "form": form, "comparison": comparison}
+    form, comparison, nothing_to_compare = _comparison_from(request, project)
+    context = {"project": project, "form": form, "comparison": comparison, "nothing_to_compare": nothing_to_compare}
     if comparison is not None:
         result = comparison.result
         context |= {
             "result": result,
-            "summary": [(row, delta_class(row.key, row.delta)) for row in result.summary],
+            "summary": [
+                ({"label": row.label, "a_text": display_minus(row.a_text), "b_text": display_minus(row.b_text),
+                  "delta_text": row.delta_text}, delta_class(row.key, row.delta))
+                for row in result.summary
+            ],
             "counts": result.counts(),
             "per_question": comparison.per_question_rows(),
             "label_flips": comparison.claim_rows("label_flips"),
@@ -107,10 +123,10 @@ def run_compare(request: HttpRequest, project_slug: str) -> HttpResponse:
 @require_GET
 def run_compare_xlsx(request: HttpRequest, project_slug: str) -> HttpResponse:
     project = _project_for(request, project_slug)
-    form, comparison = _comparison_from(request, project)
+    form, comparison, nothing_to_compare = _comparison_from(request, project)
     if comparison is None:
-        return render(request, "labeling/compare.html", {"project": project, "form": form, "comparison": None},
-                      status=400)
+        return render(request, "labeling/compare.html", {"project": project, "form": form, "comparison": None,
+                                                         "nothing_to_compare": nothing_to_compare}, status=400)
     filename = slugify(f"{project.slug}-{comparison.run_a.name}-vs-{comparison.run_b.name}") or "comparison"
     response = HttpResponse(comparison_xlsx(comparison), content_type=XLSX_TYPE)
     response["Content-Disposition"] = f'attachment; filename="{filename}.xlsx"'
