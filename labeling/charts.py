@@ -221,13 +221,31 @@ class TrendSeries:
 
 
 @dataclass(frozen=True)
+class TrendLabel:
+    """A run's name under the x axis: the run sits at ``position``; the text is
+    drawn with its anchor at ``x, y`` (``text-anchor`` ``anchor``), rotated by
+    ``rotate`` degrees about that point. ``left``, ``right`` and ``bottom`` are
+    the text's estimated extent in chart units (see :func:`text_width`)."""
+
+    position: float
+    text: str
+    x: float
+    y: float
+    anchor: str
+    rotate: int
+    left: float
+    right: float
+    bottom: float
+
+
+@dataclass(frozen=True)
 class TrendChart:
     """Geometry of coverage / support / gap across a project's runs (Run.created_at order)."""
 
     width: int
     height: int
     plot: Box
-    x_ticks: list[Tick]
+    x_ticks: list[TrendLabel]
     y_ticks: list[Tick]
     zero_y: float | None
     series: list[TrendSeries]
@@ -236,6 +254,45 @@ class TrendChart:
 
 
 TREND_SERIES = (("coverage", "Coverage"), ("support", "Support"), ("gap", "Gap (coverage − support)"))
+# The largest font-size static/css/app.css gives the trend's tick labels (on a
+# phone, where the chart is drawn smaller), in chart units: label room is
+# reserved for it, so the labels fit at every size the stylesheet uses.
+TREND_TICK_FONT = 16
+LABEL_ANGLE = 35  # degrees the run names turn (counter-clockwise) when there are more than 4 runs
+_NARROW = frozenset(" .,:;'|!()[]{}ijlft-")
+_WIDE = frozenset("mwMW@%…")
+
+
+def text_width(text: str, font_size: float = TREND_TICK_FONT) -> float:
+    """Estimated advance width of ``text`` in a sans-serif face at ``font_size``
+    (chart units), erring wide: 0.62 em a character, 0.4 em for narrow ones
+    (``i l . , -`` …), 0.95 em for wide ones (``m w M W …``) and other capitals 0.75 em."""
+    def em(char: str) -> float:
+        if char in _NARROW:
+            return 0.4
+        if char in _WIDE:
+            return 0.95
+        return 0.75 if char.isupper() else 0.62
+    return sum(em(char) for char in text) * font_size
+
+
+def _run_label(position: float, text: str, *, bottom: float, rotate: bool) -> TrendLabel:
+    """Place ``text`` under the run at ``position``; the plot's frame is at ``bottom``."""
+    width = text_width(text)
+    ascent, descent = 0.8 * TREND_TICK_FONT, 0.25 * TREND_TICK_FONT
+    if not rotate:
+        y = bottom + 6 + ascent
+        return TrendLabel(position, text, position, round(y, 2), "middle", 0,
+                          left=round(position - width / 2, 2), right=round(position + width / 2, 2),
+                          bottom=round(y + descent, 2))
+    # The text ends (text-anchor end) just right of and below the tick, and runs
+    # up-right at LABEL_ANGLE, so it hangs down-left: its top-left corner is its
+    # leftmost point, its bottom-left corner its lowest.
+    cos, sin = math.cos(math.radians(LABEL_ANGLE)), math.sin(math.radians(LABEL_ANGLE))
+    x, y = position + 4, bottom + 6 + ascent * cos
+    return TrendLabel(position, text, round(x, 2), round(y, 2), "end", -LABEL_ANGLE,
+                      left=round(x - width * cos - ascent * sin, 2), right=round(x + descent * sin, 2),
+                      bottom=round(y + width * sin + descent * cos, 2))
 
 
 def trend_chart(rows: Iterable[Mapping[str, Any]]) -> TrendChart:
@@ -245,26 +302,49 @@ def trend_chart(rows: Iterable[Mapping[str, Any]]) -> TrendChart:
     (floats or ``None``; coverage and support in [0, 1], gap in [−1, 1]).
     The y axis runs from 1 down to 0, or lower in steps of 0.25 when a gap is
     negative. Run names longer than 16 characters are shortened on the axis
-    (full in the tooltips); with more than 8 runs every k-th name is shown.
+    (full in the tooltips); with more than 8 runs every k-th name is shown,
+    with more than 4 they turn by LABEL_ANGLE. The chart is 960 units wide
+    (the page draws it at the card's width); the first and last runs move in
+    from the plot's edges as far as their names need to stay inside it, and
+    the bottom margin is as deep as the lowest name.
     """
     rows = list(rows)
-    width, height = 640, 280
+    width, top, plot_height, margin = 960, 12, 220, 4
     rotate = len(rows) > 4
-    plot = Box(left=44, top=12, right=width - 16, bottom=height - (76 if rotate else 40))
+    every = max(1, math.ceil(len(rows) / 8))
+    shown = {i: _shorten(str(row["run"])) for i, row in enumerate(rows) if i % every == 0}
+
     values = [_number(row.get(key)) for row in rows for key, _ in TREND_SERIES]
     lowest = min([value for value in values if value is not None] + [0.0])
     y_min = math.floor(lowest * 4) / 4
     y_max = 1.0
+    y_values = [y_min + 0.25 * i for i in range(int(round((y_max - y_min) / 0.25)) + 1)]
+    left = max(44.0, math.ceil(6 + max(text_width(format_value(v)) for v in y_values) + margin))
+
+    # Where the first and last run may sit: inset by `pad`, and further in when a
+    # name needs the room (x_i − extent_i ≥ margin; the last name's right end ≤ width − margin).
+    pad, right = 24, width - 16
+    probe = {i: _run_label(0.0, text, bottom=0.0, rotate=rotate) for i, text in shown.items()}
+    reach_left = {i: -label.left for i, label in probe.items()}
+    reach_right = {i: label.right for i, label in probe.items()}
+    if len(rows) <= 1:
+        xs = [round(left + (right - left) / 2, 2)]
+    else:
+        n = len(rows) - 1
+        last = min(right - pad, width - margin - reach_right.get(n, 0.0))
+        first = left + pad
+        for i, reach in reach_left.items():
+            if i < n:
+                # first·(1 − i/n) + last·i/n ≥ margin + reach, solved for first.
+                first = max(first, (margin + reach - last * i / n) / (1 - i / n))
+        step = (last - first) / n
+        xs = [round(first + i * step, 2) for i in range(len(rows))]
+    bottom_room = max([label.bottom for label in probe.values()] + [0.0]) + margin
+    plot = Box(left=left, top=top, right=right, bottom=top + plot_height)
+    height = math.ceil(plot.bottom + bottom_room)
 
     def y_of(value: float) -> float:
         return round(plot.bottom - (value - y_min) / (y_max - y_min) * plot.height, 2)
-
-    pad = 24
-    if len(rows) <= 1:
-        xs = [round(plot.left + plot.width / 2, 2)]
-    else:
-        step = (plot.width - 2 * pad) / (len(rows) - 1)
-        xs = [round(plot.left + pad + i * step, 2) for i in range(len(rows))]
 
     series = []
     for key, label in TREND_SERIES:
@@ -285,15 +365,8 @@ def trend_chart(rows: Iterable[Mapping[str, Any]]) -> TrendChart:
             segments.append(" ".join(current))
         series.append(TrendSeries(key=key, label=label, segments=segments, markers=markers))
 
-    every = max(1, math.ceil(len(rows) / 8))
-    x_ticks = [
-        Tick(x, _shorten(str(row["run"]))) for i, (x, row) in enumerate(zip(xs, rows, strict=False)) if i % every == 0
-    ]
-    y_ticks = []
-    tick = y_min
-    while tick <= y_max + 1e-9:
-        y_ticks.append(Tick(y_of(tick), format_value(tick)))
-        tick += 0.25
+    x_ticks = [_run_label(xs[i], text, bottom=plot.bottom, rotate=rotate) for i, text in shown.items()]
+    y_ticks = [Tick(y_of(v), format_value(v)) for v in y_values]
     return TrendChart(
         width=width, height=height, plot=plot, x_ticks=x_ticks, y_ticks=y_ticks,
         zero_y=y_of(0.0) if y_min < 0 else None, series=series, runs=len(rows), rotate_labels=rotate,

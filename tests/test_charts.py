@@ -3,11 +3,13 @@ and the run and project pages that include them."""
 
 from __future__ import annotations
 
+import math
+
 import pytest
 from django.template.loader import render_to_string
 from django.urls import reverse
 
-from labeling.charts import run_scatter, scatter_chart, trend_chart
+from labeling.charts import LABEL_ANGLE, TREND_TICK_FONT, run_scatter, scatter_chart, text_width, trend_chart
 from labeling.models import Run
 
 # Scatter geometry (labeling.charts.scatter_chart): plot box x 56..446, y 8..392;
@@ -65,28 +67,88 @@ def test_scatter_quadrants_carry_the_seed_patterns():
 
 
 def test_trend_places_runs_in_order_and_breaks_lines_on_undefined_values():
-    """Three runs, plot x 44..624 inset 24: x = 68, 334, 600. The lowest value is
-    a gap of −0.13, so the axis starts at −0.25: y = 240 − (v + 0.25)/1.25 · 228."""
+    """Three runs. The lowest value is a gap of −0.13, so the axis starts at −0.25;
+    the widest y label "-0.25" is (0.4 + 0.62 + 0.4 + 0.62 + 0.62)·16 = 42.56 units,
+    so the plot starts at ceil(6 + 42.56 + 4) = 53 and ends at 960 − 16 = 944.
+    The runs sit 24 in from either end: x = 77, 498.5, 920.
+    y = 232 − (v + 0.25)/1.25 · 220 (plot 12..232)."""
     chart = trend_chart([
         {"run": "v1", "coverage": 0.5, "support": 1.0, "gap": -0.5 + 0.37},
         {"run": "v2", "coverage": None, "support": 0.75, "gap": None},
         {"run": "v3", "coverage": 1.0, "support": 0.25, "gap": 0.75},
     ])
     coverage, support, gap = chart.series
-    assert [t.position for t in chart.x_ticks] == [68.0, 334.0, 600.0]
+    assert (chart.plot.left, chart.plot.right, chart.plot.top, chart.plot.bottom) == (53, 944, 12, 232)
+    assert [t.position for t in chart.x_ticks] == [77.0, 498.5, 920.0]
     assert [t.text for t in chart.y_ticks] == ["-0.25", "0.00", "0.25", "0.50", "0.75", "1.00"]
-    assert chart.zero_y == 194.4
-    assert coverage.segments == ["68.0,103.2", "600.0,12.0"]
-    assert support.segments == ["68.0,12.0 334.0,57.6 600.0,148.8"]
+    assert chart.zero_y == 188.0
+    assert coverage.segments == ["77.0,100.0", "920.0,12.0"]
+    assert support.segments == ["77.0,12.0 498.5,56.0 920.0,144.0"]
     assert [m.title for m in gap.markers] == ["v1: gap (coverage − support) -0.13", "v3: gap (coverage − support) 0.75"]
 
 
 def test_trend_without_negative_values_starts_at_zero_and_shortens_long_names():
+    """One run sits in the middle of the plot 47..944 (widest y label "0.00":
+    2.26·16 = 36.16 units, ceil(6 + 36.16 + 4) = 47): x = 495.5."""
     chart = trend_chart([{"run": "a-very-long-run-name-indeed", "coverage": 0.5, "support": 0.5, "gap": 0.0}])
     assert chart.zero_y is None
     assert [t.text for t in chart.y_ticks] == ["0.00", "0.25", "0.50", "0.75", "1.00"]
     assert chart.x_ticks[0].text == "a-very-long-run…"
-    assert chart.x_ticks[0].position == 334.0
+    assert chart.x_ticks[0].position == 495.5
+
+
+DEMO_RUNS = ["seed-coverage-support", "seed-citation-ids", "seed-gold-references", "post_hoc_gs_gpt4",
+             "post_hoc_sphere_gpt4", "rr_gs_gpt4", "rr_sphere_gpt4"]
+
+
+def _extent_left(label) -> float:
+    """How far the label's text reaches left of its anchor x, by the estimate the chart
+    reserves room with: centred text half its width; text turned 35° (ending at x)
+    its width · cos 35° plus its ascent (0.8 em) · sin 35°."""
+    width = text_width(label.text, TREND_TICK_FONT)
+    if label.rotate == 0:
+        return width / 2
+    angle = math.radians(LABEL_ANGLE)
+    return width * math.cos(angle) + 0.8 * TREND_TICK_FONT * math.sin(angle)
+
+
+@pytest.mark.parametrize("names", [
+    DEMO_RUNS,                                             # 7 runs: names turned, the first one long
+    DEMO_RUNS[:3],                                         # 3 runs: long names level and centred
+    ["v1", "seed-coverage-support"],                       # a short name first, a long one last
+    [f"experiment-number-{i:02d}" for i in range(13)],     # 13 runs: every 2nd name shown
+    ["a" * 40],
+])
+def test_trend_run_names_stay_inside_the_chart(names):
+    """The new user saw "ed-coverage-s…": the first name began left of the chart.
+    Every name now starts at x − extent ≥ 0, ends inside the width, above the
+    bottom, and the runs stay in order inside the plot."""
+    chart = trend_chart([{"run": name, "coverage": 0.5, "support": 0.5, "gap": 0.0} for name in names])
+    assert chart.x_ticks
+    for label in chart.x_ticks:
+        assert label.x - _extent_left(label) >= 0, label
+        assert round(label.x - _extent_left(label), 2) == pytest.approx(label.left, abs=0.02)
+        assert label.right <= chart.width
+        assert label.bottom <= chart.height
+        assert chart.plot.left <= label.position <= chart.plot.right
+    positions = [m.x for m in chart.series[0].markers]
+    assert positions == sorted(positions) and len(positions) == len(names)
+    assert chart.rotate_labels == (len(names) > 4)
+
+
+def test_trend_turned_names_of_the_demo_project():
+    """Seven runs: the first name "seed-coverage-s…" (13 plain characters, 2 narrow
+    "-", 1 wide "…": (13·0.62 + 2·0.4 + 0.95)·16 = 156.96 units) turned 35° reaches
+    156.96·cos 35° + 12.8·sin 35° = 128.57 + 7.34 = 135.91 left of its anchor. The
+    anchor sits 4 right of the run and the text keeps a margin of 4 from the
+    edge, so the first run moves in to x = 4 + 135.91 − 4 = 135.91 (left 4.0)."""
+    chart = trend_chart([{"run": name, "coverage": 0.5, "support": 0.5, "gap": 0.0} for name in DEMO_RUNS])
+    first = chart.x_ticks[0]
+    assert (first.text, first.rotate, first.anchor) == ("seed-coverage-s…", -35, "end")
+    assert text_width(first.text) == pytest.approx(156.96)
+    assert first.position == pytest.approx(135.91, abs=0.01)
+    assert first.left == pytest.approx(4.0, abs=0.01)
+    assert chart.x_ticks[-1].position == 920.0
 
 
 def test_partials_escape_every_label():
