@@ -220,17 +220,31 @@ def answer_segments(text: str, claims: Iterable[tuple[int, int | None, int | Non
     return segments, unplaced
 
 
-_BREAKS = (re.compile(r"\s*;\s+"), re.compile(r",\s+(?:and|but|while|whereas)\s+"),
-           re.compile(r"\s+(?:and|but|while|whereas)\s+"), re.compile(r",\s+"))
+# Where a claim may bundle two assertions, best first. Each pattern matches the
+# whitespace to cut at, so the parts stay verbatim: the sentence end or the
+# semicolon stays with the first part, a connective ("and", "but", …) opens
+# the second.
+_CONNECTIVE = r"(?:and|but|while|whereas)\s"
+_BREAKS = (
+    re.compile(r"(?<=\S[.!?])\s+(?=[\"“(\[]?[A-Z0-9])"),  # a sentence boundary
+    re.compile(r"(?<=;)\s+"),
+    re.compile(r"(?<=,)\s+(?=" + _CONNECTIVE + ")"),
+    re.compile(r"\s+(?=" + _CONNECTIVE + ")"),
+    re.compile(r"(?<=,)\s+"),
+)
 
 
 def suggest_split(text: str) -> tuple[str, str]:
     """Two parts ``text`` most likely bundles, to prefill the split form.
 
-    Cuts at the clause break closest to the middle (``;``, ``, and``,
-    `` and ``, ``,`` in that preference), dropping the connective, ending the
-    first part like the claim ends and capitalizing the second; else at the
-    space closest to the middle. ``(text, "")`` when there is no break at all.
+    Cuts at whitespace, so the parts are verbatim pieces of the claim and
+    ``first + " " + second`` is ``text`` up to the whitespace at the cut: a
+    claim located in the answer text stays located (and highlighted) after
+    the split (``services.claim_split`` finds each part there). The cut is the
+    break closest to the middle of the first kind present: a sentence
+    boundary, ``"; "``, ``", and "`` (or but/while/whereas), ``" and "``,
+    ``", "``; else the space closest to the middle. ``(text, "")`` when there
+    is no whitespace at all.
     """
     text = text.strip()
     middle = len(text) / 2
@@ -238,12 +252,9 @@ def suggest_split(text: str) -> tuple[str, str]:
         cuts = [m for m in pattern.finditer(text) if 0 < m.start() and m.end() < len(text)]
         if cuts:
             cut = min(cuts, key=lambda m: abs(m.start() - middle))
-            first, second = text[:cut.start()].rstrip(), text[cut.end():].lstrip()
-            if text[-1] in ".!?" and first[-1:] not in (".", "!", "?"):
-                first += text[-1]
-            return first, second[:1].upper() + second[1:]
-    spaces = [m.start() for m in re.finditer(r"\s", text)]
+            return text[:cut.start()], text[cut.end():]
+    spaces = [m for m in re.finditer(r"\s+", text)]
     if not spaces:
         return text, ""
-    cut = min(spaces, key=lambda i: abs(i - middle))
-    return text[:cut].rstrip(), text[cut:].lstrip()
+    cut = min(spaces, key=lambda m: abs(m.start() - middle))
+    return text[:cut.start()], text[cut.end():]

@@ -202,9 +202,11 @@ def _shift_indexes(*, answer_id: int, from_index: int, delta: int) -> None:
         )
 
 
-def _locate(answer_text: str, text: str, *, near: int | None) -> tuple[int | None, int | None]:
+def _locate(answer_text: str, text: str, *, near: int | None,
+            within: tuple[int | None, int | None] = (None, None)) -> tuple[int | None, int | None]:
     """Offsets of ``text`` in the answer, the occurrence closest to ``near``; ``(None, None)``
-    when the claim text is not a verbatim part of the answer."""
+    when the claim text is not a verbatim part of the answer. An occurrence inside
+    ``within`` (the ``start, end`` a claim had before a split) wins over any other."""
     if not text:
         return None, None
     starts = []
@@ -214,6 +216,9 @@ def _locate(answer_text: str, text: str, *, near: int | None) -> tuple[int | Non
         index = answer_text.find(text, index + 1)
     if not starts:
         return None, None
+    low, high = within
+    if low is not None and high is not None:
+        starts = [s for s in starts if low <= s and s + len(text) <= high] or starts
     best = min(starts, key=lambda s: abs(s - near)) if near is not None else starts[0]
     return best, best + len(text)
 
@@ -231,8 +236,12 @@ def claim_split(
     (default: both parts keep all); a citation may go to both parts but must
     go to at least one. The first part keeps the claim's id, gets revision + 1
     and its labels become stale; the second part is a new claim at ``index +
-    1`` (revision 1), later claims move down by one. Offsets are recomputed
-    (``None`` when a part is not verbatim answer text). A part left without
+    1`` (revision 1), later claims move down by one. Offsets are recomputed:
+    a part that is verbatim answer text (as ``labeling.highlight.suggest_split``
+    and a split ``at`` an offset make them) gets the ``start``/``end`` of its
+    occurrence inside the claim's old span (else the one nearest to it), so
+    ``answer.text[start:end] == part``; ``None`` when a part is not verbatim
+    answer text. Line breaks sent as CRLF count as LF. A part left without
     citations is UNCITED.
 
     Returns ``(first, second)``. Raises ValidationError for a bad offset, an
@@ -250,7 +259,8 @@ def claim_split(
                 )
             first, second = locked.text[:at].strip(), locked.text[at:].strip()
         else:
-            first, second = (first_text or "").strip(), (second_text or "").strip()
+            # A browser sends a textarea's line breaks as CRLF; the answer text has LF.
+            first, second = ((part or "").replace("\r\n", "\n").strip() for part in (first_text, second_text))
         if not first or not second:
             raise ValidationError(
                 f"Both parts of claim {locked.index} need text: write what each part asserts.", code="empty_part"
@@ -271,10 +281,10 @@ def claim_split(
                 "the second part, or both.", code="dropped_citation",
             )
         answer_text = locked.answer.text
-        near = locked.start
-        first_start, first_end = _locate(answer_text, first, near=near)
+        near, span = locked.start, (locked.start, locked.end)
+        first_start, first_end = _locate(answer_text, first, near=near, within=span)
         second_start, second_end = _locate(
-            answer_text, second, near=first_end if first_end is not None else near
+            answer_text, second, near=first_end if first_end is not None else near, within=span
         )
         _shift_indexes(answer_id=locked.answer_id, from_index=locked.index + 1, delta=1)
         _stale_labels(locked)

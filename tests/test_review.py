@@ -296,6 +296,39 @@ def test_htmx_answer_navigation_returns_the_review_block(alice, site):
     assert response["HX-Retarget"] == "#review"
 
 
+def test_htmx_answer_change_updates_the_title_and_the_breadcrumb(alice, site, reviewer):
+    """The page showed q1; the fragment of q2 leads with q2's <title> (htmx 2 sets
+    the document title from a top-level <title>) and swaps the breadcrumb's
+    question out of band, so neither keeps naming q1."""
+    page = alice.get(site.review(site.a1)).content.decode()
+    assert "<title>q1 · r1 · Citelab</title>" in page
+    assert '<span id="crumb-question" class="crumb-last"> / q1</span>' in page
+
+    html = alice.get(site.review(site.a2), HTTP_HX_TARGET="review", **HX).content.decode()
+
+    assert html.startswith("<title>q2 · r1 · Citelab</title>")
+    assert html.count("<title>") == 1
+    assert '<span id="crumb-question" class="crumb-last" hx-swap-oob="true"> / q2</span>' in html
+    assert "q1" not in html.split('<div id="review"')[0]
+
+    # The same after a save moves on to the next answer.
+    LabelFactory(claim=site.c1, reviewer=reviewer)
+    saved = alice.post(site.label_url(site.c3), {"value": "SUPPORTED", "justification": "", "revision": 1,
+                                                 "base_label": ""}, **HX).content.decode()
+    assert saved.startswith("<title>q2 · r1 · Citelab</title>")
+    assert 'hx-swap-oob="true"> / q2</span>' in saved
+
+
+def test_answer_title_and_breadcrumb_are_escaped_in_the_fragment(alice, site):
+    site.a2.question.question_id = "q<b>&2"
+    site.a2.question.save()
+
+    html = alice.get(site.review(site.a2), HTTP_HX_TARGET="review", **HX).content.decode()
+
+    assert html.startswith("<title>q&lt;b&gt;&amp;2 · r1 · Citelab</title>")
+    assert 'hx-swap-oob="true"> / q&lt;b&gt;&amp;2</span>' in html
+
+
 def test_htmx_save_swaps_in_the_next_claim_and_signals_progress(alice, site, reviewer):
     response = alice.post(site.label_url(site.c1), {"value": "SUPPORTED", "justification": "", "revision": 1,
                                                     "base_label": ""}, **HX)
@@ -619,6 +652,89 @@ def test_answer_segments_list_claims_without_offsets_or_overlapping():
 
 
 def test_split_suggestion_cuts_at_the_clause_break():
+    """Verbatim parts: the connective opens the second part, nothing is added or recased."""
     assert suggest_split("Paris is the capital of France and it has two million inhabitants.") == (
-        "Paris is the capital of France.", "It has two million inhabitants.")
+        "Paris is the capital of France", "and it has two million inhabitants.")
+    assert suggest_split("Paris is old; it has a river, and it is big.") == (
+        "Paris is old;", "it has a river, and it is big.")
+    assert suggest_split("Lyon is big, and it has a river.") == ("Lyon is big,", "and it has a river.")
     assert suggest_split("Short.") == ("Short.", "")
+
+
+def test_split_suggestion_prefers_a_sentence_boundary_and_keeps_markers():
+    assert suggest_split("Paris is old [1]. It has a river, and a cathedral [2].") == (
+        "Paris is old [1].", "It has a river, and a cathedral [2].")
+    # "e.g. the" is no sentence boundary (lower case follows).
+    assert suggest_split("Rivers, e.g. the Seine, flood. Paris floods too.") == (
+        "Rivers, e.g. the Seine, flood.", "Paris floods too.")
+
+
+def test_split_suggestion_of_every_real_claim_is_verbatim(expertqa_path):
+    """For each of the 735 claims of ../shared/data, the two suggested parts put
+    back together with the whitespace at the cut are the claim itself."""
+    claims = [claim["text"].strip() for line in expertqa_path.read_text(encoding="utf-8").splitlines()
+              for claim in json.loads(line)["claims"]]
+    assert len(claims) == 735
+    for text in claims:
+        first, second = suggest_split(text)
+        if not second:
+            assert first == text
+            continue
+        assert text.startswith(first) and text.endswith(second)
+        assert first and second and text[len(first):len(text) - len(second)].isspace()
+
+
+def test_split_with_the_suggestion_keeps_both_parts_in_the_answer_text(client, expertqa_project, reviewer):
+    """The claim the new user split (answer expertqa:03cecfa2a0a3 of rr_sphere_gpt4,
+    claim 4): the form suggests a cut before "and interest in", and after the split
+    both parts carry offsets that point at their own text, so both stay marked."""
+    import html as html_lib
+    import re
+
+    expertqa_project.members.add(reviewer)
+    client.force_login(reviewer)
+    claim = Claim.objects.select_related("answer").get(
+        answer__run__name="rr_sphere_gpt4", answer__question__question_id="expertqa:03cecfa2a0a3", index=4)
+    answer = claim.answer
+    assert answer.text[claim.start:claim.end] == claim.text
+    kwargs = {"project_slug": "expertqa", "run_name": "rr_sphere_gpt4", "claim_id": claim.pk}
+    form = client.get(reverse("claim_split", kwargs=kwargs), HTTP_HX_TARGET="claim-panel", **HX).content.decode()
+    first, second = (html_lib.unescape(re.search(rf'name="{name}"[^>]*>([^<]*)</textarea>', form).group(1))
+                     for name in ("first", "second"))
+    assert first.endswith("have relevant knowledge")
+    assert second.startswith("and interest in the marketing campaign") and second.endswith("Passage ID 4 [4].")
+    assert f"{first} {second}" == claim.text
+
+    citation = claim.citations.get()
+    client.post(reverse("claim_split", kwargs=kwargs), {
+        "first": first, "second": second, "at": "", "revision": claim.revision,
+        "first_citations": [citation.pk], "second_citations": [citation.pk]})
+
+    parts = list(answer.claims.filter(index__in=[4, 5]).order_by("index"))
+    assert [part.text for part in parts] == [first, second]
+    assert [(part.start, part.end) for part in parts] == [
+        (claim.start, claim.start + len(first)), (claim.end - len(second), claim.end)]
+    assert all(answer.text[part.start:part.end] == part.text for part in parts)
+    page = client.get(reverse("answer_review", kwargs={"project_slug": "expertqa", "run_name": "rr_sphere_gpt4",
+                                                         "answer_id": answer.pk})).content.decode()
+    assert "not in text" not in page
+    assert "could not be located" not in page
+
+
+def test_split_parts_sent_with_crlf_line_breaks_are_still_located(alice, site):
+    """A browser sends a textarea's line breaks as CRLF; the answer has LF.
+    "Lyon is big.\nIt is old." is 0..23; cut after "It" (15): parts 0..15 and 16..23."""
+    site.a2.text = "Lyon is big.\nIt is old. Lyon has a moon."
+    site.a2.save()
+    site.d1.text, site.d1.end = "Lyon is big.\nIt is old.", 23
+    site.d1.save()
+    site.d2.start, site.d2.end = 24, 40
+    site.d2.save()
+
+    citation = site.d1.citations.get()
+    alice.post(site.url("claim_split", claim_id=site.d1.pk), {
+        "first": "Lyon is big.\r\nIt", "second": "is old.", "at": "", "revision": 1,
+        "first_citations": [citation.pk], "second_citations": [citation.pk]})
+
+    assert list(site.a2.claims.values_list("index", "text", "start", "end").order_by("index")) == [
+        (1, "Lyon is big.\nIt", 0, 15), (2, "is old.", 16, 23), (3, "Lyon has a moon.", 24, 40)]

@@ -18,6 +18,7 @@ from django.core.exceptions import ValidationError
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseNotFound
 from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
+from django.utils.html import format_html
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import push_url, reswap, retarget, trigger_client_event
 
@@ -89,10 +90,20 @@ def _page(request: HttpRequest, context: dict[str, Any]) -> HttpResponse:
 
 def _fragment(request: HttpRequest, context: dict[str, Any], *, whole_review: bool) -> HttpResponse:
     """The claim panel with out-of-band answer text and claim list, or (when the
-    answer changed) the whole ``#review`` block retargeted."""
+    answer changed) the whole ``#review`` block retargeted, led by the new
+    ``<title>`` (htmx 2 applies a top-level ``<title>`` of a response to the
+    document; first, so no ``<title>`` nested in the block is taken for it) and
+    followed by the breadcrumb's question out of band."""
     if whole_review:
         context["neighbours"] = selectors.answer_neighbours(answer=context["answer"])
-        response = HttpResponse(render_to_string(f"{TEMPLATE}#review", context, request=request))
+        # Already escaped by the template (a SafeString), so format_html leaves it as is.
+        title = render_to_string(f"{TEMPLATE}#page-title", context, request=request)
+        parts = [
+            format_html("<title>{} · Citelab</title>", title),
+            render_to_string(f"{TEMPLATE}#review", context, request=request),
+            render_to_string(f"{TEMPLATE}#crumb-question", {**context, "oob": True}, request=request),
+        ]
+        response = HttpResponse("".join(parts))
         return reswap(retarget(response, "#review"), "outerHTML")
     parts = [render_to_string(f"{TEMPLATE}#claim-panel", context, request=request)]
     oob = {**context, "oob": True}
