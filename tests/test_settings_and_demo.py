@@ -63,12 +63,12 @@ def test_demo_prepares_the_project_and_reviewer_idempotently(capsys):
     project = Project.objects.get(slug="demo")
     assert sorted(Run.objects.filter(project=project).values_list("name", flat=True)) == [
         "post_hoc_gs_gpt4", "post_hoc_sphere_gpt4", "rr_gs_gpt4", "rr_sphere_gpt4",
-        "seed-citation-ids", "seed-coverage-support", "seed-gold-references"]
-    assert Answer.objects.count() == 1 + 5 + 3 + 20
+        "seed-citation-ids", "seed-coverage-support", "seed-coverage-support-v2", "seed-gold-references"]
+    assert Answer.objects.count() == 1 + 1 + 5 + 3 + 20
     assert project.members.filter(username="demo").exists()
     assert Reviewer.objects.get(username="demo").check_password("citelab-demo")
     call_command("demo", "--no-serve")
-    assert Answer.objects.count() == 29
+    assert Answer.objects.count() == 30
 
 
 def test_scoring_never_imports_django():

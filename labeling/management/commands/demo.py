@@ -21,6 +21,8 @@ DEMO_REVIEWER = "demo"
 DEMO_PASSWORD = "citelab-demo"
 FIXTURE_FILES = [
     "seed_coverage_support.jsonl",
+    # The same question answered after a prompt change: something to compare.
+    "seed_coverage_support_v2.jsonl",
     "seed_citation_ids.jsonl",
     "seed_gold_references.jsonl",
     "expertqa_sample.jsonl",
