@@ -63,7 +63,8 @@ def fake_openai(monkeypatch) -> Iterator[FakeOpenAI]:
                 self.end_headers()
                 self.wfile.write(data)
             except OSError:
-                pass  # the client gave up (timeout test)
+                # The client gave up (timeout test): nothing left to answer.
+                return
 
         def log_message(self, *args: Any) -> None:
             pass
