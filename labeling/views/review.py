@@ -207,16 +207,16 @@ def claim_label(request: HttpRequest, project_slug: str, run_name: str, claim_id
     except ValidationError as exc:
         return again(error=exc.messages[0], armed=data["value"])
     notice = f"Saved {label.value} on claim {claim.index}."
-    if request.htmx:
-        # Most saves move on within the answer: the review of this answer finds the next claim itself.
-        review = selectors.review_context(answer=claim.answer, reviewer=request.user, after_index=claim.index)
-        if review.current is not None:
-            response = _fragment(request, _context(request, run, claim.answer, None, review=review, notice=notice),
-                                 whole_review=False)
-            push_url(response, review_url(run, claim.answer_id, review.current.claim.pk))
-            return trigger_client_event(response, LABEL_SAVED)
-    following = selectors.next_unlabeled_claim(run=run, reviewer=request.user, after=claim,
-                                               after_answer_done=bool(request.htmx))
+    # Find the next claim first, then build only the review that is shown: when the
+    # answer is done, building its review just to learn that would cost 3 queries.
+    following = selectors.next_unlabeled_claim(run=run, reviewer=request.user, after=claim)
+    if request.htmx and following is not None and following.answer_id == claim.answer_id:
+        # Most saves move on within the answer: swap the claim panel, not the whole review.
+        review = selectors.review_context(answer=claim.answer, reviewer=request.user, claim_id=following.pk)
+        response = _fragment(request, _context(request, run, claim.answer, None, review=review, notice=notice),
+                             whole_review=False)
+        push_url(response, review_url(run, claim.answer_id, following.pk))
+        return trigger_client_event(response, LABEL_SAVED)
     if following is None:
         notice += " Every cited claim of this run now carries your label."
     return _after_write(request, run, claim, show=following, notice=notice)
