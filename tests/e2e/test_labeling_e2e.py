@@ -33,6 +33,8 @@ def panel_claim(page) -> int:
 def wait_for_claim_after(page, claim_id: int) -> int:
     """Wait until the claim panel shows another claim than ``claim_id``; return the new one."""
     page.wait_for_function(f"document.querySelector('#claim-panel').dataset.claim !== '{claim_id}'")
+    # Let htmx finish settling before the next keystroke (focus moves on settle).
+    page.wait_for_function("!document.querySelector('.htmx-request, .htmx-swapping, .htmx-settling')")
     return panel_claim(page)
 
 
@@ -58,7 +60,7 @@ def test_label_five_claims_by_keyboard(live_server, expertqa_project, reviewer, 
 
     # 2: UNSUPPORTED, type why, Enter saves and moves on.
     page.keyboard.press("2")
-    assert page.evaluate("document.activeElement.name") == "justification"
+    page.wait_for_function("document.activeElement && document.activeElement.name === 'justification'")
     page.keyboard.type(JUSTIFICATION)
     page.keyboard.press("Enter")
     third = wait_for_claim_after(page, second)
