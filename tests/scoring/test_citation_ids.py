@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import math
-
 import pandas as pd
 import pytest
 from hypothesis import given, settings
@@ -12,6 +10,7 @@ from hypothesis import strategies as st
 from scoring.citation_ids import abstention_metrics, citation_id_metrics
 from scoring.claims import claim_metrics
 from scoring.labels import SUPPORTED, UNCITED
+from tests.scoring.checks import assert_no_nan
 
 
 def answers_frame(rows: list[tuple[object, bool, bool | None]]) -> pd.DataFrame:
@@ -32,18 +31,6 @@ def citations_frame(rows: list[tuple]) -> pd.DataFrame:
 
 def gold_frame(rows: list[tuple[object, str]]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["answer_id", "passage_id"])
-
-
-def assert_no_nan(value: object) -> None:
-    if isinstance(value, dict):
-        for item in value.values():
-            assert_no_nan(item)
-    elif isinstance(value, list):
-        for item in value:
-            assert_no_nan(item)
-    else:
-        assert not (isinstance(value, float) and math.isnan(value))
-        assert value is not pd.NA
 
 
 def seed_frames() -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:

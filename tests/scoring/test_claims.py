@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import math
-
 import pandas as pd
 import pytest
 from hypothesis import given, settings
@@ -11,6 +9,7 @@ from hypothesis import strategies as st
 
 from scoring.claims import claim_metrics
 from scoring.labels import SUPPORTED, UNCITED, UNSUPPORTED, resolve_labels
+from tests.scoring.checks import assert_no_nan
 
 COLUMNS = ["answer_id", "question_id", "claim_index", "n_citations", "label"]
 
@@ -23,18 +22,6 @@ def claims_frame(answers: dict[object, list[tuple[int, str | None]]]) -> pd.Data
         for index, (n_citations, label) in enumerate(claims)
     ]
     return pd.DataFrame(rows, columns=COLUMNS)
-
-
-def assert_no_nan(value: object) -> None:
-    if isinstance(value, dict):
-        for item in value.values():
-            assert_no_nan(item)
-    elif isinstance(value, list):
-        for item in value:
-            assert_no_nan(item)
-    else:
-        assert not (isinstance(value, float) and math.isnan(value))
-        assert value is not pd.NA
 
 
 def test_seed_five_claims_all_cited_three_supported():

@@ -13,7 +13,7 @@ import json
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from labeling.exports import frames
-from labeling.management.commands.score import find_project, find_run
+from labeling.management.lookup import find_project, find_run
 from labeling.models import Claim
 from scoring.agreement import krippendorff_alpha, pairwise_agreement
 from scoring.ratio import format_value

@@ -10,7 +10,8 @@ from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from labeling.comparison import RunComparison, comparison_xlsx, run_comparison
-from labeling.models import Project, Run
+from labeling.management.lookup import find_project, find_run
+from labeling.models import Run
 from scoring.compare import DEFAULT_THRESHOLD
 from scoring.deltas import format_delta
 
@@ -25,16 +26,8 @@ def find_runs(names: list[str], project_slug: str | None) -> tuple[Run, Run]:
     names do not pick one project.
     """
     if project_slug:
-        try:
-            project = Project.objects.get(slug=project_slug)
-        except Project.DoesNotExist:
-            raise CommandError(f"no project {project_slug!r}") from None
-        runs = {run.name: run for run in Run.objects.select_related("project").filter(project=project, name__in=names)}
-        missing = [name for name in names if name not in runs]
-        if missing:
-            known = ", ".join(project.runs.values_list("name", flat=True)) or "none"
-            raise CommandError(f"project {project.slug!r} has no run {missing[0]!r} (runs: {known})")
-        return runs[names[0]], runs[names[1]]
+        project = find_project(project_slug)
+        return find_run(project, names[0]), find_run(project, names[1])
     by_project: dict[int, dict[str, Run]] = {}
     for run in Run.objects.select_related("project").filter(name__in=names):
         by_project.setdefault(run.project_id, {})[run.name] = run

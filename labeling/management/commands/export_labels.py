@@ -8,7 +8,7 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from labeling.label_tables import EXPORT_FORMATS, VersionIntegrityError, label_table_export
-from labeling.management.commands.score import find_project, find_run
+from labeling.management.lookup import find_project, find_run
 from labeling.models import LabelTableVersion
 
 

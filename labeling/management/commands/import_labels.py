@@ -18,7 +18,7 @@ from labeling.label_tables import (
     label_table_import_apply,
     label_table_import_preview,
 )
-from labeling.management.commands.score import find_project, find_run
+from labeling.management.lookup import find_project, find_run
 from labeling.models import Reviewer
 
 

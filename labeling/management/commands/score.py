@@ -13,8 +13,9 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from labeling.management.lookup import find_project, find_run
 from labeling.metrics import DEFAULT_MATCH_METHOD, RunScores, run_scores
-from labeling.models import Project, Question, Reviewer, Run
+from labeling.models import Question, Reviewer, Run
 from scoring.ratio import Ratio, format_value
 
 # Metric name → path in RunScores.to_dict(); all are "higher is better".
@@ -32,29 +33,6 @@ GATE_METRICS: dict[str, tuple[str, ...]] = {
     "source_recall": ("source", "recall"),
     "source_f1": ("source", "f1"),
 }
-
-
-def find_project(slug: str | None) -> Project:
-    """``--project SLUG``, or the only project there is. CommandError otherwise."""
-    if slug:
-        try:
-            return Project.objects.get(slug=slug)
-        except Project.DoesNotExist:
-            raise CommandError(f"no project {slug!r}") from None
-    projects = list(Project.objects.all()[:2])
-    if len(projects) == 1:
-        return projects[0]
-    raise CommandError("no project yet: import answers first" if not projects else
-                       "several projects exist: pass --project SLUG")
-
-
-def find_run(project: Project, name: str) -> Run:
-    """Run ``name`` of ``project``; CommandError listing the project's runs otherwise."""
-    try:
-        return Run.objects.select_related("project").get(project=project, name=name)
-    except Run.DoesNotExist:
-        names = ", ".join(project.runs.values_list("name", flat=True)) or "none"
-        raise CommandError(f"project {project.slug!r} has no run {name!r} (runs: {names})") from None
 
 
 def parse_max_drop(values: list[str]) -> dict[str, float]:

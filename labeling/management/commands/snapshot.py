@@ -6,7 +6,7 @@ from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from labeling.label_tables import label_table_snapshot
-from labeling.management.commands.score import find_project, find_run
+from labeling.management.lookup import find_project, find_run
 from labeling.models import Reviewer
 
 

@@ -1,0 +1,33 @@
+"""Finding the project and run a management command names (``--project``, ``--run``).
+
+Shared by every command so they all answer a wrong name the same way.
+"""
+
+from __future__ import annotations
+
+from django.core.management.base import CommandError
+
+from labeling.models import Project, Run
+
+
+def find_project(slug: str | None) -> Project:
+    """``--project SLUG``, or the only project there is. CommandError otherwise."""
+    if slug:
+        try:
+            return Project.objects.get(slug=slug)
+        except Project.DoesNotExist:
+            raise CommandError(f"no project {slug!r}") from None
+    projects = list(Project.objects.all()[:2])
+    if len(projects) == 1:
+        return projects[0]
+    raise CommandError("no project yet: import answers first" if not projects else
+                       "several projects exist: pass --project SLUG")
+
+
+def find_run(project: Project, name: str) -> Run:
+    """Run ``name`` of ``project``; CommandError listing the project's runs otherwise."""
+    try:
+        return Run.objects.select_related("project").get(project=project, name=name)
+    except Run.DoesNotExist:
+        names = ", ".join(project.runs.values_list("name", flat=True)) or "none"
+        raise CommandError(f"project {project.slug!r} has no run {name!r} (runs: {names})") from None
