@@ -21,7 +21,7 @@ from labeling.comparison import answer_review_url
 from labeling.exports import frames
 from labeling.metrics import resolved_claims_frame
 from labeling.models import Run
-from scoring.claims import claim_metrics
+from scoring.claims import ClaimMetrics, claim_metrics
 from scoring.ratio import format_value
 
 # The four patterns of the seed "Measure Citation Coverage and Support"; a
@@ -373,14 +373,16 @@ def trend_chart(rows: Iterable[Mapping[str, Any]]) -> TrendChart:
     )
 
 
-def run_scatter(run: Run) -> ScatterChart:
-    """The scatter of ``run``'s answers, from the resolved labels (4 queries)."""
-    claims, _ = resolved_claims_frame(run)
-    answers = frames.answers_frame(run)
-    metrics = claim_metrics(
-        claims[["answer_id", "question_id", "claim_index", "n_citations", "label", "abstention"]],
-        answers[["answer_id", "question_id"]],
-    )
+def run_scatter(run: Run, *, metrics: ClaimMetrics | None = None) -> ScatterChart:
+    """The scatter of ``run``'s answers, from the resolved labels (4 queries), or
+    from ``metrics`` when the caller already scored the run (no query)."""
+    if metrics is None:
+        claims, _ = resolved_claims_frame(run)
+        answers = frames.answers_frame(run)
+        metrics = claim_metrics(
+            claims[["answer_id", "question_id", "claim_index", "n_citations", "label", "abstention"]],
+            answers[["answer_id", "question_id"]],
+        )
     return scatter_chart(
         metrics.per_answer_records(), answer_url=_answer_url_for(run.project.slug, run.name),
         caption=f"Answers of run {run.name}",

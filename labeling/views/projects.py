@@ -58,12 +58,13 @@ def run_detail(request: HttpRequest, project_slug: str, run_name: str) -> HttpRe
     # small runs, loaded by htmx once scrolled into view for large ones.
     inline_scatter = counts.claims <= SCATTER_INLINE_MAX_CLAIMS
     has_gold = metrics.run_has_gold(run)
+    gold = _gold_context(request, run) if has_gold and inline_scatter else None
+    # The gold panel scored the run already: the scatter reuses its claim metrics.
+    scatter = charts.run_scatter(run, metrics=gold["claims"] if gold else None) if inline_scatter else None
     return render(request, "labeling/run_detail.html", {
         "project": run.project, "run": run, "counts": counts, "answers": page, "filters": selectors.ANSWER_FILTERS,
         "filter_title": selectors.ANSWER_FILTERS.get(answer_filter, ""),
-        "scatter": charts.run_scatter(run) if inline_scatter else None,
-        "has_gold": has_gold,
-        "gold": _gold_context(request, run) if has_gold and inline_scatter else None,
+        "scatter": scatter, "has_gold": has_gold, "gold": gold,
     })
 
 
@@ -79,7 +80,7 @@ def _gold_context(request: HttpRequest, run: Run) -> dict:
         except ValueError:
             threshold = None
     scores = metrics.run_scores(run, match_method=method, match_threshold=threshold)
-    return {"rows": metrics.gold_rows(scores), "method": method, "threshold": threshold,
+    return {"rows": metrics.gold_rows(scores), "claims": scores.claims, "method": method, "threshold": threshold,
             "methods": GOLD_PAGE_METHODS, "pending": scores.gold.context.pending if scores.gold else 0}
 
 
