@@ -493,3 +493,23 @@ def test_comparison_page_writes_every_negative_number_with_one_minus_sign(client
     call_command("compare", "--run", "a", "--run", "b", "--project", "signs", "--format", "json", stdout=out)
     gap = json.loads(out.getvalue())["summary"]["gap"]
     assert (gap["a"], gap["a_text"], gap["delta"]) == (-0.5, "-0.50", 1.0)
+
+
+def test_compare_link_without_threshold_uses_the_default(client, db):
+    """?a=…&b=… alone (a hand-written link) compares at the default threshold, no form error."""
+    from labeling.views.compare import DEFAULT_THRESHOLD
+    from tests.conftest import FIXTURES_DIR
+    from tests.factories import ReviewerFactory
+
+    project = project_for_import(slug="link")
+    run_import(project=project, source=FIXTURES_DIR / "seed_coverage_support.jsonl")
+    run_import(project=project, source=FIXTURES_DIR / "seed_coverage_support_v2.jsonl")
+    viewer = ReviewerFactory(username="viewer")
+    project.members.add(viewer)
+    client.force_login(viewer)
+    response = client.get(reverse("run_compare", kwargs={"project_slug": "link"}),
+                          {"a": "seed-coverage-support", "b": "seed-coverage-support-v2"})
+    assert response.context["form"].errors == {}
+    assert response.context["form"].cleaned_data["threshold"] == DEFAULT_THRESHOLD
+    # The v2 fixture turns claim 5 (UNSUPPORTED) into an uncited claim: one label flip.
+    assert len(response.context["label_flips"]) == 1

@@ -58,7 +58,11 @@ def _comparison_from(request: HttpRequest, project: Project) -> tuple[CompareFor
     nothing to compare (``""`` unless the runs share no question)."""
     runs = list(Run.objects.filter(project=project).select_related("project").order_by("created_at", "name"))
     if {"a", "b"} <= set(request.GET):
-        form = CompareForm(request.GET, runs=runs)
+        data = request.GET.copy()
+        # A link naming only the runs (?a=…&b=…) compares at the default threshold.
+        if not data.get("threshold"):
+            data["threshold"] = str(DEFAULT_THRESHOLD)
+        form = CompareForm(data, runs=runs)
     else:
         # Unbound: preselect the two newest runs, older as A; ``?b=NAME`` (the
         # run page's Compare button) picks B and the run before it as A.
