@@ -3,8 +3,11 @@
 Label table versions are read-only here too: they are immutable artifacts.
 """
 
+from typing import Any
+
 from django.contrib import admin
 from django.contrib.auth.admin import UserAdmin
+from django.http import HttpRequest
 
 from labeling import models
 
@@ -66,6 +69,11 @@ class AnswerAdmin(admin.ModelAdmin):
     search_fields = ["question__question_id", "text"]
     raw_id_fields = ["run", "question"]
     inlines = [PassageInline]
+
+    def save_model(self, request: HttpRequest, obj: models.Answer, form: Any, change: bool) -> None:
+        # The run's order key is a copy of the question id (models.Answer).
+        obj.question_key = obj.question.question_id
+        super().save_model(request, obj, form, change)
 
 
 class CitationInline(admin.TabularInline):

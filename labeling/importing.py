@@ -344,8 +344,8 @@ class _Writer:
         if not records:
             return
         answers = Answer.objects.bulk_create([
-            Answer(run=self.runs[r.run], question=questions[r.question_id], text=r.answer,
-                   content_hash=answer_content_hash(r))
+            Answer(run=self.runs[r.run], question=questions[r.question_id], question_key=r.question_id,
+                   text=r.answer, content_hash=answer_content_hash(r))
             for r in records
         ])
         passages: list[Passage] = []

@@ -159,23 +159,32 @@ class Run(models.Model):
 
 
 class Answer(models.Model):
-    """One run's response to one question (SPEC §2)."""
+    """One run's response to one question (SPEC §2).
+
+    ``question_key`` is a copy of the question's ``question_id`` (which never
+    changes), set by whoever creates the answer: a run's answers are listed
+    and walked in that order, and the copy lets one index
+    ``(run, question_key)`` serve it without a join.
+    """
 
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="answers")
     question = models.ForeignKey(Question, on_delete=models.CASCADE, related_name="answers")
+    question_key = models.CharField(max_length=200, editable=False)
     text = models.TextField()
     # SHA-256 of the imported content: re-importing the same answer is a no-op.
     content_hash = models.CharField(max_length=64)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
-        ordering = ["run", "question__question_id"]
+        ordering = ["run", "question_key"]
         constraints = [
             models.UniqueConstraint(fields=["run", "question"], name="one_answer_per_run_and_question"),
+            models.UniqueConstraint(fields=["run", "question_key"], name="question_key_unique_per_run"),
+            models.CheckConstraint(condition=~Q(question_key=""), name="answer_question_key_set"),
         ]
 
     def __str__(self) -> str:
-        return f"{self.run_id}:{self.question_id}"
+        return f"{self.run_id}:{self.question_key}"
 
 
 class Passage(models.Model):

@@ -299,7 +299,7 @@ def answer_page(*, run: Run, reviewer: Reviewer, answer_filter: str = "", page_n
             claim__answer__run=run, fabricated=True).values("claim__answer_id"))
     elif answer_filter:
         raise ValueError(f"unknown answer filter {answer_filter!r}; use one of {', '.join(ANSWER_FILTERS)}")
-    ids = answers.order_by("question__question_id", "pk").values_list("pk", flat=True)
+    ids = answers.order_by("question_key").values_list("pk", flat=True)
     page = Paginator(ids, per_page).get_page(page_number)
     page_ids = list(page.object_list)
     rows = (
@@ -315,45 +315,56 @@ def answer_page(*, run: Run, reviewer: Reviewer, answer_filter: str = "", page_n
     )
 
 
-def next_unlabeled_claim(*, run: Run, reviewer: Reviewer, after: Claim | None = None,
-                         after_answer_done: bool = False) -> Claim | None:
+def next_answer_to_label(*, run: Run, reviewer: Reviewer, after: Answer | None = None) -> Answer | None:
+    """The first answer of ``run`` (``question_id`` order) with a cited claim
+    ``reviewer`` has not labeled, with its question; ``None`` when there is none.
+
+    With ``after``, the search starts at the answer after it and wraps around
+    to the start of the run (``after`` itself comes last). One query, two on
+    wrap-around: it walks the ``(run, question_key)`` index in order and stops
+    at the first answer with a claim to label, so its cost does not grow with
+    the run.
+    """
+    def first(**question_key: str) -> Answer | None:
+        return (
+            Answer.objects.filter(run=run, **{f"question_key__{op}": value for op, value in question_key.items()})
+            .filter(Exists(_unlabeled_claims(reviewer).filter(answer=OuterRef("pk"))))
+            .select_related("question").order_by("question_key").first()
+        )
+
+    if after is None:
+        answer = first()
+    else:
+        answer = first(gt=after.question_key) or first(lte=after.question_key)
+    if answer is not None:
+        answer.run = run
+    return answer
+
+
+def next_unlabeled_claim(*, run: Run, reviewer: Reviewer, after: Claim | None = None) -> Claim | None:
     """The next claim of the reviewer's queue in ``run`` (issue "labeling screen" §6).
 
     Queue: cited claims without a current label by ``reviewer``, in
     ``question_id``/``index`` order. With ``after``, the search starts right
-    after that claim (later claims of its answer, then later answers) and
-    wraps around to the start of the run. ``None`` when the queue is empty.
-    ``after_answer_done`` says the caller already knows ``after``'s answer has
-    nothing left after it (skips that query). The claim comes with its answer
-    and question.
-
-    At most five small queries: the answer search walks the
-    ``(project, question_id)`` index in order and stops at the first answer
-    with a claim to label, so its cost does not grow with the run.
+    after that claim (later claims of its answer, then later answers: see
+    ``next_answer_to_label``) and wraps around to the start of the run.
+    ``None`` when the queue is empty. The claim comes with its answer and
+    question. At most four small queries, whatever the size of the run.
     """
     queue = _unlabeled_claims(reviewer).order_by("index").select_related("answer__question")
-
-    def first_answer(**question_id: str) -> int | None:
-        return (
-            Answer.objects.filter(run=run, question__project_id=run.project_id,
-                                  **{f"question__question_id__{op}": value for op, value in question_id.items()})
-            .filter(Exists(_unlabeled_claims(reviewer).filter(answer=OuterRef("pk"))))
-            .order_by("question__question_id").values_list("pk", flat=True).first()
-        )
-
     if after is not None:
-        in_answer = None if after_answer_done else queue.filter(answer_id=after.answer_id,
-                                                                index__gt=after.index).first()
+        in_answer = next_claim_in_answer(reviewer=reviewer, after=after)
         if in_answer is not None:
             return in_answer
-        if Answer.question.is_cached(after.answer):
-            question_id = after.answer.question.question_id
-        else:
-            question_id = Question.objects.filter(answers=after.answer_id).values_list("question_id", flat=True).first()
-        answer_id = first_answer(gt=question_id) or first_answer(lte=question_id)
-    else:
-        answer_id = first_answer()
-    return queue.filter(answer_id=answer_id).first() if answer_id is not None else None
+    answer = next_answer_to_label(run=run, reviewer=reviewer, after=after.answer if after is not None else None)
+    return queue.filter(answer=answer).first() if answer is not None else None
+
+
+def next_claim_in_answer(*, reviewer: Reviewer, after: Claim) -> Claim | None:
+    """The first cited claim after ``after`` in its answer that ``reviewer`` has
+    not labeled (with its answer and question), or ``None``. One query."""
+    return (_unlabeled_claims(reviewer).filter(answer_id=after.answer_id, index__gt=after.index)
+            .order_by("index").select_related("answer__question").first())
 
 
 def last_label(*, run: Run, reviewer: Reviewer) -> Label | None:
@@ -485,25 +496,36 @@ def review_answer(*, run: Run, answer_id: int) -> Answer | None:
 
 @dataclass
 class AnswerNeighbours:
-    previous: Answer | None
-    next: Answer | None
+    """Where an answer sits in its run: the ids of the answers before and after
+    it (``None`` at either end), its 1-based position and the answer count."""
+
+    previous_id: int | None
+    next_id: int | None
     position: int
     total: int
 
 
 def answer_neighbours(*, answer: Answer) -> AnswerNeighbours:
     """The answers before and after ``answer`` in its run (``question_id`` order),
-    its 1-based position and the run's answer count. Three small queries."""
-    question_id = answer.question.question_id
-    answers = Answer.objects.filter(run_id=answer.run_id)
-    counts = answers.aggregate(total=Count("id"), before=Count("id", filter=Q(question__question_id__lt=question_id)))
+    its 1-based position and the run's answer count. One query of four
+    subqueries, each on the ``(run, question_key)`` index."""
+    key = answer.question_key
+    answers = Answer.objects.filter(run_id=answer.run_id).order_by()
+
+    def count(**where: str) -> Subquery:
+        return Subquery(answers.filter(**where).values("run_id").annotate(n=Count("id")).values("n"),
+                        output_field=IntegerField())
+
+    row = Answer.objects.filter(pk=answer.pk).values(
+        previous=Subquery(answers.filter(question_key__lt=key).order_by("-question_key").values("id")[:1]),
+        next=Subquery(answers.filter(question_key__gt=key).order_by("question_key").values("id")[:1]),
+        before=Coalesce(count(question_key__lt=key), 0),
+        total=Coalesce(count(), 0),
+    ).get()
     return AnswerNeighbours(
-        previous=answers.filter(question__question_id__lt=question_id).order_by("-question__question_id")
-        .only("id").first(),
-        next=answers.filter(question__question_id__gt=question_id).order_by("question__question_id")
-        .only("id").first(),
-        position=counts["before"] + 1,
-        total=counts["total"],
+        previous_id=row["previous"], next_id=row["next"],
+        position=row["before"] + 1,
+        total=row["total"],
     )
 
 

@@ -31,7 +31,7 @@ class LabelConflict(ValidationError):
 
     ``newer`` is the reviewer's current label that the form did not know about
     (``None`` when the conflict is a claim revision or a removed label);
-    ``claim`` is the claim as it is now.
+    ``claim`` is the claim the form was for.
     """
 
     def __init__(self, message: str, *, claim: Claim, newer: Label | None):
@@ -84,41 +84,45 @@ def label_save(
             f"{MAX_JUSTIFICATION_CHARS:,}. Shorten it and save again.", code="justification_too_long",
         )
     with transaction.atomic():
-        locked = _lock_claim(claim)
-        if base_revision != locked.revision:
-            raise LabelConflict(
-                f"Claim {locked.index} was edited (split, merged or reworded) after you opened it: "
-                "nothing was saved. Read the claim as it is now and label it again.",
-                claim=locked, newer=None,
-            )
-        current = (
-            Label.objects.select_for_update(of=("self",)).select_related("reviewer")
-            .filter(claim=locked, reviewer=reviewer, is_current=True).first()
+        # Only what can change under us is re-read (revision, index, citations), under the row lock.
+        revision, index, cited = (
+            Claim.objects.select_for_update().filter(pk=claim.pk)
+            .annotate(is_cited=Exists(Citation.objects.filter(claim=OuterRef("pk"))))
+            .values_list("revision", "index", "is_cited").get()
         )
+        if base_revision != revision:
+            raise LabelConflict(
+                f"Claim {index} was edited (split, merged or reworded) after you opened it: "
+                "nothing was saved. Read the claim as it is now and label it again.",
+                claim=claim, newer=None,
+            )
+        current = Label.objects.select_for_update().filter(claim_id=claim.pk, reviewer=reviewer,
+                                                           is_current=True).first()
+        if current is not None:
+            current.reviewer = reviewer
         if current is not None and current.value == value and current.justification == justification:
             return current
         current_id = current.pk if current is not None else None
         if current_id != base_label_id:
             if current is None:
-                message = (f"Your label on claim {locked.index} was undone in another tab after you opened "
+                message = (f"Your label on claim {index} was undone in another tab after you opened "
                            "it: nothing was saved. Check the claim and save again.")
             else:
-                message = (f"You labeled claim {locked.index} {current.value} in another tab after you opened "
+                message = (f"You labeled claim {index} {current.value} in another tab after you opened "
                            "this one: nothing was saved. Compare with the newer label below and save again "
                            "to replace it.")
-            raise LabelConflict(message, claim=locked, newer=current)
-        cited = locked.is_cited
+            raise LabelConflict(message, claim=claim, newer=current)
         if value == LabelValue.UNCITED and cited:
             raise ValidationError(
-                f"Claim {locked.index} cites a passage, so it cannot be UNCITED: "
+                f"Claim {index} cites a passage, so it cannot be UNCITED: "
                 "label it SUPPORTED or UNSUPPORTED.", code="uncited_on_cited",
             )
         if value in JUDGED and not cited:
             raise ValidationError(
-                f"Claim {locked.index} has no citation: it is UNCITED automatically and takes no "
+                f"Claim {index} has no citation: it is UNCITED automatically and takes no "
                 f"{value} label.", code="judged_on_uncited",
             )
-        project = locked.answer.run.project
+        project = claim.answer.run.project
         if not justification and (
             value == LabelValue.UNSUPPORTED
             or (value == LabelValue.SUPPORTED and project.require_justification_for_supported)
@@ -132,8 +136,8 @@ def label_save(
             current.is_current = False
             current.save(update_fields=["is_current"])
         return Label.objects.create(
-            claim=locked, reviewer=reviewer, value=value, justification=justification,
-            claim_revision=locked.revision, is_current=True, is_stale=False, supersedes=current,
+            claim=claim, reviewer=reviewer, value=value, justification=justification,
+            claim_revision=revision, is_current=True, is_stale=False, supersedes=current,
         )
 
 

@@ -48,6 +48,7 @@ class AnswerFactory(factory.django.DjangoModelFactory):
 
     run = factory.SubFactory(RunFactory)
     question = factory.SubFactory(QuestionFactory, project=factory.SelfAttribute("..run.project"))
+    question_key = factory.SelfAttribute("question.question_id")
     text = "An answer."
     content_hash = factory.Sequence(lambda n: f"{n:064x}")
 

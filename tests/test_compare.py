@@ -295,7 +295,8 @@ def test_comparison_page_escapes_answer_text(client, db, reviewer):
     question = Question.objects.create(project=project, question_id="<q>", text="?")
     for name, text in (("a", "<script>alert(1)</script>"), ("b", "<img src=x onerror=alert(2)>")):
         run = RunFactory(project=project, name=name)
-        answer = Answer.objects.create(run=run, question=question, text=text, content_hash=name * 64)
+        answer = Answer.objects.create(run=run, question=question, question_key=question.question_id,
+                                       text=text, content_hash=name * 64)
         Claim.objects.create(answer=answer, index=1, text=text)
     _login(client, reviewer)
     html = client.get(reverse("run_compare", kwargs={"project_slug": "esc"}), {"a": "a", "b": "b",
@@ -366,7 +367,8 @@ def _project_with_answers(n: int) -> Project:
     for name in ("a", "b"):
         run = RunFactory(project=project, name=name)
         answers = Answer.objects.bulk_create(
-            Answer(run=run, question=q, text="An answer.", content_hash=f"{name}{q.question_id}".ljust(64, "0"))
+            Answer(run=run, question=q, question_key=q.question_id, text="An answer.",
+                   content_hash=f"{name}{q.question_id}".ljust(64, "0"))
             for q in questions
         )
         passages = Passage.objects.bulk_create(

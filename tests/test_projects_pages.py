@@ -42,7 +42,7 @@ def bulk_run(project, name, *, answers, reviewer=None):
     questions = Question.objects.bulk_create(
         [Question(project=project, question_id=f"{name}-q{i:04d}", text=f"Question {i}?") for i in range(answers)])
     rows = Answer.objects.bulk_create(
-        [Answer(run=run, question=q, text="One. Two. Three.", content_hash=f"{i:064x}")
+        [Answer(run=run, question=q, question_key=q.question_id, text="One. Two. Three.", content_hash=f"{i:064x}")
          for i, q in enumerate(questions)])
     passages = Passage.objects.bulk_create([Passage(answer=a, passage_id="P1", position=0) for a in rows])
     claims = Claim.objects.bulk_create(
@@ -162,7 +162,8 @@ def test_project_page_query_budget(client, reviewer, django_assert_max_num_queri
     question = QuestionFactory(project=project)
     created = Run.objects.bulk_create([Run(project=project, name=f"run-{i:03d}") for i in range(runs)])
     answers = Answer.objects.bulk_create(
-        [Answer(run=r, question=question, text="x", content_hash="0") for r in created])
+        [Answer(run=r, question=question, question_key=question.question_id, text="x", content_hash="0")
+         for r in created])
     Claim.objects.bulk_create([Claim(answer=a, index=1, text="c") for a in answers])
     client.force_login(reviewer)
 

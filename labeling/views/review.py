@@ -209,17 +209,26 @@ def claim_label(request: HttpRequest, project_slug: str, run_name: str, claim_id
     notice = f"Saved {label.value} on claim {claim.index}."
     # Find the next claim first, then build only the review that is shown: when the
     # answer is done, building its review just to learn that would cost 3 queries.
-    following = selectors.next_unlabeled_claim(run=run, reviewer=request.user, after=claim)
-    if request.htmx and following is not None and following.answer_id == claim.answer_id:
+    following = selectors.next_claim_in_answer(reviewer=request.user, after=claim)
+    if following is not None:
+        if not request.htmx:
+            messages.success(request, notice)
+            return redirect(review_url(run, claim.answer_id, following.pk))
         # Most saves move on within the answer: swap the claim panel, not the whole review.
         review = selectors.review_context(answer=claim.answer, reviewer=request.user, claim_id=following.pk)
         response = _fragment(request, _context(request, run, claim.answer, None, review=review, notice=notice),
                              whole_review=False)
         push_url(response, review_url(run, claim.answer_id, following.pk))
         return trigger_client_event(response, LABEL_SAVED)
-    if following is None:
+    # The review of the next answer with work left opens on its first claim to label.
+    answer = selectors.next_answer_to_label(run=run, reviewer=request.user, after=claim.answer)
+    if answer is None:
         notice += " Every cited claim of this run now carries your label."
-    return _after_write(request, run, claim, show=following, notice=notice)
+        return _after_write(request, run, claim, show=None, notice=notice)
+    if not request.htmx:
+        messages.success(request, notice)
+        return redirect(review_url(run, answer.pk))
+    return _show(request, run, answer, None, came_from=claim.answer_id, saved=True, notice=notice)
 
 
 @login_required

@@ -132,7 +132,7 @@ def test_run_comparison_from_the_database_within_budget(django_assert_max_num_qu
         run = RunFactory(project=project, name=name)
         runs.append(run)
         answers = {a.question.question_id: a for a in Answer.objects.bulk_create(
-            (Answer(run=run, question=q, text="…", content_hash=f"{name}{qid}".ljust(64, "0"))
+            (Answer(run=run, question=q, question_key=qid, text="…", content_hash=f"{name}{qid}".ljust(64, "0"))
              for qid, q in questions.items()), batch_size=5000)}
         sources = sorted({s for record in run_records for s in record[3]})
         passages = Passage.objects.bulk_create(

@@ -41,7 +41,8 @@ def build_run(project: Project, questions: list[Question], name: str, answers: i
     sentences = [f"Claim {k} says the programme reduced costs by a fifth in region {k}." for k in range(1, 6)]
     text = " ".join(sentences)
     rows = Answer.objects.bulk_create(
-        [Answer(run=run, question=questions[i], text=text, content_hash=f"{i:064x}") for i in range(answers)],
+        [Answer(run=run, question=questions[i], question_key=questions[i].question_id, text=text,
+                content_hash=f"{i:064x}") for i in range(answers)],
         batch_size=2_000)
     passages = Passage.objects.bulk_create(
         [Passage(answer=a, passage_id=f"P{p}", position=p, source=f"https://example.org/{p}", text=PASSAGE)
