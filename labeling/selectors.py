@@ -449,6 +449,13 @@ class ReviewContext:
     answer_counts: ClaimCounts = field(default_factory=ClaimCounts)
 
     @property
+    def more_after_current(self) -> bool:
+        """Whether a cited claim after the current one is left for the reviewer
+        to label (where a save moves next: this answer or the next one)."""
+        index = self.current.claim.index if self.current is not None else 0
+        return any(v.cited and v.my_label is None and v.claim.index > index for v in self.claims)
+
+    @property
     def cited_ids(self) -> list[str]:
         """Distinct passage ids the answer cites (all claims), in first-cited order."""
         return list(dict.fromkeys(c.cited_id for view in self.claims for c in view.citations))
@@ -513,7 +520,7 @@ def answer_neighbours(*, answer: Answer) -> AnswerNeighbours:
     answers = Answer.objects.filter(run_id=answer.run_id).order_by()
 
     def count(**where: str) -> Subquery:
-        return Subquery(answers.filter(**where).values("run_id").annotate(n=Count("id")).values("n"),
+        return Subquery(answers.filter(**where).values("run_id").annotate(n=Count("*")).values("n"),
                         output_field=IntegerField())
 
     row = Answer.objects.filter(pk=answer.pk).values(

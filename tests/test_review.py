@@ -11,7 +11,17 @@ from django.urls import reverse
 
 from labeling import selectors
 from labeling.highlight import Segment, answer_segments, passage_segments, suggest_split
-from labeling.models import Claim, ExpectedSource, GoldPassageId, GoldReference, Label
+from labeling.models import (
+    Answer,
+    Citation,
+    Claim,
+    ExpectedSource,
+    GoldPassageId,
+    GoldReference,
+    Label,
+    Passage,
+    Question,
+)
 from tests.factories import (
     AnswerFactory,
     CitationFactory,
@@ -341,7 +351,40 @@ def test_htmx_save_swaps_in_the_next_claim_and_signals_progress(alice, site, rev
     assert response["HX-Push-Url"] == site.review(site.a1, site.c3)
     assert "Saved SUPPORTED on claim 1." in html
     assert 'class="claim-mark SUPPORTED"' in html
+    # Claim 3 is the answer's last claim to label: its form says so, and its save goes to the next answer.
+    assert '<input type="hidden" name="more_in_answer" value="0">' in html
     assert my_labels(reviewer) == [("Paris is the capital of France.", "SUPPORTED", "")]
+
+
+def test_save_told_nothing_is_left_in_the_answer_goes_to_the_next_answer(alice, site, reviewer):
+    # The page said no claim after claim 1 was left (another tab labeled claim 3 meanwhile, say).
+    response = alice.post(site.label_url(site.c1), {"value": "SUPPORTED", "revision": 1, "base_label": "",
+                                                    "more_in_answer": 0}, **HX)
+
+    assert response["HX-Retarget"] == "#review"
+    assert response["HX-Push-Url"] == site.review(site.a2, site.d1)
+    # Claim 3 stays in the queue: it comes back when the queue wraps around.
+    assert selectors.next_unlabeled_claim(run=site.run, reviewer=reviewer, after=site.d2) == site.c3
+
+
+def test_answer_neighbours_give_position_and_both_sides(site):
+    first = selectors.answer_neighbours(answer=site.a1)
+    second = selectors.answer_neighbours(answer=site.a2)
+
+    assert (first.previous_id, first.next_id, first.position, first.total) == (None, site.a2.pk, 1, 2)
+    assert (second.previous_id, second.next_id, second.position, second.total) == (site.a1.pk, None, 2, 2)
+
+
+def test_next_answer_to_label_wraps_around_and_ends_empty(site, reviewer):
+    assert selectors.next_answer_to_label(run=site.run, reviewer=reviewer) == site.a1
+    assert selectors.next_answer_to_label(run=site.run, reviewer=reviewer, after=site.a1) == site.a2
+    # After the last answer the search starts again at the first, then the answer itself.
+    assert selectors.next_answer_to_label(run=site.run, reviewer=reviewer, after=site.a2) == site.a1
+    for claim in (site.c1, site.c3, site.d1):
+        LabelFactory(claim=claim, reviewer=reviewer)
+    assert selectors.next_answer_to_label(run=site.run, reviewer=reviewer, after=site.a2) == site.a2
+    LabelFactory(claim=site.d2, reviewer=reviewer)
+    assert selectors.next_answer_to_label(run=site.run, reviewer=reviewer, after=site.a2) is None
 
 
 def test_htmx_save_on_the_last_claim_of_an_answer_moves_to_the_next_answer(alice, site, reviewer):
@@ -613,12 +656,40 @@ def test_save_and_next_fragment_has_a_constant_query_count(alice, reviewer, djan
 
     # 2: session, user · 1: run with its project (membership in the same query) · 1: the claim in the run
     # with its answer and question · label_save: 1 savepoint + 1 release (the test's transaction; BEGIN/COMMIT
-    # in production), 1 claim lock that also says whether it is cited, 1 current label, 1 insert · 1 next
-    # claim to label in this answer · review of the answer: 1 claims, 1 citations with passages, 1 labels
-    # of every reviewer. The run progress bar refreshes itself in its own request.
-    with django_assert_max_num_queries(13):
-        response = alice.post(url, {"value": "SUPPORTED", "revision": 1, "base_label": ""}, **HX)
+    # in production), 1 claim lock that also says whether it is cited, 1 current label, 1 insert · review of
+    # the answer, which also finds the next claim: 1 claims, 1 citations with passages, 1 labels of every
+    # reviewer. The run progress bar refreshes itself in its own request.
+    with django_assert_max_num_queries(12):
+        response = alice.post(url, {"value": "SUPPORTED", "revision": 1, "base_label": "", "more_in_answer": 1},
+                              **HX)
     assert response["HX-Push-Url"].endswith(f"?claim={rows[1].pk}")
+
+
+@pytest.mark.parametrize("answers", [5, 500])
+def test_save_moving_to_the_next_answer_has_a_constant_query_count(alice, reviewer, django_assert_max_num_queries,
+                                                                   answers):
+    project = ProjectFactory(slug="budget")
+    project.members.add(reviewer)
+    run = RunFactory(project=project, name="big")
+    questions = Question.objects.bulk_create(
+        [Question(project=project, question_id=f"q{i:04d}", text="?") for i in range(answers)])
+    made = Answer.objects.bulk_create([Answer(run=run, question=q, question_key=q.question_id, text="One. Two.",
+                                              content_hash=f"{n:064x}") for n, q in enumerate(questions)])
+    passages = Passage.objects.bulk_create([Passage(answer=a, passage_id="P1", position=0) for a in made])
+    claims = Claim.objects.bulk_create([Claim(answer=a, index=i, text=f"claim {i}") for a in made for i in (1, 2)])
+    Citation.objects.bulk_create([Citation(claim=c, passage=passages[n // 2], position=0, cited_id="P1")
+                                  for n, c in enumerate(claims)])
+    # The reviewer is on the last claim of the third answer; the page knows nothing is left after it.
+    url = reverse("claim_label", kwargs={"project_slug": "budget", "run_name": "big", "claim_id": claims[5].pk})
+
+    # 2: session, user · 1: run · 1: the claim · label_save: 2 savepoint/release, 1 lock, 1 current label,
+    # 1 insert · 1: the next answer with a claim to label (with its question) · review of that answer: 1 claims,
+    # 1 citations, 1 labels · 1: its neighbours and position (one query of four index lookups).
+    with django_assert_max_num_queries(14):
+        response = alice.post(url, {"value": "SUPPORTED", "revision": 1, "base_label": "", "more_in_answer": 0},
+                              **HX)
+    assert response["HX-Push-Url"].endswith(f"?claim={claims[6].pk}")
+    assert f"Answer 4 of {answers}" in response.content.decode()
 
 
 # -- highlight segments ------------------------------------------------------------------------

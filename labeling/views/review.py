@@ -38,6 +38,9 @@ class LabelForm(forms.Form):
     justification = forms.CharField(required=False)
     revision = forms.IntegerField(min_value=1)
     base_label = forms.IntegerField(required=False, min_value=1)
+    # What the page knew when it was rendered: 0 = no claim after this one was left
+    # to label in the answer, so the save goes straight to the next answer.
+    more_in_answer = forms.IntegerField(required=False, min_value=0, max_value=1)
 
 
 class SplitForm(forms.Form):
@@ -72,6 +75,8 @@ def _context(request: HttpRequest, run: Run, answer: Answer, claim_id: int | Non
     context = {
         "project": run.project, "run": run, "answer": answer, "question": answer.question, "review": review,
         "current": current, "my_label": my_label,
+        # One reverse() for the many claim links of the answer text, claim list and panel.
+        "answer_url": review_url(run, answer.pk),
         "justification": my_label.justification if my_label is not None else "",
         "require_supported": run.project.require_justification_for_supported,
         "mode": "label", "error": None, "conflict": None, "notice": None,
@@ -207,15 +212,17 @@ def claim_label(request: HttpRequest, project_slug: str, run_name: str, claim_id
     except ValidationError as exc:
         return again(error=exc.messages[0], armed=data["value"])
     notice = f"Saved {label.value} on claim {claim.index}."
-    # Find the next claim first, then build only the review that is shown: when the
-    # answer is done, building its review just to learn that would cost 3 queries.
-    following = selectors.next_claim_in_answer(reviewer=request.user, after=claim)
-    if following is not None:
+    # Most saves move on within the answer: its review (3 queries) finds the next
+    # claim. When the page said none was left, skip it (a claim another tab brought
+    # back into the queue meanwhile is reached when the queue wraps around).
+    review = None
+    if data["more_in_answer"] != 0:
+        review = selectors.review_context(answer=claim.answer, reviewer=request.user, after_index=claim.index)
+    if review is not None and review.current is not None:
+        following = review.current.claim
         if not request.htmx:
             messages.success(request, notice)
             return redirect(review_url(run, claim.answer_id, following.pk))
-        # Most saves move on within the answer: swap the claim panel, not the whole review.
-        review = selectors.review_context(answer=claim.answer, reviewer=request.user, claim_id=following.pk)
         response = _fragment(request, _context(request, run, claim.answer, None, review=review, notice=notice),
                              whole_review=False)
         push_url(response, review_url(run, claim.answer_id, following.pk))

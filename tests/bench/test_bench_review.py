@@ -11,22 +11,35 @@ for PostgreSQL). One database of 100k claims is built with bulk_create: run
 - the run progress bar fragment that refreshes after each save;
 - the run page of the 10k-answer run (target ≤ 150 ms), first and a late
   page, and with the "unlabeled" filter.
+
+Server time: pytest-django instruments template rendering for the test
+client, which then copies the whole context at every template and partial it
+renders (test-only work, several ms on the review fragments); the timed
+requests run with Django's plain renderer. Each test also prints a reference
+figure (a fixed pure-Python loop) so runs on machines of different speed can be
+compared: on the shared 2-core machines here it varies by ±40 % within minutes.
 """
 
 from __future__ import annotations
 
+import re
 import statistics
 import time
 
 import pytest
 from django.db import connection
+from django.template.base import Template
 from django.test import Client
-from django.test.utils import CaptureQueriesContext
+from django.test.utils import CaptureQueriesContext, instrumented_test_render
 from django.urls import reverse
 
 from labeling.models import Answer, Citation, Claim, Label, Passage, Project, Question, Reviewer, Run
 
 pytestmark = pytest.mark.bench
+
+# Collected before pytest-django sets up the test environment: Django's own renderer.
+PLAIN_RENDER = Template._render
+assert PLAIN_RENDER is not instrumented_test_render
 
 CLAIMS_PER_ANSWER = 5
 SMALL_RUNS = 10
@@ -94,6 +107,24 @@ def dataset(django_db_setup, django_db_blocker):
         Reviewer.objects.filter(pk__in=[reviewer.pk, annotator.pk]).delete()
 
 
+@pytest.fixture
+def server_rendering(monkeypatch):
+    """Render templates as a server does, without the test client's context copies."""
+    monkeypatch.setattr(Template, "_render", PLAIN_RENDER)
+
+
+def reference_ms() -> float:
+    """Milliseconds of a fixed pure-Python loop (best of 5): how fast this machine is right now."""
+    best = float("inf")
+    for _ in range(5):
+        started = time.perf_counter()
+        total = 0
+        for i in range(1_000_000):
+            total += i
+        best = min(best, (time.perf_counter() - started) * 1000)
+    return best
+
+
 def timed(call):
     with CaptureQueriesContext(connection) as queries:
         started = time.perf_counter()
@@ -115,22 +146,27 @@ def label_through_the_run(client: Client, run: Run, reviewer: Reviewer, saves: i
     response = client.get(reverse("run_next", kwargs={"project_slug": slug, "run_name": run.name}))
     claim_id = int(response.url.rsplit("claim=", 1)[1])
     times, queries = [], []
+    form = {"revision": 1, "base_label": ""}
     for n in range(saves):
         url = reverse("claim_label", kwargs={"project_slug": slug, "run_name": run.name, "claim_id": claim_id})
         # Every fourth decision is UNSUPPORTED with a justification, as in real review.
         data = {"value": "UNSUPPORTED", "justification": "only part of it"} if n % 4 == 3 else {"value": "SUPPORTED"}
-        response, elapsed, count = timed(lambda: client.post(
-            url, {**data, "revision": 1, "base_label": ""}, HTTP_HX_REQUEST="true"))  # noqa: B023
+        response, elapsed, count = timed(lambda: client.post(url, {**form, **data}, HTTP_HX_REQUEST="true"))  # noqa: B023
         assert response.status_code == 200, response.content[:300]
-        assert "Saved" in response.content.decode()
+        html = response.content.decode()
+        assert "Saved" in html
         times.append(elapsed)
         queries.append(count)
         claim_id = int(response["HX-Push-Url"].rsplit("claim=", 1)[1])
+        # Post back the hidden fields of the label form the response carries, as the page does.
+        form = dict(re.findall(r'<input type="hidden" name="(revision|base_label|more_in_answer)" value="(\d*)"',
+                               html.split('id="label-form"', 1)[1]))
     return times, queries
 
 
 @pytest.mark.django_db
-def test_bench_save_label_and_next_claim(dataset):
+def test_bench_save_label_and_next_claim(dataset, server_rendering):
+    print(f"\n[bench-review] reference: 1M-addition loop {reference_ms():.1f} ms")
     client = Client()
     client.force_login(dataset["reviewer"])
     label_through_the_run(client, dataset["small"], dataset["reviewer"], 10)  # warm caches
@@ -151,7 +187,8 @@ def test_bench_save_label_and_next_claim(dataset):
 
 
 @pytest.mark.django_db
-def test_bench_run_page_with_10k_answers(dataset):
+def test_bench_run_page_with_10k_answers(dataset, server_rendering):
+    print(f"\n[bench-review] reference: 1M-addition loop {reference_ms():.1f} ms")
     client = Client()
     client.force_login(dataset["reviewer"])
     url = reverse("run_detail", kwargs={"project_slug": dataset["project"].slug, "run_name": "big"})
