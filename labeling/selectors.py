@@ -32,6 +32,7 @@ from labeling.models import (
     Reviewer,
     Run,
 )
+from labeling.queue import unlabeled_claims
 from scoring.gold import answer_gold_matches
 from scoring.matching import DEFAULT_MATCH_METHOD, get_matcher
 from scoring.normalize import normalize_source
@@ -269,13 +270,6 @@ class AnswerPage:
     filter: str
 
 
-def _unlabeled_claims(reviewer: Reviewer) -> QuerySet[Claim]:
-    """Cited claims without a current label by ``reviewer`` (the reviewer's queue)."""
-    return Claim.objects.filter(Exists(Citation.objects.filter(claim=OuterRef("pk")))).exclude(
-        Exists(Label.objects.filter(claim=OuterRef("pk"), reviewer=reviewer, is_current=True))
-    )
-
-
 def answer_page(*, run: Run, reviewer: Reviewer, answer_filter: str = "", page_number: Any = 1,
                 per_page: int = ANSWERS_PER_PAGE) -> AnswerPage:
     """One page of the run's answers (ordered by ``question_id``) with their counts.
@@ -290,7 +284,7 @@ def answer_page(*, run: Run, reviewer: Reviewer, answer_filter: str = "", page_n
     answers = Answer.objects.filter(run=run)
     if answer_filter == "unlabeled":
         # EXISTS per answer stops at its first claim to label (an IN over every claim of the run does not).
-        answers = answers.filter(Exists(_unlabeled_claims(reviewer).filter(answer=OuterRef("pk"))))
+        answers = answers.filter(Exists(unlabeled_claims(reviewer).filter(answer=OuterRef("pk"))))
     elif answer_filter == "unsupported":
         answers = answers.filter(pk__in=Label.objects.filter(
             claim__answer__run=run, is_current=True, value=LabelValue.UNSUPPORTED).values("claim__answer_id"))
@@ -313,58 +307,6 @@ def answer_page(*, run: Run, reviewer: Reviewer, answer_filter: str = "", page_n
         rows=[AnswerRow(answer=by_id[pk], counts=_counts(by_id[pk])) for pk in page_ids],
         filter=answer_filter,
     )
-
-
-def next_answer_to_label(*, run: Run, reviewer: Reviewer, after: Answer | None = None) -> Answer | None:
-    """The first answer of ``run`` (``question_id`` order) with a cited claim
-    ``reviewer`` has not labeled, with its question; ``None`` when there is none.
-
-    With ``after``, the search starts at the answer after it and wraps around
-    to the start of the run (``after`` itself comes last). One query, two on
-    wrap-around: it walks the ``(run, question_key)`` index in order and stops
-    at the first answer with a claim to label, so its cost does not grow with
-    the run.
-    """
-    def first(**question_key: str) -> Answer | None:
-        return (
-            Answer.objects.filter(run=run, **{f"question_key__{op}": value for op, value in question_key.items()})
-            .filter(Exists(_unlabeled_claims(reviewer).filter(answer=OuterRef("pk"))))
-            .select_related("question").order_by("question_key").first()
-        )
-
-    if after is None:
-        answer = first()
-    else:
-        answer = first(gt=after.question_key) or first(lte=after.question_key)
-    if answer is not None:
-        answer.run = run
-    return answer
-
-
-def next_unlabeled_claim(*, run: Run, reviewer: Reviewer, after: Claim | None = None) -> Claim | None:
-    """The next claim of the reviewer's queue in ``run`` (issue "labeling screen" §6).
-
-    Queue: cited claims without a current label by ``reviewer``, in
-    ``question_id``/``index`` order. With ``after``, the search starts right
-    after that claim (later claims of its answer, then later answers: see
-    ``next_answer_to_label``) and wraps around to the start of the run.
-    ``None`` when the queue is empty. The claim comes with its answer and
-    question. At most four small queries, whatever the size of the run.
-    """
-    queue = _unlabeled_claims(reviewer).order_by("index").select_related("answer__question")
-    if after is not None:
-        in_answer = next_claim_in_answer(reviewer=reviewer, after=after)
-        if in_answer is not None:
-            return in_answer
-    answer = next_answer_to_label(run=run, reviewer=reviewer, after=after.answer if after is not None else None)
-    return queue.filter(answer=answer).first() if answer is not None else None
-
-
-def next_claim_in_answer(*, reviewer: Reviewer, after: Claim) -> Claim | None:
-    """The first cited claim after ``after`` in its answer that ``reviewer`` has
-    not labeled (with its answer and question), or ``None``. One query."""
-    return (_unlabeled_claims(reviewer).filter(answer_id=after.answer_id, index__gt=after.index)
-            .order_by("index").select_related("answer__question").first())
 
 
 def last_label(*, run: Run, reviewer: Reviewer) -> Label | None:
@@ -498,47 +440,13 @@ class ReviewContext:
 
 def review_answer(*, run: Run, answer_id: int) -> Answer | None:
     """The answer ``answer_id`` of ``run`` with its question, or ``None``."""
-    return Answer.objects.select_related("question", "run__project").filter(run=run, pk=answer_id).first()
-
-
-@dataclass
-class AnswerNeighbours:
-    """Where an answer sits in its run: the ids of the answers before and after
-    it (``None`` at either end), its 1-based position and the answer count."""
-
-    previous_id: int | None
-    next_id: int | None
-    position: int
-    total: int
-
-
-def answer_neighbours(*, answer: Answer) -> AnswerNeighbours:
-    """The answers before and after ``answer`` in its run (``question_id`` order),
-    its 1-based position and the run's answer count. One query of four
-    subqueries, each on the ``(run, question_key)`` index."""
-    key = answer.question_key
-    answers = Answer.objects.filter(run_id=answer.run_id).order_by()
-
-    def count(**where: str) -> Subquery:
-        return Subquery(answers.filter(**where).values("run_id").annotate(n=Count("*")).values("n"),
-                        output_field=IntegerField())
-
-    row = Answer.objects.filter(pk=answer.pk).values(
-        previous=Subquery(answers.filter(question_key__lt=key).order_by("-question_key").values("id")[:1]),
-        next=Subquery(answers.filter(question_key__gt=key).order_by("question_key").values("id")[:1]),
-        before=Coalesce(count(question_key__lt=key), 0),
-        total=Coalesce(count(), 0),
-    ).get()
-    return AnswerNeighbours(
-        previous_id=row["previous"], next_id=row["next"],
-        position=row["before"] + 1,
-        total=row["total"],
-    )
+    # order_by(): the model's default ordering would join the run's project.
+    return Answer.objects.select_related("question", "run__project").filter(run=run, pk=answer_id).order_by().first()
 
 
 def claim_in_run(*, run: Run, claim_id: int) -> Claim | None:
     """Claim ``claim_id`` when it belongs to ``run`` (else ``None``: the URL names another run)."""
-    claim = Claim.objects.select_related("answer__question").filter(answer__run=run, pk=claim_id).first()
+    claim = Claim.objects.select_related("answer__question").filter(answer__run=run, pk=claim_id).order_by().first()
     if claim is not None:
         claim.answer.run = run
     return claim

@@ -9,7 +9,7 @@ import json
 import pytest
 from django.urls import reverse
 
-from labeling import selectors
+from labeling import queue
 from labeling.highlight import Segment, answer_segments, passage_segments, suggest_split
 from labeling.models import (
     Answer,
@@ -364,27 +364,27 @@ def test_save_told_nothing_is_left_in_the_answer_goes_to_the_next_answer(alice, 
     assert response["HX-Retarget"] == "#review"
     assert response["HX-Push-Url"] == site.review(site.a2, site.d1)
     # Claim 3 stays in the queue: it comes back when the queue wraps around.
-    assert selectors.next_unlabeled_claim(run=site.run, reviewer=reviewer, after=site.d2) == site.c3
+    assert queue.next_unlabeled_claim(run=site.run, reviewer=reviewer, after=site.d2) == site.c3
 
 
 def test_answer_neighbours_give_position_and_both_sides(site):
-    first = selectors.answer_neighbours(answer=site.a1)
-    second = selectors.answer_neighbours(answer=site.a2)
+    first = queue.answer_neighbours(answer=site.a1)
+    second = queue.answer_neighbours(answer=site.a2)
 
     assert (first.previous_id, first.next_id, first.position, first.total) == (None, site.a2.pk, 1, 2)
     assert (second.previous_id, second.next_id, second.position, second.total) == (site.a1.pk, None, 2, 2)
 
 
 def test_next_answer_to_label_wraps_around_and_ends_empty(site, reviewer):
-    assert selectors.next_answer_to_label(run=site.run, reviewer=reviewer) == site.a1
-    assert selectors.next_answer_to_label(run=site.run, reviewer=reviewer, after=site.a1) == site.a2
+    assert queue.next_answer_to_label(run=site.run, reviewer=reviewer) == site.a1
+    assert queue.next_answer_to_label(run=site.run, reviewer=reviewer, after=site.a1) == site.a2
     # After the last answer the search starts again at the first, then the answer itself.
-    assert selectors.next_answer_to_label(run=site.run, reviewer=reviewer, after=site.a2) == site.a1
+    assert queue.next_answer_to_label(run=site.run, reviewer=reviewer, after=site.a2) == site.a1
     for claim in (site.c1, site.c3, site.d1):
         LabelFactory(claim=claim, reviewer=reviewer)
-    assert selectors.next_answer_to_label(run=site.run, reviewer=reviewer, after=site.a2) == site.a2
+    assert queue.next_answer_to_label(run=site.run, reviewer=reviewer, after=site.a2) == site.a2
     LabelFactory(claim=site.d2, reviewer=reviewer)
-    assert selectors.next_answer_to_label(run=site.run, reviewer=reviewer, after=site.a2) is None
+    assert queue.next_answer_to_label(run=site.run, reviewer=reviewer, after=site.a2) is None
 
 
 def test_htmx_save_on_the_last_claim_of_an_answer_moves_to_the_next_answer(alice, site, reviewer):
@@ -541,15 +541,15 @@ def test_undo_with_nothing_to_undo_says_so_in_the_panel(alice, site):
 
 def test_queue_runs_through_cited_unlabeled_claims_in_question_order(site, reviewer):
     LabelFactory(claim=site.d1, reviewer=ReviewerFactory(username="bob"))  # another reviewer's label
-    queue = []
+    order = []
     after = None
     for _ in range(5):
-        claim = selectors.next_unlabeled_claim(run=site.run, reviewer=reviewer, after=after)
-        queue.append(claim.text if claim else None)
+        claim = queue.next_unlabeled_claim(run=site.run, reviewer=reviewer, after=after)
+        order.append(claim.text if claim else None)
         after = claim
 
     # c2 has no citation; the search wraps around after the last claim of q2.
-    assert queue == ["Paris is the capital of France.", "The Seine flows through Paris.", "Lyon is big.",
+    assert order == ["Paris is the capital of France.", "The Seine flows through Paris.", "Lyon is big.",
                      "Lyon has a moon.", "Paris is the capital of France."]
 
 
@@ -557,9 +557,9 @@ def test_queue_skips_labeled_claims_and_ends_empty(site, reviewer):
     for claim in [site.c1, site.d1, site.d2]:
         LabelFactory(claim=claim, reviewer=reviewer)
 
-    assert selectors.next_unlabeled_claim(run=site.run, reviewer=reviewer, after=site.d2) == site.c3
+    assert queue.next_unlabeled_claim(run=site.run, reviewer=reviewer, after=site.d2) == site.c3
     LabelFactory(claim=site.c3, reviewer=reviewer)
-    assert selectors.next_unlabeled_claim(run=site.run, reviewer=reviewer, after=site.c3) is None
+    assert queue.next_unlabeled_claim(run=site.run, reviewer=reviewer, after=site.c3) is None
 
 
 def test_start_labeling_goes_to_the_first_claim_to_label(alice, site, reviewer):
@@ -683,9 +683,9 @@ def test_save_moving_to_the_next_answer_has_a_constant_query_count(alice, review
     url = reverse("claim_label", kwargs={"project_slug": "budget", "run_name": "big", "claim_id": claims[5].pk})
 
     # 2: session, user · 1: run · 1: the claim · label_save: 2 savepoint/release, 1 lock, 1 current label,
-    # 1 insert · 1: the next answer with a claim to label (with its question) · review of that answer: 1 claims,
-    # 1 citations, 1 labels · 1: its neighbours and position (one query of four index lookups).
-    with django_assert_max_num_queries(14):
+    # 1 insert · 2: the next answer with a claim to label, then that answer with its question · review of that
+    # answer: 1 claims, 1 citations, 1 labels · 1: its neighbours and position (four index lookups).
+    with django_assert_max_num_queries(15):
         response = alice.post(url, {"value": "SUPPORTED", "revision": 1, "base_label": "", "more_in_answer": 0},
                               **HX)
     assert response["HX-Push-Url"].endswith(f"?claim={claims[6].pk}")

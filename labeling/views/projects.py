@@ -9,7 +9,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET
 
-from labeling import charts, metrics, selectors
+from labeling import charts, metrics, queue, selectors
 from labeling.models import Project, Run
 from scoring.matching import DEFAULT_MATCH_METHOD
 
@@ -114,7 +114,7 @@ def run_next(request: HttpRequest, project_slug: str, run_name: str) -> HttpResp
     after = None
     if request.GET.get("after", "").isdigit():
         after = selectors.claim_in_run(run=run, claim_id=int(request.GET["after"]))
-    claim = selectors.next_unlabeled_claim(run=run, reviewer=request.user, after=after)
+    claim = queue.next_unlabeled_claim(run=run, reviewer=request.user, after=after)
     if claim is None:
         messages.success(request, f"Every cited claim of run {run.name} carries your label: nothing left to do.")
         return redirect(run.get_absolute_url())

@@ -22,7 +22,7 @@ from django.utils.html import format_html
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import push_url, reswap, retarget, trigger_client_event
 
-from labeling import selectors, services
+from labeling import queue, selectors, services
 from labeling.highlight import suggest_split
 from labeling.models import Answer, Claim, Run
 from labeling.views.projects import review_url, run_for
@@ -89,7 +89,7 @@ def _page(request: HttpRequest, context: dict[str, Any]) -> HttpResponse:
     run: Run = context["run"]
     answer: Answer = context["answer"]
     context["progress"] = selectors.run_progress(run=run, reviewer=request.user)
-    context["neighbours"] = selectors.answer_neighbours(answer=answer)
+    context["neighbours"] = queue.answer_neighbours(answer=answer)
     return render(request, TEMPLATE, context)
 
 
@@ -100,7 +100,7 @@ def _fragment(request: HttpRequest, context: dict[str, Any], *, whole_review: bo
     document; first, so no ``<title>`` nested in the block is taken for it) and
     followed by the breadcrumb's question out of band."""
     if whole_review:
-        context["neighbours"] = selectors.answer_neighbours(answer=context["answer"])
+        context["neighbours"] = queue.answer_neighbours(answer=context["answer"])
         # Already escaped by the template (a SafeString), so format_html leaves it as is.
         title = render_to_string(f"{TEMPLATE}#page-title", context, request=request)
         parts = [
@@ -228,7 +228,7 @@ def claim_label(request: HttpRequest, project_slug: str, run_name: str, claim_id
         push_url(response, review_url(run, claim.answer_id, following.pk))
         return trigger_client_event(response, LABEL_SAVED)
     # The review of the next answer with work left opens on its first claim to label.
-    answer = selectors.next_answer_to_label(run=run, reviewer=request.user, after=claim.answer)
+    answer = queue.next_answer_to_label(run=run, reviewer=request.user, after=claim.answer)
     if answer is None:
         notice += " Every cited claim of this run now carries your label."
         return _after_write(request, run, claim, show=None, notice=notice)

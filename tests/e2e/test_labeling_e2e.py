@@ -17,7 +17,7 @@ import pytest
 from django.core.management import call_command
 from django.urls import reverse
 
-from labeling import selectors
+from labeling import queue
 from labeling.models import Claim, Label, Run
 
 pytestmark = pytest.mark.e2e
@@ -51,7 +51,7 @@ def test_label_five_claims_by_keyboard(live_server, expertqa_project, reviewer, 
     page.goto(live_server.url + run.get_absolute_url())
     page.get_by_role("link", name="Start labeling").click()
     first = panel_claim(page)
-    assert first == selectors.next_unlabeled_claim(run=run, reviewer=reviewer).pk
+    assert first == queue.next_unlabeled_claim(run=run, reviewer=reviewer).pk
 
     # 1: SUPPORTED, one keystroke, and the next claim of the queue comes in.
     page.keyboard.press("1")

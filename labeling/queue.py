@@ -1,0 +1,137 @@
+"""The reviewer's queue through a run, and where an answer sits in its run.
+
+Every label save runs these, so two of them are written in SQL: building the
+same statements with the ORM took 3–4 ms of Python each against 1–2 ms of
+database time (``tests/bench/test_bench_review.py``, PostgreSQL, 10k-answer
+run). Both walk the ``(run, question_key)`` index (``Answer.question_key``), so
+their cost does not grow with the number of runs or labels.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.db import connection
+from django.db.models import Exists, OuterRef, QuerySet
+
+from labeling.models import Answer, Citation, Claim, Label, Reviewer, Run
+
+
+def unlabeled_claims(reviewer: Reviewer) -> QuerySet[Claim]:
+    """Cited claims without a current label by ``reviewer`` (the reviewer's queue)."""
+    return Claim.objects.filter(Exists(Citation.objects.filter(claim=OuterRef("pk")))).exclude(
+        Exists(Label.objects.filter(claim=OuterRef("pk"), reviewer=reviewer, is_current=True))
+    )
+
+
+def _tables() -> dict[str, str]:
+    quote = connection.ops.quote_name
+    return {name: quote(model._meta.db_table)
+            for name, model in (("answer", Answer), ("claim", Claim), ("citation", Citation), ("label", Label))}
+
+
+# The first answer of a run, in question order from a key on, with a cited claim the
+# reviewer has not labeled. {where} is one of _KEY_CONDITIONS, never user input.
+_NEXT_ANSWER_SQL = """
+SELECT a.id FROM {answer} a
+WHERE a.run_id = %s {where}
+  AND EXISTS (
+    SELECT 1 FROM {claim} c
+    WHERE c.answer_id = a.id
+      AND EXISTS (SELECT 1 FROM {citation} ci WHERE ci.claim_id = c.id)
+      AND NOT EXISTS (SELECT 1 FROM {label} l WHERE l.claim_id = c.id AND l.reviewer_id = %s AND l.is_current))
+ORDER BY a.question_key
+LIMIT 1
+"""
+_KEY_CONDITIONS = {"": "", "gt": "AND a.question_key > %s", "lte": "AND a.question_key <= %s"}
+
+
+def _first_answer_id(run: Run, reviewer: Reviewer, op: str = "", key: str = "") -> int | None:
+    params = [run.pk, key, reviewer.pk] if op else [run.pk, reviewer.pk]
+    with connection.cursor() as cursor:
+        cursor.execute(_NEXT_ANSWER_SQL.format(where=_KEY_CONDITIONS[op], **_tables()), params)
+        row = cursor.fetchone()
+    return row[0] if row is not None else None
+
+
+def next_answer_to_label(*, run: Run, reviewer: Reviewer, after: Answer | None = None) -> Answer | None:
+    """The first answer of ``run`` (``question_id`` order) with a cited claim
+    ``reviewer`` has not labeled, with its question; ``None`` when there is none.
+
+    With ``after``, the search starts at the answer after it and wraps around
+    to the start of the run (``after`` itself comes last). Two queries (three
+    on wrap-around): the answer's id, walking the ``(run, question_key)`` index
+    and stopping at the first answer with a claim to label; then the answer.
+    """
+    if after is None:
+        answer_id = _first_answer_id(run, reviewer)
+    else:
+        answer_id = (_first_answer_id(run, reviewer, "gt", after.question_key)
+                     or _first_answer_id(run, reviewer, "lte", after.question_key))
+    if answer_id is None:
+        return None
+    answer = Answer.objects.select_related("question").get(pk=answer_id)
+    answer.run = run
+    return answer
+
+
+def next_claim_in_answer(*, reviewer: Reviewer, after: Claim) -> Claim | None:
+    """The first cited claim after ``after`` in its answer that ``reviewer`` has
+    not labeled (with its answer and question), or ``None``. One query."""
+    return (unlabeled_claims(reviewer).filter(answer_id=after.answer_id, index__gt=after.index)
+            .order_by("index").select_related("answer__question").first())
+
+
+def next_unlabeled_claim(*, run: Run, reviewer: Reviewer, after: Claim | None = None) -> Claim | None:
+    """The next claim of the reviewer's queue in ``run`` (issue "labeling screen" §6).
+
+    Queue: cited claims without a current label by ``reviewer``, in
+    ``question_id``/``index`` order. With ``after``, the search starts right
+    after that claim (later claims of its answer, then later answers: see
+    ``next_answer_to_label``) and wraps around to the start of the run.
+    ``None`` when the queue is empty. The claim comes with its answer and
+    question. At most five small queries, whatever the size of the run.
+    """
+    if after is not None:
+        in_answer = next_claim_in_answer(reviewer=reviewer, after=after)
+        if in_answer is not None:
+            return in_answer
+    answer = next_answer_to_label(run=run, reviewer=reviewer, after=after.answer if after is not None else None)
+    if answer is None:
+        return None
+    claim = unlabeled_claims(reviewer).filter(answer=answer).order_by("index").first()
+    if claim is not None:
+        claim.answer = answer
+    return claim
+
+
+_NEIGHBOURS_SQL = """
+SELECT
+  (SELECT id FROM {answer} WHERE run_id = %s AND question_key < %s ORDER BY question_key DESC LIMIT 1),
+  (SELECT id FROM {answer} WHERE run_id = %s AND question_key > %s ORDER BY question_key LIMIT 1),
+  (SELECT COUNT(*) FROM {answer} WHERE run_id = %s AND question_key < %s),
+  (SELECT COUNT(*) FROM {answer} WHERE run_id = %s)
+"""
+
+
+@dataclass(frozen=True)
+class AnswerNeighbours:
+    """Where an answer sits in its run: the ids of the answers before and after
+    it (``None`` at either end), its 1-based ``position`` and the run's answer
+    count ``total``."""
+
+    previous_id: int | None
+    next_id: int | None
+    position: int
+    total: int
+
+
+def answer_neighbours(*, answer: Answer) -> AnswerNeighbours:
+    """The answers before and after ``answer`` in its run (``question_id``
+    order), its position and the run's answer count. One query: two index
+    lookups and two index-only counts on ``(run, question_key)``."""
+    run_id, key = answer.run_id, answer.question_key
+    with connection.cursor() as cursor:
+        cursor.execute(_NEIGHBOURS_SQL.format(**_tables()), [run_id, key, run_id, key, run_id, key, run_id])
+        previous_id, next_id, before, total = cursor.fetchone()
+    return AnswerNeighbours(previous_id, next_id, before + 1, total)
