@@ -25,6 +25,7 @@ from __future__ import annotations
 import re
 import statistics
 import time
+from urllib.parse import urlencode
 
 import pytest
 from django.db import connection
@@ -151,7 +152,10 @@ def label_through_the_run(client: Client, run: Run, reviewer: Reviewer, saves: i
         url = reverse("claim_label", kwargs={"project_slug": slug, "run_name": run.name, "claim_id": claim_id})
         # Every fourth decision is UNSUPPORTED with a justification, as in real review.
         data = {"value": "UNSUPPORTED", "justification": "only part of it"} if n % 4 == 3 else {"value": "SUPPORTED"}
-        response, elapsed, count = timed(lambda: client.post(url, {**form, **data}, HTTP_HX_REQUEST="true"))  # noqa: B023
+        # Form-encoded, as htmx posts a form (the test client would send multipart).
+        body = urlencode({**form, **data})
+        response, elapsed, count = timed(lambda url=url, body=body: client.post(
+            url, body, content_type="application/x-www-form-urlencoded", HTTP_HX_REQUEST="true"))
         assert response.status_code == 200, response.content[:300]
         html = response.content.decode()
         assert "Saved" in html
