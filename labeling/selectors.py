@@ -245,6 +245,11 @@ def run_counts(*, run: Run, reviewer: Reviewer) -> ClaimCounts:
     return _runs_claim_counts(reviewer=reviewer, run=run).get(run.pk, ClaimCounts())
 
 
+def run_answer_count(*, run: Run) -> int:
+    """How many answers ``run`` has (one index-only count)."""
+    return Answer.objects.filter(run=run).order_by().count()
+
+
 def run_progress(*, run: Run, reviewer: Reviewer) -> Ratio:
     """The reviewer's progress on ``run``: cited claims they labeled / cited claims.
 

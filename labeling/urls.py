@@ -22,6 +22,7 @@ urlpatterns = [
     path("p/<slug:project_slug>/runs/<str:run_name>/next/", projects.run_next, name="run_next"),
     path("p/<slug:project_slug>/runs/<str:run_name>/progress/", review_views.run_progress, name="run_progress"),
     path("p/<slug:project_slug>/runs/<str:run_name>/scatter/", projects.run_scatter, name="run_scatter"),
+    path("p/<slug:project_slug>/runs/<str:run_name>/summary/", projects.run_summary, name="run_summary"),
     path("p/<slug:project_slug>/runs/<str:run_name>/gold/", projects.run_gold, name="run_gold"),
     path("p/<slug:project_slug>/runs/<str:run_name>/undo/", review_views.label_undo, name="label_undo"),
     path("p/<slug:project_slug>/runs/<str:run_name>/answers/<int:answer_id>/", review_views.answer_review,

@@ -276,8 +276,9 @@ def test_run_page_query_budget(client, reviewer, django_assert_max_num_queries, 
     # 1 session, 1 user, 1 run with its project (membership in the same query), answer page: 1 count,
     # 1 ids of the page, 1 rows with their counts; run counts: 1 claims, 1 citations, 1 current labels;
     # the coverage × support scatter (labeling.charts.run_scatter): 1 claims, 2 answers (the claims frame
-    # reads them too), 1 labels; 1 EXISTS: does any question of the run have gold (none here).
-    with django_assert_max_num_queries(14):
+    # reads them too), 1 labels; 1 EXISTS: does any question of the run have gold (none here); with a filter,
+    # 1 count of the run's answers (is the run small enough for its totals inline?).
+    with django_assert_max_num_queries(15 if answer_filter else 14):
         response = client.get(run.get_absolute_url(), {"filter": answer_filter})
     counts = response.context["counts"]
     assert (counts.claims, counts.cited, counts.labeled, counts.supported) == (3 * answers, 2 * answers, answers,
@@ -285,24 +286,32 @@ def test_run_page_query_budget(client, reviewer, django_assert_max_num_queries, 
     assert len(response.context["answers"].rows) == min(answers, 50)
 
 
-def test_large_run_loads_its_scatter_lazily(client, reviewer, django_assert_max_num_queries):
+def test_large_run_loads_its_totals_and_scatter_lazily(client, reviewer, django_assert_max_num_queries):
     project = ProjectFactory(slug="large")
     project.members.add(reviewer)
-    run = bulk_run(project, "r", answers=1_700)  # 5,100 claims: over the 5,000 drawn inline
+    run = bulk_run(project, "r", answers=1_001, reviewer=reviewer)  # over the 1,000 answers shown inline
     client.force_login(reviewer)
     scatter_url = reverse("run_scatter", kwargs={"project_slug": "large", "run_name": "r"})
+    summary_url = reverse("run_summary", kwargs={"project_slug": "large", "run_name": "r"})
 
-    # Without the scatter's 4 queries: 1 session, 1 user, 1 run with its project, 3 answer page, 3 run counts,
-    # 1 EXISTS for gold.
-    with django_assert_max_num_queries(10):
+    # Without the run totals' 3 queries and the scatter's 4: 1 session, 1 user, 1 run with its project,
+    # 3 answer page, 1 EXISTS for gold.
+    with django_assert_max_num_queries(7):
         html = client.get(run.get_absolute_url()).content.decode()
     fragment = client.get(scatter_url, HTTP_HX_REQUEST="true").content.decode()
     page = client.get(scatter_url).content.decode()
+    totals = client.get(summary_url, HTTP_HX_REQUEST="true").content.decode()
+    totals_page = client.get(summary_url).content.decode()
 
     assert 'class="chart scatter"' not in html
     assert f'hx-get="{scatter_url}" hx-trigger="revealed"' in html
     assert 'class="chart scatter"' in fragment and "<html" not in fragment
     assert 'class="chart scatter"' in page and "<html" in page
+    assert f'hx-get="{summary_url}" hx-trigger="load"' in html and f'<a href="{summary_url}">Open them</a>' in html
+    # 3,003 claims, 2,002 cited, the reviewer labeled one cited claim per answer.
+    assert "<html" not in totals and '<span class="metric">1001/2002</span>' in totals
+    assert '<p class="stat-value metric">2002/3003 = 0.67</p>' in totals
+    assert "<html" in totals_page and '<span class="metric">1001/2002</span>' in totals_page
 
 
 def test_run_page_shows_gold_metrics_with_fractions_and_switches_match_method(client, reviewer):

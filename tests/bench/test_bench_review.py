@@ -10,7 +10,8 @@ for PostgreSQL). One database of 100k claims is built with bulk_create: run
   the 10k-answer run — the query count must not grow with the data;
 - the run progress bar fragment that refreshes after each save;
 - the run page of the 10k-answer run (target ≤ 150 ms), first and a late
-  page, and with the "unlabeled" filter.
+  page, and with the "unlabeled" filter; and its totals fragment, which a
+  run over 1,000 answers loads by htmx once the page is shown.
 
 Server time: pytest-django instruments template rendering for the test
 client, which then copies the whole context at every template and partial it
@@ -204,6 +205,10 @@ def test_bench_run_page_with_10k_answers(dataset, server_rendering):
         assert all(r.status_code == 200 for r, _t, _q in results)
         print(summary(label, [t for _r, t, _q in results], [q for _r, _t, q in results]))
 
+    totals = reverse("run_summary", kwargs={"project_slug": dataset["project"].slug, "run_name": "big"})
+    results = [timed(lambda: client.get(totals, HTTP_HX_REQUEST="true")) for _ in range(15)]
+    print(summary("run totals fragment (loaded by htmx after the page), 10k answers",
+                  [t for _r, t, _q in results], [q for _r, _t, q in results]))
     from labeling import charts, selectors
 
     run, reviewer = dataset["big"], dataset["reviewer"]
