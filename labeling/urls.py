@@ -19,7 +19,7 @@ urlpatterns = [
     path("p/<slug:project_slug>/compare/", compare_views.run_compare, name="run_compare"),
     path("p/<slug:project_slug>/compare.xlsx", compare_views.run_compare_xlsx, name="run_compare_xlsx"),
     # Labeling screen (issue 3)
-    path("p/<slug:project_slug>/runs/<str:run_name>/next/", projects.run_next, name="run_next"),
+    path("p/<slug:project_slug>/runs/<str:run_name>/next/", review_views.run_next, name="run_next"),
     path("p/<slug:project_slug>/runs/<str:run_name>/progress/", review_views.run_progress, name="run_progress"),
     path("p/<slug:project_slug>/runs/<str:run_name>/scatter/", projects.run_scatter, name="run_scatter"),
     path("p/<slug:project_slug>/runs/<str:run_name>/summary/", projects.run_summary, name="run_summary"),

@@ -580,6 +580,25 @@ def test_start_labeling_on_a_finished_run_says_so(alice, site, reviewer):
     assert "Every cited claim of run r1 carries your label" in response.content.decode()
 
 
+def test_key_n_swaps_in_the_next_claim_to_label_with_htmx(alice, site, reviewer):
+    # Within the answer: the claim panel with the answer text and claim list out of band.
+    same = alice.get(site.url("run_next") + f"?after={site.c1.pk}", HTTP_HX_TARGET="claim-panel", **HX)
+    assert same["HX-Push-Url"] == site.review(site.a1, site.c3)
+    assert "HX-Retarget" not in same
+    assert same.content.decode().lstrip().startswith('<section id="claim-panel"')
+    # From the last claim of q1: the whole review of q2, retargeted.
+    other = alice.get(site.url("run_next") + f"?after={site.c3.pk}", HTTP_HX_TARGET="claim-panel", **HX)
+    assert other["HX-Push-Url"] == site.review(site.a2, site.d1)
+    assert other["HX-Retarget"] == "#review"
+    assert "Lyon is big." in other.content.decode()
+    # Nothing left: the same claim, with a notice.
+    for claim in [site.c1, site.c3, site.d1, site.d2]:
+        LabelFactory(claim=claim, reviewer=reviewer)
+    done = alice.get(site.url("run_next") + f"?after={site.d2.pk}", HTTP_HX_TARGET="claim-panel", **HX)
+    assert "Every cited claim of run r1 carries your label" in done.content.decode()
+    assert done["HX-Push-Url"] == site.review(site.a2, site.d2)
+
+
 # -- split, merge, edit from the page ------------------------------------------------------------
 
 def test_split_form_is_prefilled_with_a_suggestion(alice, site):

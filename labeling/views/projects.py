@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET
 
-from labeling import charts, metrics, queue, selectors
+from labeling import charts, metrics, selectors
 from labeling.models import Project, Run
 from scoring.matching import DEFAULT_MATCH_METHOD
 
@@ -118,21 +117,6 @@ def run_scatter(request: HttpRequest, project_slug: str, run_name: str) -> HttpR
     if request.htmx:
         return render(request, "labeling/_scatter.html", context)
     return render(request, "labeling/run_scatter.html", context)
-
-
-@login_required
-@require_GET
-def run_next(request: HttpRequest, project_slug: str, run_name: str) -> HttpResponse:
-    """Go to the reviewer's next unlabeled claim in the run ("Start labeling", key ``n``)."""
-    run = run_for(request, project_slug, run_name)
-    after = None
-    if request.GET.get("after", "").isdigit():
-        after = selectors.claim_in_run(run=run, claim_id=int(request.GET["after"]))
-    claim = queue.next_unlabeled_claim(run=run, reviewer=request.user, after=after)
-    if claim is None:
-        messages.success(request, f"Every cited claim of run {run.name} carries your label: nothing left to do.")
-        return redirect(run.get_absolute_url())
-    return redirect(review_url(run, claim.answer_id, claim.pk))
 
 
 def review_url(run: Run, answer_id: int, claim_id: int | None = None) -> str:

@@ -176,6 +176,27 @@ def answer_review(request: HttpRequest, project_slug: str, run_name: str, answer
 
 @login_required
 @require_GET
+def run_next(request: HttpRequest, project_slug: str, run_name: str) -> HttpResponse:
+    """Go to the reviewer's next unlabeled claim in the run ("Start labeling", key
+    ``n``): with htmx, swap it in like a save does; else redirect to it."""
+    run = run_for(request, project_slug, run_name)
+    after_id = request.GET.get("after", "")
+    after = selectors.claim_in_run(run=run, claim_id=int(after_id)) if after_id.isdigit() else None
+    claim = queue.next_unlabeled_claim(run=run, reviewer=request.user, after=after)
+    if claim is None:
+        notice = f"Every cited claim of run {run.name} carries your label: nothing left to do."
+        if request.htmx and after is not None:
+            return _show(request, run, after.answer, after.pk, came_from=after.answer_id, notice=notice)
+        messages.success(request, notice)
+        return redirect(run.get_absolute_url())
+    if not request.htmx:
+        return redirect(review_url(run, claim.answer_id, claim.pk))
+    return _show(request, run, _answer_of(run, claim), claim.pk,
+                 came_from=after.answer_id if after is not None else None)
+
+
+@login_required
+@require_GET
 def run_progress(request: HttpRequest, project_slug: str, run_name: str) -> HttpResponse:
     run = run_for(request, project_slug, run_name)
     context = {"project": run.project, "run": run,
