@@ -367,6 +367,15 @@ def test_save_told_nothing_is_left_in_the_answer_goes_to_the_next_answer(alice, 
     assert queue.next_unlabeled_claim(run=site.run, reviewer=reviewer, after=site.d2) == site.c3
 
 
+@pytest.mark.parametrize("hint", ["1", "2", "abc", ""])
+def test_save_with_any_other_hint_looks_in_the_answer_first(alice, site, reviewer, hint):
+    response = alice.post(site.label_url(site.c1), {"value": "SUPPORTED", "revision": 1, "base_label": "",
+                                                    "more_in_answer": hint}, **HX)
+
+    assert response["HX-Push-Url"] == site.review(site.a1, site.c3)
+    assert my_labels(reviewer) == [("Paris is the capital of France.", "SUPPORTED", "")]
+
+
 def test_answer_neighbours_give_position_and_both_sides(site):
     first = queue.answer_neighbours(answer=site.a1)
     second = queue.answer_neighbours(answer=site.a2)

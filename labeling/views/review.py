@@ -38,9 +38,6 @@ class LabelForm(forms.Form):
     justification = forms.CharField(required=False)
     revision = forms.IntegerField(min_value=1)
     base_label = forms.IntegerField(required=False, min_value=1)
-    # What the page knew when it was rendered: 0 = no claim after this one was left
-    # to label in the answer, so the save goes straight to the next answer.
-    more_in_answer = forms.IntegerField(required=False, min_value=0, max_value=1)
 
 
 class SplitForm(forms.Form):
@@ -234,10 +231,12 @@ def claim_label(request: HttpRequest, project_slug: str, run_name: str, claim_id
         return again(error=exc.messages[0], armed=data["value"])
     notice = f"Saved {label.value} on claim {claim.index}."
     # Most saves move on within the answer: its review (3 queries) finds the next
-    # claim. When the page said none was left, skip it (a claim another tab brought
-    # back into the queue meanwhile is reached when the queue wraps around).
+    # claim. The form's more_in_answer says what the page knew: "0" = no claim after
+    # this one was left, so skip that review (a claim another tab brought back into
+    # the queue meanwhile is reached when the queue wraps around). Only a hint: any
+    # other value, or none, means look.
     review = None
-    if data["more_in_answer"] != 0:
+    if request.POST.get("more_in_answer") != "0":
         review = selectors.review_context(answer=claim.answer, reviewer=request.user, after_index=claim.index)
     if review is not None and review.current is not None:
         following = review.current.claim
