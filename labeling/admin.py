@@ -5,6 +5,7 @@ Label table versions are read-only here too: they are immutable artifacts.
 
 from typing import Any
 
+from django import forms
 from django.contrib import admin
 from django.contrib.auth.admin import UserAdmin
 from django.http import HttpRequest
@@ -49,6 +50,10 @@ class QuestionAdmin(admin.ModelAdmin):
     search_fields = ["question_id", "text"]
     inlines = [GoldPassageIdInline, GoldReferenceInline, ExpectedSourceInline]
 
+    def get_readonly_fields(self, request: HttpRequest, obj: models.Question | None = None) -> list[str]:
+        # A question id is how runs, imports and label tables meet the question (SPEC §2): fixed once created.
+        return ["question_id"] if obj is not None else []
+
 
 @admin.register(models.Run)
 class RunAdmin(admin.ModelAdmin):
@@ -61,8 +66,24 @@ class PassageInline(admin.TabularInline):
     extra = 0
 
 
+class AnswerAdminForm(forms.ModelForm):
+    class Meta:
+        model = models.Answer
+        fields = ["run", "question", "text", "content_hash"]
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        run, question = data.get("run"), data.get("question")
+        if run is not None and question is not None and run.project_id != question.project_id:
+            raise forms.ValidationError(
+                f"Question {question.question_id!r} belongs to another project than run {run.name!r}: "
+                "an answer answers a question of its run's project.")
+        return data
+
+
 @admin.register(models.Answer)
 class AnswerAdmin(admin.ModelAdmin):
+    form = AnswerAdminForm
     list_display = ["id", "run", "question"]
     list_filter = ["run__project", "run"]
     list_select_related = ["run", "question"]

@@ -606,6 +606,9 @@ def test_key_n_swaps_in_the_next_claim_to_label_with_htmx(alice, site, reviewer)
     done = alice.get(site.url("run_next") + f"?after={site.d2.pk}", HTTP_HX_TARGET="claim-panel", **HX)
     assert "Every cited claim of run r1 carries your label" in done.content.decode()
     assert done["HX-Push-Url"] == site.review(site.a2, site.d2)
+    # The claim the page showed was merged away in another tab: the browser goes to the run page.
+    gone = alice.get(site.url("run_next") + "?after=999999", HTTP_HX_TARGET="claim-panel", **HX)
+    assert (gone.status_code, gone["HX-Redirect"]) == (200, site.run.get_absolute_url())
 
 
 # -- split, merge, edit from the page ------------------------------------------------------------

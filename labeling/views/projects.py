@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
+from django.template.loader import render_to_string
 from django.urls import reverse
 from django.views.decorators.http import require_GET
 
@@ -77,7 +78,10 @@ def run_summary(request: HttpRequest, project_slug: str, run_name: str) -> HttpR
     run = run_for(request, project_slug, run_name)
     context = {"project": run.project, "run": run, "counts": selectors.run_counts(run=run, reviewer=request.user)}
     if request.htmx:
-        return render(request, "labeling/run_detail.html#run-summary", context)
+        # With the "Start labeling" button out of band: it depends on the totals too.
+        return HttpResponse(render_to_string("labeling/run_detail.html#run-summary", context, request=request)
+                            + render_to_string("labeling/run_detail.html#start-labeling", {**context, "oob": True},
+                                               request=request))
     return render(request, "labeling/run_summary.html", context)
 
 

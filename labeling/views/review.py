@@ -20,7 +20,7 @@ from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
 from django.utils.html import format_html
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
-from django_htmx.http import push_url, reswap, retarget, trigger_client_event
+from django_htmx.http import HttpResponseClientRedirect, push_url, reswap, retarget, trigger_client_event
 
 from labeling import queue, selectors, services
 from labeling.highlight import suggest_split
@@ -185,6 +185,9 @@ def run_next(request: HttpRequest, project_slug: str, run_name: str) -> HttpResp
         if request.htmx and after is not None:
             return _show(request, run, after.answer, after.pk, came_from=after.answer_id, notice=notice)
         messages.success(request, notice)
+        if request.htmx:
+            # The claim the page showed is gone (merged in another tab): leave the page, do not swap a page in.
+            return HttpResponseClientRedirect(run.get_absolute_url())
         return redirect(run.get_absolute_url())
     if not request.htmx:
         return redirect(review_url(run, claim.answer_id, claim.pk))
