@@ -220,7 +220,8 @@ def test_run_page_lists_answers_with_counts_and_status(client, reviewer, page_ru
     assert (counts.claims, counts.cited, counts.labeled, counts.supported, counts.unsupported, counts.pending,
             counts.disagreements) == (7, 6, 3, 1, 1, 4, 1)
     html = response.content.decode()
-    assert "6/7 = 0.86" in html and "1/2 = 0.50" in html and "provisional: 4 cited claims pending, 1 disputed" in html
+    assert "6/7 = 0.86" in html and "1/2 = 0.50" in html
+    assert "provisional: 4 cited claims pending (1 of them disputed)" in html
     assert 'href="/p/p/runs/r/next/"' in html and "Start labeling" in html
     assert 'id="answer-' in html  # anchors other pages link to
 

@@ -346,7 +346,8 @@ def test_htmx_save_swaps_in_the_next_claim_and_signals_progress(alice, site, rev
     html = response.content.decode()
     assert response.status_code == 200
     assert "<html" not in html
-    assert json.loads(response["HX-Trigger"]) == {"labelSaved": {}}
+    # A first label within the answer: the page adds one to its run progress bar.
+    assert json.loads(response["HX-Trigger"]) == {"labelSaved": {"labeled": 1}}
     # Claim 2 has no citation: the queue goes on to claim 3 in the same answer.
     assert response["HX-Push-Url"] == site.review(site.a1, site.c3)
     assert "Saved SUPPORTED on claim 1." in html
@@ -354,6 +355,17 @@ def test_htmx_save_swaps_in_the_next_claim_and_signals_progress(alice, site, rev
     # Claim 3 is the answer's last claim to label: its form says so, and its save goes to the next answer.
     assert '<input type="hidden" name="more_in_answer" value="0">' in html
     assert my_labels(reviewer) == [("Paris is the capital of France.", "SUPPORTED", "")]
+
+
+def test_relabeling_a_claim_leaves_the_run_progress_where_it_is(alice, site, reviewer):
+    mine = LabelFactory(claim=site.c1, reviewer=reviewer)
+
+    response = alice.post(site.label_url(site.c1), {"value": "UNSUPPORTED", "justification": "only the date",
+                                                    "revision": 1, "base_label": mine.pk}, **HX)
+
+    assert response["HX-Push-Url"] == site.review(site.a1, site.c3)
+    assert json.loads(response["HX-Trigger"]) == {"labelSaved": {"labeled": 0}}
+    assert my_labels(reviewer) == [("Paris is the capital of France.", "UNSUPPORTED", "only the date")]
 
 
 def test_save_told_nothing_is_left_in_the_answer_goes_to_the_next_answer(alice, site, reviewer):
@@ -404,7 +416,11 @@ def test_htmx_save_on_the_last_claim_of_an_answer_moves_to_the_next_answer(alice
 
     assert response["HX-Retarget"] == "#review"
     assert response["HX-Push-Url"] == site.review(site.a2, site.d1)
-    assert "Lyon is big." in response.content.decode()
+    html = response.content.decode()
+    assert "Lyon is big." in html
+    assert "Saved UNSUPPORTED on claim 3 of q1, the last one to label there: this is the next answer." in html
+    # Moving to another answer has the run progress bar recounted.
+    assert json.loads(response["HX-Trigger"]) == {"labelSaved": {}}
 
 
 def test_run_progress_fragment_counts_the_reviewers_labels(alice, site, reviewer):

@@ -3,7 +3,9 @@
 With htmx (``request.htmx``) every action answers with the smallest fragment:
 the claim panel plus out-of-band swaps of the answer text and the claim list
 (or the whole ``#review`` block when the next claim is in another answer),
-and a ``labelSaved`` client event that refreshes the run progress bar.
+and a ``labelSaved`` client event for the run progress bar: with
+``{"labeled": n}`` the page adds n to it at once, without it the bar is
+recounted by the server.
 Without JavaScript the same URLs take plain form posts and redirect.
 """
 
@@ -249,12 +251,16 @@ def claim_label(request: HttpRequest, project_slug: str, run_name: str, claim_id
         response = _fragment(request, _context(request, run, claim.answer, None, review=review, notice=notice),
                              whole_review=False)
         push_url(response, review_url(run, claim.answer_id, following.pk))
-        return trigger_client_event(response, LABEL_SAVED)
+        # The page moves its run progress bar by this much at once; a save that moves to
+        # another answer (plain event) has the bar recounted, which corrects any drift.
+        return trigger_client_event(response, LABEL_SAVED, {"labeled": 1 if data["base_label"] is None else 0})
     # The review of the next answer with work left opens on its first claim to label.
     answer = queue.next_answer_to_label(run=run, reviewer=request.user, after=claim.answer)
     if answer is None:
         notice += " Every cited claim of this run now carries your label."
         return _after_write(request, run, claim, show=None, notice=notice)
+    notice = (f"Saved {label.value} on claim {claim.index} of {claim.answer.question.question_id}, "
+              f"the last one to label there: this is the next answer.")
     if not request.htmx:
         messages.success(request, notice)
         return redirect(review_url(run, answer.pk))

@@ -176,7 +176,10 @@
       field.focus();
       if (field.setSelectionRange) { field.setSelectionRange(field.value.length, field.value.length); }
     }
-    if (panel && root !== document.body && panel.getBoundingClientRect().top < 0) {
+    if (root && root.id === "review") {
+      // Another answer came in: start at its question, not where the last one was scrolled to.
+      window.scrollTo({ top: 0 });
+    } else if (panel && root !== document.body && panel.getBoundingClientRect().top < 0) {
       window.scrollTo({ top: window.scrollY + panel.getBoundingClientRect().top - 12 });
     }
     var answer = document.querySelector(".review-answer");
@@ -189,6 +192,21 @@
       }
     }
   }
+
+  // A save within the answer says how many labels it added: move the run bar at once
+  // (the server recounts it on every other write, see answer_review.html).
+  document.body.addEventListener("labelSaved", function (event) {
+    var delta = event.detail && event.detail.labeled;
+    var box = document.getElementById("run-progress");
+    if (typeof delta !== "number" || !delta || !box) { return; }
+    var bar = box.querySelector("progress");
+    var text = box.querySelector(".metric");
+    var parts = text ? text.textContent.split("/") : [];
+    if (!bar || parts.length !== 2) { return; }
+    var done = Math.min(parseInt(parts[0], 10) + delta, parseInt(parts[1], 10));
+    bar.value = done;
+    text.textContent = done + "/" + parts[1];
+  });
 
   document.addEventListener("htmx:afterSettle", function (event) {
     if (busy && event.detail.xhr !== busy) { return; }

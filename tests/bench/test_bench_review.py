@@ -210,6 +210,10 @@ def test_bench_run_page_with_10k_answers(dataset, server_rendering):
         assert all(r.status_code == 200 for r, _t, _q in results)
         print(summary(label, [t for _r, t, _q in results], [q for _r, _t, q in results]))
 
+    project_url = dataset["project"].get_absolute_url()
+    results = [timed(lambda: client.get(project_url)) for _ in range(7)]
+    print(summary("project page, 11 runs, 100k claims (every run's figures)", [t for _r, t, _q in results],
+                  [q for _r, _t, q in results]))
     totals = reverse("run_summary", kwargs={"project_slug": dataset["project"].slug, "run_name": "big"})
     results = [timed(lambda: client.get(totals, HTTP_HX_REQUEST="true")) for _ in range(15)]
     print(summary("run totals fragment (loaded by htmx after the page), 10k answers",
