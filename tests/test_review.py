@@ -651,7 +651,21 @@ def test_split_through_the_page_without_js(alice, site):
     assert response.status_code == 302
     assert list(site.a1.claims.order_by("index").values_list("index", "text")) == [
         (1, "Paris is the capital"), (2, "of France."), (3, "It is old."), (4, "The Seine flows through Paris.")]
-    assert "Split claim 1 into claims 1 and 2" in alice.get(response.url).content.decode()
+    page = alice.get(response.url).content.decode()
+    assert "Split claim 1 into claims 1 and 2" in page
+    assert "not word for word" not in page  # both parts are in the answer as written
+
+
+def test_split_into_retyped_parts_says_they_are_no_longer_marked(alice, site):
+    citation = site.c1.citations.get()
+
+    response = alice.post(site.url("claim_split", claim_id=site.c1.pk), {
+        "first": "Paris is the capital", "second": "It is the capital of France.", "at": "", "revision": 1,
+        "first_citations": [citation.pk], "second_citations": [citation.pk],
+    }, **HX)
+
+    assert ("Claim 2 is not word for word in the answer, so the answer text no longer marks it"
+            in response.content.decode())
 
 
 def test_split_error_rerenders_the_form(alice, site):
@@ -672,7 +686,9 @@ def test_merge_and_edit_through_the_page(alice, site, reviewer):
     response = alice.post(site.url("claim_edit", claim_id=site.c1.pk), {"text": "Paris is old.", "revision": 2},
                           **HX)
 
-    assert "Claim 1 reworded" in response.content.decode()
+    html = response.content.decode()
+    assert "Claim 1 reworded" in html
+    assert "It is no longer word for word in the answer" in html
     assert list(site.a1.claims.order_by("index").values_list("index", "text", "revision")) == [
         (1, "Paris is old.", 3), (2, "The Seine flows through Paris.", 1)]
     assert my_labels(reviewer) == []

@@ -334,6 +334,10 @@ def claim_split(request: HttpRequest, project_slug: str, run_name: str, claim_id
         return _show(request, run, answer, claim.pk, came_from=answer.pk, mode="split", split=split,
                      error=exc.messages[0])
     notice = f"Split claim {first.index} into claims {first.index} and {second.index}: label each part."
+    unplaced = [str(part.index) for part in (first, second) if part.start is None]
+    if unplaced:
+        notice += (f" Claim {' and '.join(unplaced)} is not word for word in the answer, so the answer text "
+                   "no longer marks it (the claim list says “not in text”).")
     return _after_write(request, run, first, show=first, notice=notice)
 
 
@@ -383,4 +387,7 @@ def claim_edit(request: HttpRequest, project_slug: str, run_name: str, claim_id:
         notice = f"Claim {edited.index} is unchanged."
     else:
         notice = f"Claim {edited.index} reworded: label it again (the old labels are kept as stale)."
+        if edited.start is None:
+            notice += (" It is no longer word for word in the answer, so the answer text no longer marks it "
+                       "(the claim list says “not in text”).")
     return _after_write(request, run, edited, show=edited, notice=notice)
