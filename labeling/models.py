@@ -76,7 +76,7 @@ class Question(models.Model):
     gold_sources_given = models.BooleanField(default=False)
 
     class Meta:
-        ordering = ["project", "question_id"]
+        ordering = ["project_id", "question_id"]
         constraints = [
             models.UniqueConstraint(fields=["project", "question_id"], name="question_id_unique_per_project"),
         ]
@@ -112,7 +112,7 @@ class GoldReference(models.Model):
     text = models.TextField(blank=True)
 
     class Meta:
-        ordering = ["question", "position"]
+        ordering = ["question_id", "position"]
         constraints = [
             models.UniqueConstraint(fields=["question", "position"], name="gold_reference_position_unique"),
         ]
@@ -146,7 +146,7 @@ class Run(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
-        ordering = ["project", "created_at", "name"]
+        ordering = ["project_id", "created_at", "name"]
         constraints = [
             models.UniqueConstraint(fields=["project", "name"], name="run_name_unique_per_project"),
         ]
@@ -176,7 +176,7 @@ class Answer(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
-        ordering = ["run", "question_key"]
+        ordering = ["run_id", "question_key"]
         constraints = [
             models.UniqueConstraint(fields=["run", "question"], name="one_answer_per_run_and_question"),
             models.UniqueConstraint(fields=["run", "question_key"], name="question_key_unique_per_run"),
@@ -197,7 +197,7 @@ class Passage(models.Model):
     text = models.TextField(blank=True)
 
     class Meta:
-        ordering = ["answer", "position"]
+        ordering = ["answer_id", "position"]
         constraints = [
             models.UniqueConstraint(fields=["answer", "passage_id"], name="passage_id_unique_per_answer"),
         ]
@@ -222,7 +222,7 @@ class Claim(models.Model):
     revision = models.PositiveIntegerField(default=1)
 
     class Meta:
-        ordering = ["answer", "index"]
+        ordering = ["answer_id", "index"]
         constraints = [
             models.UniqueConstraint(fields=["answer", "index"], name="claim_index_unique_per_answer"),
             models.CheckConstraint(
@@ -253,7 +253,7 @@ class Citation(models.Model):
     fabricated = models.BooleanField(default=False)
 
     class Meta:
-        ordering = ["claim", "position"]
+        ordering = ["claim_id", "position"]
         constraints = [
             models.UniqueConstraint(fields=["claim", "position"], name="citation_position_unique"),
             models.CheckConstraint(
@@ -292,7 +292,7 @@ class Label(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
-        ordering = ["claim", "-created_at", "-id"]
+        ordering = ["claim_id", "-created_at", "-id"]
         constraints = [
             models.UniqueConstraint(
                 fields=["claim", "reviewer"], condition=Q(is_current=True), name="one_current_label_per_reviewer"
@@ -326,7 +326,7 @@ class LabelTableVersion(models.Model):
     file = models.FileField(upload_to="label_tables/")
 
     class Meta:
-        ordering = ["run", "number"]
+        ordering = ["run_id", "number"]
         constraints = [
             models.UniqueConstraint(fields=["run", "number"], name="version_number_unique_per_run"),
             models.CheckConstraint(condition=Q(number__gte=1), name="version_number_positive"),

@@ -247,7 +247,7 @@ def run_counts(*, run: Run, reviewer: Reviewer) -> ClaimCounts:
 
 def run_answer_count(*, run: Run) -> int:
     """How many answers ``run`` has (one index-only count)."""
-    return Answer.objects.filter(run=run).order_by().count()
+    return Answer.objects.filter(run=run).count()
 
 
 def run_progress(*, run: Run, reviewer: Reviewer) -> Ratio:
@@ -445,13 +445,12 @@ class ReviewContext:
 
 def review_answer(*, run: Run, answer_id: int) -> Answer | None:
     """The answer ``answer_id`` of ``run`` with its question, or ``None``."""
-    # order_by(): the model's default ordering would join the run's project.
-    return Answer.objects.select_related("question", "run__project").filter(run=run, pk=answer_id).order_by().first()
+    return Answer.objects.select_related("question", "run__project").filter(run=run, pk=answer_id).first()
 
 
 def claim_in_run(*, run: Run, claim_id: int) -> Claim | None:
     """Claim ``claim_id`` when it belongs to ``run`` (else ``None``: the URL names another run)."""
-    claim = Claim.objects.select_related("answer__question").filter(answer__run=run, pk=claim_id).order_by().first()
+    claim = Claim.objects.select_related("answer__question").filter(answer__run=run, pk=claim_id).first()
     if claim is not None:
         claim.answer.run = run
     return claim

@@ -96,9 +96,8 @@ def label_save(
                 "nothing was saved. Read the claim as it is now and label it again.",
                 claim=claim, newer=None,
             )
-        # order_by(): the model's default ordering would join claim, answer, run and project.
         current = Label.objects.select_for_update().filter(claim_id=claim.pk, reviewer=reviewer,
-                                                           is_current=True).order_by().first()
+                                                           is_current=True).first()
         if current is not None:
             current.reviewer = reviewer
         if current is not None and current.value == value and current.justification == justification:
@@ -158,7 +157,7 @@ def label_undo(*, claim: Claim, reviewer: Reviewer) -> Label | None:
         locked = _lock_claim(claim)
         current = (
             Label.objects.select_for_update(of=("self",))
-            .filter(claim=locked, reviewer=reviewer, is_current=True).order_by().first()
+            .filter(claim=locked, reviewer=reviewer, is_current=True).first()
         )
         if current is None:
             raise ValidationError(f"You have no label on claim {locked.index} to undo.", code="nothing_to_undo")
@@ -166,7 +165,7 @@ def label_undo(*, claim: Claim, reviewer: Reviewer) -> Label | None:
         # save, undo, save, undo the first label comes back, never the undone one.
         previous = (
             Label.objects.select_for_update(of=("self",))
-            .filter(pk=current.supersedes_id, is_stale=False, claim_revision=locked.revision).order_by().first()
+            .filter(pk=current.supersedes_id, is_stale=False, claim_revision=locked.revision).first()
             if current.supersedes_id is not None else None
         )
         current.is_current = False
