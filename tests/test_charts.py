@@ -169,7 +169,7 @@ def test_partials_escape_every_label():
 
 @pytest.mark.django_db
 def test_run_scatter_of_real_answers_matches_the_readme(expertqa_project, django_assert_max_num_queries):
-    """rr_gs_gpt4 (``../shared/data/README.md``): 29 answers, per-answer mean
+    """rr_gs_gpt4 (``fixtures/README.md``): 29 answers, per-answer mean
     support 0.8092 over the answers whose support is defined."""
     run = Run.objects.select_related("project").get(project=expertqa_project, name="rr_gs_gpt4")
     # claims, answers (abstention), labels, answers

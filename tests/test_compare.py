@@ -1,7 +1,7 @@
 """Run comparison through Django (SPEC §5): the ``compare`` command, the page
 and its xlsx download, on the real ExpertQA answers imported twice.
 
-The 118 answers of ``../shared/data/expertqa_dev.jsonl`` are imported as run
+The 118 answers of ``fixtures/expertqa_dev.jsonl`` are imported as run
 ``v1`` and again as ``v2``; then v2 is changed in five places picked from the
 file (first match in file order, each in a different answer):
 
@@ -14,7 +14,7 @@ file (first match in file order, each in a different answer):
 - E, the next claim longer than 80 characters containing " the ": its first
   " the " becomes " this " (aligned by similarity, no change named).
 
-Whole-file figures (``../shared/data/README.md``, summing the four runs): 735
+Whole-file figures (``fixtures/README.md``, summing the four runs): 735
 claims, 639 cited, 619 labeled cited, 448 SUPPORTED. So v1 has coverage
 639/735 and support 448/619, and v2 has claims 735 − 1 (W) + 1 (new) = 735,
 cited 639 − 1 (Y) + 1 (Z) − 1 (W) = 638, labeled cited 619 − 1 (Y) − 1 (W) =

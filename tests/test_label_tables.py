@@ -181,7 +181,7 @@ def test_version_scores_are_those_of_the_frozen_table(seed_run):
 
 
 def test_version_scores_match_the_expertqa_figures(expertqa_project):
-    """../shared/data/README.md: rr_gs_gpt4 has 162 claims, 123 cited, 110 of
+    """fixtures/README.md: rr_gs_gpt4 has 162 claims, 123 cited, 110 of
     123 labeled cited SUPPORTED; per-answer means 0.7787 and 0.8092."""
     run = expertqa_project.runs.get(name="rr_gs_gpt4")
 

@@ -25,7 +25,7 @@ from tests.factories import (
 
 pytestmark = pytest.mark.django_db
 
-# ../shared/data/README.md, "Figures computed from the human labels".
+# fixtures/README.md, "Figures computed from the human labels".
 EXPERTQA = {
     "post_hoc_gs_gpt4": (30, 181, 177, 175, 133),
     "post_hoc_sphere_gpt4": (30, 180, 180, 171, 92),

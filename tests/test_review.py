@@ -804,7 +804,7 @@ def test_split_suggestion_prefers_a_sentence_boundary_and_keeps_markers():
 
 
 def test_split_suggestion_of_every_real_claim_is_verbatim(expertqa_path):
-    """For each of the 735 claims of ../shared/data, the two suggested parts put
+    """For each of the 735 claims of fixtures/expertqa_dev.jsonl, the two suggested parts put
     back together with the whitespace at the cut are the claim itself."""
     claims = [claim["text"].strip() for line in expertqa_path.read_text(encoding="utf-8").splitlines()
               for claim in json.loads(line)["claims"]]

@@ -65,7 +65,7 @@ def test_expertqa_scores_match_the_published_per_run_figures(
     expertqa_project, capsys, run, answers, claims, cited, labeled_cited, supported, coverage, support, mean_cov,
     mean_sup,
 ):
-    """The table of ../shared/data/README.md, computed from the experts' labels."""
+    """The table of fixtures/README.md, computed from the experts' labels."""
     result = score_json("--run", run, "--project", "expertqa", capsys=capsys)
     c = result["claims"]
     assert result["answers"] == answers

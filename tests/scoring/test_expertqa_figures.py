@@ -1,5 +1,5 @@
-"""The human labels of ../shared/data/expertqa_dev.jsonl reproduce the per-run
-table of ../shared/data/README.md (SPEC §4.1)."""
+"""The human labels of fixtures/expertqa_dev.jsonl reproduce the per-run
+table of fixtures/README.md (SPEC §4.1)."""
 
 from __future__ import annotations
 
