@@ -28,7 +28,6 @@ importing reviewer's new label on that claim.
 from __future__ import annotations
 
 import hashlib
-import io
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import IO
@@ -52,12 +51,10 @@ from labeling.exports.label_table import (
     table_from_canonical,
 )
 from labeling.exports.xlsx import WorkbookInfo, spreadsheet_text, write_label_workbook
-from labeling.importers.answers_table import iter_table_records
 from labeling.importers.label_table import LabelTableFile
 from labeling.importers.records import ImportIssue
-from labeling.importing import DEFAULT_IMPORT_REVIEWER, ImportReport, run_import, run_import_records
 from labeling.label_table_diff import LabelTableDiff, diff_label_tables
-from labeling.models import Claim, Label, LabelTableVersion, LabelValue, Project, Reviewer, Run
+from labeling.models import Claim, Label, LabelTableVersion, LabelValue, Reviewer, Run
 from scoring.claims import ClaimMetrics
 
 EXPORT_FORMATS = ("xlsx", "csv", "jsonl")
@@ -447,30 +444,3 @@ def label_table_import_apply(*, run: Run, reviewer: Reviewer, table_file: LabelT
     except IntegrityError:
         raise ValidationError("labels of this run changed while the import was applied; preview it again") from None
     return preview
-
-
-# ------------------------------------------------------- answers as tables
-
-
-def answers_file_import(
-    *, project: Project, data: bytes, filename: str, run_name: str | None = None,
-    default_reviewer: str = DEFAULT_IMPORT_REVIEWER,
-) -> ImportReport:
-    """Import an answers file of any accepted format into ``project`` (SPEC §6):
-    JSON Lines (``.jsonl``), or a CSV/XLSX answers table with one row per claim
-    (columns in ``labeling.importers.answers_table``), by file name.
-
-    Same contract as ``labeling.importing.run_import``: all or nothing,
-    ImportFailed listing every bad row (row, column, reason); ValueError for
-    an unknown file type.
-    """
-    suffix = filename.rsplit(".", 1)[-1].lower() if "." in filename else ""
-    if suffix in ("jsonl", "ndjson", "json"):
-        return run_import(project=project, source=io.BytesIO(data), run_name=run_name,
-                          default_reviewer=default_reviewer)
-    if suffix not in ("csv", "xlsx"):
-        raise ValueError(f"cannot tell the format of {filename!r}: use .jsonl, .csv or .xlsx")
-    return run_import_records(
-        project=project, open_records=lambda: iter_table_records(data, format=suffix, run=run_name),
-        default_reviewer=default_reviewer,
-    )

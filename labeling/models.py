@@ -13,6 +13,8 @@ from django.db import models
 from django.db.models import F, Q
 from django.urls import reverse
 
+from labeling.names import normalize_name, validate_project_slug, validate_question_id, validate_run_name
+
 
 class ReviewerKind(models.TextChoices):
     HUMAN = "human", "Human reviewer"
@@ -35,11 +37,19 @@ class Reviewer(AbstractUser):
     def __str__(self) -> str:
         return self.username
 
+    @classmethod
+    def normalize_username(cls, username: str) -> str:
+        # Django applies NFKC here (create_user, admin forms); the project's
+        # normal form also drops invisible characters, so "rev01" typed at
+        # login is the account that add_reviewer made from "ｒｅｖ０１".
+        return normalize_name(username) if isinstance(username, str) else username
+
 
 class Project(models.Model):
     """A question set with its members; runs belong to it (SPEC §2)."""
 
-    slug = models.SlugField(max_length=64, unique=True)
+    # Every URL reads it with <slug:…>: the rules are labeling.names'.
+    slug = models.SlugField(max_length=64, unique=True, validators=[validate_project_slug])
     name = models.CharField(max_length=200)
     description = models.TextField(blank=True)
     members = models.ManyToManyField(settings.AUTH_USER_MODEL, blank=True, related_name="projects")
@@ -68,7 +78,7 @@ class Question(models.Model):
     """
 
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="questions")
-    question_id = models.CharField(max_length=200)
+    question_id = models.CharField(max_length=200, validators=[validate_question_id])
     text = models.TextField()
     answerable = models.BooleanField(null=True, blank=True)
     gold_ids_given = models.BooleanField(default=False)
@@ -140,7 +150,8 @@ class Run(models.Model):
     """One system configuration answering the project's questions (SPEC §2)."""
 
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="runs")
-    name = models.CharField(max_length=200)
+    # One URL path segment: no "/", see labeling.names.
+    name = models.CharField(max_length=200, validators=[validate_run_name])
     # Free metadata (prompt, model, chunking…): never scored, so JSON is fine here.
     metadata = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
@@ -323,7 +334,8 @@ class LabelTableVersion(models.Model):
     row_count = models.PositiveIntegerField()
     label_count = models.PositiveIntegerField()
     sha256 = models.CharField(max_length=64)
-    file = models.FileField(upload_to="label_tables/")
+    # label_tables/<project slug, ≤ 64>/run-<id>/v<n>-<hash>.jsonl: 100 (the default) is too short.
+    file = models.FileField(upload_to="label_tables/", max_length=255)
 
     class Meta:
         ordering = ["run_id", "number"]

@@ -18,12 +18,10 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models import Exists, F, Max, OuterRef
 
+from labeling.limits import MAX_JUSTIFICATION_CHARS
 from labeling.models import Citation, Claim, Label, LabelValue, Project, Reviewer, ReviewerKind
 
 JUDGED = (LabelValue.SUPPORTED, LabelValue.UNSUPPORTED)
-# One limit for the browser and the label table import: a justification is a
-# reviewer's note, and 10,000 characters is several pages of it.
-MAX_JUSTIFICATION_CHARS = 10_000
 
 
 class LabelConflict(ValidationError):
@@ -400,7 +398,8 @@ def reviewer_create(
     Raises ValidationError for an invalid or taken name, a password the
     validators reject, or unknown project slugs (nothing is created then).
     """
-    username = (username or "").strip()
+    # The normal form the login form applies too (labeling.names): "ｒｅｖ０１" is rev01.
+    username = Reviewer.normalize_username(username or "")
     if not username:
         raise ValidationError("Give the reviewer a name.", code="empty_name")
     try:

@@ -22,7 +22,7 @@ def expertqa_path() -> Path:
 @pytest.fixture
 def expertqa_project(db, expertqa_path):
     """Project ``expertqa`` with all 118 real answers of ``fixtures/expertqa_dev.jsonl`` imported."""
-    from labeling.importing import project_for_import, run_import
+    from labeling.answers_import import project_for_import, run_import
 
     project = project_for_import(slug="expertqa")
     run_import(project=project, source=expertqa_path)

@@ -32,7 +32,7 @@ def media_root(settings, tmp_path):
 @pytest.fixture
 def seed_run(db):
     """The seed's worked example: 5 cited claims, 3 SUPPORTED, 2 UNSUPPORTED."""
-    from labeling.importing import project_for_import, run_import
+    from labeling.answers_import import project_for_import, run_import
 
     project = project_for_import(slug="seed")
     run_import(project=project, source=SEED)

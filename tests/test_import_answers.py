@@ -10,8 +10,8 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
+from labeling.answers_import import run_import
 from labeling.importers.records import ImportFailed
-from labeling.importing import run_import
 from labeling.models import Answer, Citation, Claim, Label, Passage, Question, Reviewer, Run
 from tests.factories import ProjectFactory
 
@@ -298,7 +298,7 @@ def test_undecodable_nested_nul_and_overlong_lines_are_reported_not_raised():
     assert [str(i) for i in failure.value.issues] == [
         "line 2: (line): not UTF-8: invalid continuation byte at byte 39",
         "line 3: (line): invalid JSON: nested too deeply",
-        "line 4: (line): contains a NUL character (\\u0000), which cannot be stored",
+        "line 4: answer: contains the control character U+0000 at character 2, which cannot be stored: remove it",
         "line 5: gold.supporting_ids[0]: longer than 200 characters",
         "line 5: gold.expected_sources[0]: longer than 1000 characters",
     ]

@@ -19,13 +19,13 @@ from django.core.management import CommandError, call_command
 from django.urls import reverse
 from openpyxl import Workbook, load_workbook
 
+from labeling.answers_import import run_import
 from labeling.exports.csv_jsonl import csv_cell
 from labeling.exports.label_table import LABEL_TABLE_COLUMNS, label_table_frame, table_claim_metrics
 from labeling.importers.label_table import read_label_table
 from labeling.importers.records import ImportFailed
 from labeling.label_tables import (
     LabelImportError,
-    answers_file_import,
     label_table_export,
     label_table_import_apply,
     label_table_import_preview,
@@ -53,7 +53,7 @@ def media_root(settings, tmp_path):
 def seed_run(db):
     """Seed example (5 cited claims labeled by seed-reviewer: 1, 2, 4
     SUPPORTED, 3, 5 UNSUPPORTED) plus claim 6, which cites nothing."""
-    from labeling.importing import project_for_import, run_import
+    from labeling.answers_import import project_for_import, run_import
 
     project = project_for_import(slug="seed")
     run_import(project=project, source=SEED)
@@ -429,7 +429,7 @@ def seed_as_table_rows() -> list[list[object]]:
 def test_answers_table_imports_like_the_jsonl_file(db, fmt):
     """The seed as a table gives the same run as the JSONL: 5 claims, all
     cited, 3 SUPPORTED → coverage 5/5, support 3/5."""
-    from labeling.importing import project_for_import
+    from labeling.answers_import import project_for_import
 
     rows = seed_as_table_rows()
     if fmt == "csv":
@@ -445,7 +445,7 @@ def test_answers_table_imports_like_the_jsonl_file(db, fmt):
         data = buffer.getvalue()
     project = project_for_import(slug="tables")
 
-    report = answers_file_import(project=project, data=data, filename=f"answers.{fmt}")
+    report = run_import(project=project, source=data, format=fmt)
 
     assert (report.answers_created, report.claims_created, report.citations_created, report.labels_created) == (
         1, 5, 5, 5)
@@ -456,7 +456,7 @@ def test_answers_table_imports_like_the_jsonl_file(db, fmt):
 
 
 def test_answers_table_reports_bad_rows_by_spreadsheet_row(db, tmp_path):
-    from labeling.importing import project_for_import
+    from labeling.answers_import import project_for_import
 
     rows = seed_as_table_rows()
     rows[3][10] = "GREAT"        # row 4: claim 3's label
@@ -468,7 +468,7 @@ def test_answers_table_reports_bad_rows_by_spreadsheet_row(db, tmp_path):
     project = project_for_import(slug="tables")
 
     with pytest.raises(ImportFailed) as failure:
-        answers_file_import(project=project, data=path.read_bytes(), filename="answers.csv")
+        run_import(project=project, source=path)
 
     issues = [(i.line, i.field) for i in failure.value.issues]
     assert (4, "label") in issues
@@ -624,9 +624,15 @@ def test_deeply_nested_json_line_is_reported_as_invalid_json():
 
 
 def test_csv_cell_over_the_csv_field_limit_is_a_file_problem():
+    """Cells up to 1,000,000 characters are read (a 200,000-character
+    justification is then refused by the review page's own 10,000 limit);
+    a longer cell is one (file) issue naming its row."""
     data = b"claim_id,label,justification\n1,SUPPORTED,ok\n2,SUPPORTED," + b"x" * 200_000 + b"\n"
     assert [(i.line, i.field, i.reason) for i in read_label_table(data, format="csv").issues] == [
-        (3, "(file)", "cannot read the CSV: field larger than field limit (131072)")]
+        (3, "justification", "200,000 characters long; the limit is 10,000 (as in the review page)")]
+    data = b"claim_id,label,justification\n1,SUPPORTED,ok\n2,SUPPORTED," + b"x" * 1_000_001 + b"\n"
+    assert [(i.line, i.field, i.reason) for i in read_label_table(data, format="csv").issues] == [
+        (3, "(file)", "a cell is longer than 1,000,000 characters")]
 
 
 def header_only_xlsx() -> bytes:

@@ -45,7 +45,7 @@ def media_root(settings, tmp_path):
 def seed_run(db):
     """The seed's worked example: one answer, 5 cited claims, claims 1, 2, 4
     SUPPORTED and 3, 5 UNSUPPORTED by ``seed-reviewer``."""
-    from labeling.importing import project_for_import, run_import
+    from labeling.answers_import import project_for_import, run_import
 
     project = project_for_import(slug="seed")
     run_import(project=project, source=SEED)

@@ -325,7 +325,7 @@ def test_large_run_loads_its_totals_and_scatter_lazily(client, reviewer, django_
 def test_run_page_shows_gold_metrics_with_fractions_and_switches_match_method(client, reviewer):
     """Seed 'RAG Citation Quality' run: context 2/5 (one match in (a), none in (b), one of
     three in (c)), sources 4/5; per-answer mean context precision (1 + 0 + 1/3)/3 = 0.44."""
-    from labeling.importing import run_import
+    from labeling.answers_import import run_import
     from tests.conftest import FIXTURES_DIR
 
     project = ProjectFactory(slug="gold")

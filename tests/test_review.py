@@ -205,7 +205,7 @@ def test_gold_references_show_which_citation_matched_them(client, reviewer):
     """Seed 'RAG Citation Quality' case (c): of three references only the Security
     Standard passage is cited word for word, by [S1]; Travel Policy is cited with
     another passage and Equipment Policy not at all."""
-    from labeling.importing import run_import
+    from labeling.answers_import import run_import
     from labeling.models import Answer
     from tests.conftest import FIXTURES_DIR
 

@@ -9,8 +9,11 @@ service that writes, which sees the whole stream.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Iterator
 from typing import Any
+
+from django.core.exceptions import ValidationError
 
 from labeling.importers.markers import find_markers, split_claims
 from labeling.importers.records import (
@@ -21,9 +24,16 @@ from labeling.importers.records import (
     ImportIssue,
     PassageRecord,
 )
+from labeling.limits import MAX_JUSTIFICATION_CHARS, MAX_TEXT_CHARS
+from labeling.names import (
+    normalize_name,
+    text_problem,
+    validate_question_id,
+    validate_reviewer_name,
+    validate_run_name,
+)
 
 LABEL_VALUES = ("SUPPORTED", "UNSUPPORTED", "UNCITED")
-MAX_TEXT_CHARS = 1_000_000
 
 
 class _LineProblems(Exception):
@@ -33,8 +43,9 @@ class _LineProblems(Exception):
 
 def canonical_passage_id(value: str) -> str:
     """Form of a passage id used to resolve citations: brackets and spaces
-    stripped, case folded, so ``[3]``, ``3`` and ``P1``/``p1`` meet (SPEC §2)."""
-    return value.strip().strip("[]【】").strip().casefold()
+    stripped, case folded, in the normal form of ``labeling.names`` (so a
+    fullwidth ``Ｐ１`` is ``p1``), so ``[3]``, ``3`` and ``P1``/``p1`` meet (SPEC §2)."""
+    return normalize_name(value).strip("[]【】").strip().casefold()
 
 
 def iter_answer_records(
@@ -57,10 +68,6 @@ def iter_answer_records(
             # Editors on Windows often start files with a byte order mark.
             text = text.removeprefix("\ufeff")
         if not text.strip():
-            continue
-        if "\\u0000" in text:
-            reason = "contains a NUL character (\\u0000), which cannot be stored"
-            yield number, None, [ImportIssue(number, "(line)", reason)]
             continue
         try:
             data = json.loads(text)
@@ -90,6 +97,11 @@ def answer_record_from_dict(data: Any, *, line: int, run: str | None = None) -> 
 
     if not isinstance(data, dict):
         raise _LineProblems([ImportIssue(line, "(line)", "expected a JSON object")])
+    for path, reason in _text_problems(data, ""):
+        problem(path or "(line)", reason)
+    if issues:
+        # Text that cannot be stored is refused before any other rule reads it.
+        raise _LineProblems(issues)
 
     question_id = _required_str(data, "question_id", problem)
     question = _required_str(data, "question", problem)
@@ -145,6 +157,26 @@ def answer_record_from_dict(data: Any, *, line: int, run: str | None = None) -> 
     )
 
 
+def _text_problems(value: Any, path: str) -> Iterator[tuple[str, str]]:
+    """``(field, reason)`` for every string in the decoded line that cannot be
+    stored (``labeling.names.text_problem``)."""
+    if isinstance(value, str):
+        reason = text_problem(value, document=bool(_DOCUMENT_TEXT.fullmatch(path)))
+        if reason:
+            yield path, reason
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield from _text_problems(item, f"{path}.{key}" if path else str(key))
+    elif isinstance(value, list):
+        for k, item in enumerate(value):
+            yield from _text_problems(item, f"{path}[{k}]")
+
+
+# Texts of retrieved documents, kept as they were sent (labeling.names.text_problem).
+_DOCUMENT_TEXT = re.compile(r"(passages|gold\.references)\[\d+\]\.text")
+_ID_RULES = {"question_id": validate_question_id, "run": validate_run_name}
+
+
 def _required_str(data: dict, key: str, problem, *, hint: str = "") -> str:
     value = data.get(key)
     if isinstance(value, int) and not isinstance(value, bool) and key == "question_id":
@@ -153,10 +185,19 @@ def _required_str(data: dict, key: str, problem, *, hint: str = "") -> str:
         what = "missing" if value is None else "must be a non-empty string"
         problem(key, f"{what}{' (' + hint + ')' if hint else ''}")
         return ""
-    if len(value) > (200 if key in ("question_id", "run") else MAX_TEXT_CHARS):
-        problem(key, "too long")
+    if key in _ID_RULES:
+        # Ids are stored in their normal form, so look-alikes meet (labeling.names).
+        value = normalize_name(value)
+        try:
+            _ID_RULES[key](value)
+        except ValidationError as exc:
+            problem(key, " ".join(exc.messages))
+            return ""
+        return value
+    if len(value) > MAX_TEXT_CHARS:
+        problem(key, f"longer than {MAX_TEXT_CHARS:,} characters")
         return ""
-    return value.strip() if key in ("question_id", "run") else value
+    return value
 
 
 def _optional_str(value: Any, field: str, problem) -> str:
@@ -239,21 +280,28 @@ def _claims(value: Any, problem) -> list[ClaimRecord]:
                     problem(f"{field}.label", f"UNCITED on a claim with {len(citations)} citation(s)")
                 elif label != "UNCITED" and not citations:
                     problem(f"{field}.label", f"{label} on a claim without citations (must be UNCITED)")
-        justification = _optional_str(item.get("justification"), f"{field}.justification", problem)
+        justification = _optional_str(item.get("justification"), f"{field}.justification", problem).strip()
+        if len(justification) > MAX_JUSTIFICATION_CHARS:
+            problem(f"{field}.justification", f"{len(justification):,} characters long; the limit is "
+                                              f"{MAX_JUSTIFICATION_CHARS:,} (as in the review page)")
         reviewer = item.get("reviewer")
         if reviewer is not None and (not isinstance(reviewer, str) or not reviewer.strip()):
             problem(f"{field}.reviewer", "must be a non-empty string or null")
             reviewer = None
-        if reviewer is not None and len(reviewer) > 150:
-            problem(f"{field}.reviewer", "longer than 150 characters")
+        if reviewer is not None:
+            reviewer = normalize_name(reviewer)
+            try:
+                validate_reviewer_name(reviewer)
+            except ValidationError as exc:
+                problem(f"{field}.reviewer", " ".join(exc.messages))
         claims.append(
             ClaimRecord(
                 text=text.strip(),
                 citations=citations,
                 index=index,
                 label=label,
-                justification=justification.strip(),
-                reviewer=reviewer.strip() if reviewer else None,
+                justification=justification,
+                reviewer=reviewer or None,
             )
         )
     claims.sort(key=lambda c: c.index)

@@ -39,18 +39,16 @@ formulas, as in ``labeling.exports.csv_jsonl``); other text is kept as is.
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import re
 from collections.abc import Iterator
 from typing import Any
 
-from openpyxl import load_workbook
-
 from labeling.importers.answers_jsonl import _LineProblems, answer_record_from_dict
 from labeling.importers.label_table import header_key
 from labeling.importers.records import AnswerRecord, ImportIssue
+from labeling.importers.tabular import FileProblem, csv_rows, xlsx_rows
+from labeling.names import normalize_name
 
 FORMATS = ("csv", "xlsx")
 ANSWER_FIELDS = ("question", "answer", "answerable", "passages", "gold")
@@ -72,22 +70,26 @@ def iter_table_records(data: bytes, *, format: str, run: str | None = None) -> I
     if format not in FORMATS:
         raise ValueError(f"unknown answers table format {format!r} (expected csv or xlsx)")
     try:
-        rows = list(_xlsx_rows(data) if format == "xlsx" else _csv_rows(data))
-    except _FileProblem as problem:
+        rows = list(xlsx_rows(data) if format == "xlsx" else csv_rows(data))
+    except FileProblem as problem:
         yield problem.issue.line, None, [problem.issue]
         return
-    if not rows:
-        yield 1, None, [ImportIssue(1, "(file)", "no rows under the header")]
+    if len(rows) < 2:
+        reason = "the file has no rows below the header" if rows else "the file is empty"
+        yield 1, None, [ImportIssue(1, "(file)", reason)]
         return
-    header = rows[0][1]
+    header = [header_key(v) for v in rows[0][1]]
     if "question_id" not in header:
         yield 1, None, [ImportIssue(1, "(header)", "no 'question_id' column: see the answers table columns")]
         return
     groups: dict[tuple[str, str], list[tuple[int, dict[str, Any]]]] = {}
     for number, values in rows[1:]:
+        if format == "csv":
+            values = [v[1:] if v[:2] in _GUARDED else v for v in values]
         record = dict(zip(header, values, strict=False))
-        question_id = _cell(record.get("question_id"))
-        run_name = run or _cell(record.get("run"))
+        # Grouped as the answer will be stored: look-alike ids are one id (labeling.names).
+        question_id = normalize_name(_cell(record.get("question_id")))
+        run_name = run or normalize_name(_cell(record.get("run")))
         groups.setdefault((run_name, question_id), []).append((number, record))
     for (run_name, _question_id), group in groups.items():
         yield _answer(group, run_name=run_name, run_given=run)
@@ -125,6 +127,14 @@ def _answer(group: list[tuple[int, dict[str, Any]]], *, run_name: str, run_given
                 issues.append(ImportIssue(number, name, f"{value!r} is not true/false"))
         else:
             data[name] = value
+    # A row repeated word for word would become a second, identical claim.
+    seen_rows: dict[tuple[tuple[str, str], ...], int] = {}
+    for number, record in group:
+        key = tuple(sorted((name, _cell(value)) for name, value in record.items() if name not in ANSWER_FIELDS))
+        if key in seen_rows:
+            issues.append(ImportIssue(number, "claim", f"row {number} repeats row {seen_rows[key]} of the same "
+                                                       "answer cell for cell: remove one of them"))
+        seen_rows.setdefault(key, number)
     claim_rows = [number for number, record in group if _cell(record.get("claim"))]
     if claim_rows:
         claims = []
@@ -203,39 +213,3 @@ def _cell(value: Any, *, strip: bool = True) -> str:
         value = int(value)
     text = str(value)
     return text.strip() if strip else text
-
-
-class _FileProblem(Exception):
-    def __init__(self, issue: ImportIssue):
-        self.issue = issue
-
-
-def _xlsx_rows(data: bytes) -> Iterator[tuple[int, list[Any]]]:
-    try:
-        workbook = load_workbook(io.BytesIO(data), read_only=True, data_only=False)
-    except Exception as exc:  # openpyxl raises many types for a non-workbook
-        reason = f"not a readable .xlsx workbook ({exc.__class__.__name__})"
-        raise _FileProblem(ImportIssue(1, "(file)", reason)) from None
-    try:
-        sheet = workbook.worksheets[0]
-        for number, values in enumerate(sheet.iter_rows(values_only=True), start=1):
-            if number == 1:
-                yield number, [header_key(v) for v in values]
-            elif any(v is not None and str(v).strip() for v in values):
-                yield number, list(values)
-    finally:
-        workbook.close()
-
-
-def _csv_rows(data: bytes) -> Iterator[tuple[int, list[Any]]]:
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise _FileProblem(ImportIssue(1, "(file)", f"not UTF-8 text: {exc.reason} at byte {exc.start}")) from None
-    first_line = text.split("\n", 1)[0]
-    delimiter = max([",", ";", "\t"], key=first_line.count)
-    for number, values in enumerate(csv.reader(io.StringIO(text, newline=""), delimiter=delimiter), start=1):
-        if number == 1:
-            yield number, [header_key(v) for v in values]
-        elif any(v.strip() for v in values):
-            yield number, [v[1:] if v[:2] in _GUARDED else v for v in values]

@@ -34,22 +34,20 @@ JSON nested too deeply) is one ``(file)`` issue, never an exception.
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import IO, Any
 
-from openpyxl import load_workbook
-
 from labeling.importers.records import ImportIssue
+from labeling.importers.tabular import FileProblem, csv_rows, xlsx_rows
+from labeling.limits import MAX_JUSTIFICATION_CHARS
+from labeling.names import normalize_name
 
 FORMATS = ("xlsx", "csv", "jsonl")
 FILE_FIELDS = ("(file)", "(header)")  # issue fields that mean nothing in the file could be read
 LABEL_VALUES = ("SUPPORTED", "UNSUPPORTED", "UNCITED")
-MAX_TEXT_CHARS = 100_000
 MAX_INTEGER = 2**63 - 1  # the database's BIGINT; larger ids overflow SQLite and PostgreSQL
 _DIGITS = re.compile(r"[0-9]+")
 _SHOWN_COLUMNS = 12
@@ -133,18 +131,13 @@ def read_label_table(source: bytes | IO[bytes], *, format: str) -> LabelTableFil
                 continue
             data_rows += 1
             _add_row(result, line, record)
-    except _FileProblem as problem:
+    except FileProblem as problem:
         result.issues.append(problem.issue)
         return result
     if not data_rows and not result.issues:
         reason = "the file has no rows below the header" if header_seen else "the file has no rows: it is empty"
         result.issues.append(ImportIssue(1, "(file)", reason))
     return result
-
-
-class _FileProblem(Exception):
-    def __init__(self, issue: ImportIssue):
-        self.issue = issue
 
 
 def _missing_columns(header: dict[str, Any], fmt: str) -> str:
@@ -172,70 +165,26 @@ def _missing_columns(header: dict[str, Any], fmt: str) -> str:
 
 
 def _xlsx_records(data: bytes) -> Iterator[tuple[int, dict[str, Any]]]:
-    try:
-        workbook = load_workbook(io.BytesIO(data), read_only=True, data_only=False)
-    except Exception as exc:  # openpyxl raises many types for a non-workbook
-        reason = f"not a readable .xlsx workbook ({exc.__class__.__name__})"
-        raise _FileProblem(ImportIssue(1, "(file)", reason)) from None
-    try:
-        if not workbook.sheetnames:
-            raise _FileProblem(ImportIssue(1, "(file)", "the workbook has no worksheet"))
-        sheet = workbook["Labels"] if "Labels" in workbook.sheetnames else workbook.worksheets[0]
-        rows = sheet.iter_rows(values_only=True)
-        header: list[str] | None = None
-        number = 0
-        while True:
-            # Read-only openpyxl parses the worksheet XML lazily, row by row:
-            # a damaged part fails here, after load_workbook succeeded.
-            try:
-                values = next(rows, None)
-            except Exception as exc:
-                reason = (f"the worksheet {sheet.title!r} is damaged and cannot be read ({exc.__class__.__name__}): "
-                          "open the file in a spreadsheet program and save it again")
-                raise _FileProblem(ImportIssue(number + 1, "(file)", reason)) from None
-            if values is None:
-                return
-            number += 1
-            if header is None:
-                header = [header_key(v) for v in values]
-                yield 0, dict(zip(header, values, strict=True))
-                continue
-            if all(v is None or (isinstance(v, str) and not v.strip()) for v in values):
-                continue
-            yield number, dict(zip(header, values, strict=False))
-    finally:
-        workbook.close()
+    return _table_records(xlsx_rows(data, sheet="Labels"), undo_apostrophe=False)
 
 
 def _csv_records(data: bytes) -> Iterator[tuple[int, dict[str, Any]]]:
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise _FileProblem(ImportIssue(1, "(file)", f"not UTF-8 text: {exc.reason} at byte {exc.start}")) from None
-    if not text.strip():
-        return
-    first_line = text.split("\n", 1)[0]
-    delimiter = max([",", ";", "\t"], key=first_line.count)
-    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter)
+    return _table_records(csv_rows(data), undo_apostrophe=True)
+
+
+def _table_records(rows: Iterator[tuple[int, list[Any]]], *, undo_apostrophe: bool,
+                   ) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Header (as ``(0, {key: name as written})``) then ``(row, {key: cell})``."""
     header: list[str] | None = None
-    number = 0
-    while True:
-        try:
-            values = next(reader, None)
-        except csv.Error as exc:  # e.g. a cell over the csv module's field limit
-            raise _FileProblem(ImportIssue(number + 1, "(file)", f"cannot read the CSV: {exc}")) from None
-        if values is None:
-            return
-        number += 1
+    for number, values in rows:
         if header is None:
             header = [header_key(v) for v in values]
             yield 0, dict(zip(header, values, strict=True))
             continue
-        if not any(v.strip() for v in values):
-            continue
-        # The apostrophe rule of labeling.exports.csv_jsonl, undone.
-        cells = [v[1:] if v.startswith("'") else v for v in values]
-        yield number, dict(zip(header, cells, strict=False))
+        if undo_apostrophe:
+            # The apostrophe rule of labeling.exports.csv_jsonl, undone.
+            values = [v[1:] if v.startswith("'") else v for v in values]
+        yield number, dict(zip(header, values, strict=False))
 
 
 def _json_line(line: str) -> tuple[Any, str]:
@@ -254,7 +203,7 @@ def _jsonl_records(data: bytes) -> Iterator[tuple[int, dict[str, Any]]]:
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        raise _FileProblem(ImportIssue(1, "(file)", f"not UTF-8 text: {exc.reason} at byte {exc.start}")) from None
+        raise FileProblem(ImportIssue(1, "(file)", f"not UTF-8 text: {exc.reason} at byte {exc.start}")) from None
     header_given = False
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
@@ -262,7 +211,7 @@ def _jsonl_records(data: bytes) -> Iterator[tuple[int, dict[str, Any]]]:
         raw, error = _json_line(line)
         if error:
             if not header_given:
-                raise _FileProblem(ImportIssue(number, "(line)", error))
+                raise FileProblem(ImportIssue(number, "(line)", error))
             yield number, {"__error__": error}
             continue
         if not isinstance(raw, dict):
@@ -296,13 +245,15 @@ def _add_row(result: LabelTableFile, line: int, record: dict[str, Any]) -> None:
         problem("label", f"unknown label {record.get('label')!r}: use SUPPORTED, UNSUPPORTED or UNCITED, "
                          "or leave it blank")
     justification = _text(record.get("justification"), "justification", problem) or ""
-    if len(justification) > MAX_TEXT_CHARS:
-        problem("justification", f"longer than {MAX_TEXT_CHARS} characters")
+    if len(justification.strip()) > MAX_JUSTIFICATION_CHARS:
+        problem("justification", f"{len(justification.strip()):,} characters long; the limit is "
+                                 f"{MAX_JUSTIFICATION_CHARS:,} (as in the review page)")
     row = LabelTableRow(
         line=line,
         claim_id=claim_id,
-        run=_text(record.get("run"), "run", problem) if "run" in record else None,
-        question_id=question_id.strip() if question_id else None,
+        # Ids in the normal form the answers importer stores them in (labeling.names).
+        run=normalize_name(_text(record.get("run"), "run", problem) or "") if "run" in record else None,
+        question_id=normalize_name(question_id) if question_id else None,
         claim_index=claim_index,
         claim=(_text(record.get("claim"), "claim", problem) or "") if "claim" in record else None,
         claim_revision=_integer(record.get("claim_revision"), "claim_revision", problem),

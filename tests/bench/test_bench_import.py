@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from labeling.importing import run_import
+from labeling.answers_import import run_import
 from labeling.models import Claim
 from tests.bench.memory import RssPeak
 from tests.factories import ProjectFactory

@@ -18,9 +18,9 @@ import time
 
 import pytest
 
+from labeling.answers_import import run_import
 from labeling.exports.label_table import label_table_frame
 from labeling.importers.label_table import read_label_table
-from labeling.importing import run_import
 from labeling.label_tables import label_table_export, label_table_import_preview, label_table_snapshot
 from labeling.models import Run
 from tests.bench.memory import RssPeak

@@ -12,8 +12,8 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
 
+from labeling.answers_import import run_import
 from labeling.importers.records import ImportFailed
-from labeling.importing import run_import
 from labeling.models import Project, Reviewer
 
 DEMO_PROJECT = "demo"

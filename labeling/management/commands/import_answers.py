@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
 
+from labeling.answers_import import DEFAULT_IMPORT_REVIEWER, project_for_import, run_import
 from labeling.importers.records import ImportFailed
-from labeling.importing import DEFAULT_IMPORT_REVIEWER, project_for_import, run_import
-from labeling.label_tables import answers_file_import
 
 
 class Command(BaseCommand):
@@ -24,7 +24,7 @@ class Command(BaseCommand):
         parser.add_argument("--project", help="project slug (created if absent; default: the only project)")
         parser.add_argument("--run", help="run name for every answer (overrides the file's `run` field)")
         parser.add_argument("--reviewer", default=DEFAULT_IMPORT_REVIEWER,
-                            help="reviewer name for labels given without one (default: %(default)s)")
+                            help="imported reviewer credited with labels given without one (default: %(default)s)")
 
     def handle(self, *args, file: Path, project: str | None, run: str | None, reviewer: str, **options) -> None:
         if not file.is_file():
@@ -33,12 +33,9 @@ class Command(BaseCommand):
             # One transaction: a project created for a file that fails is not left behind.
             with transaction.atomic():
                 target = project_for_import(slug=project)
-                if file.suffix.lower() in (".csv", ".xlsx"):
-                    # One row per claim (SPEC §6): columns in labeling.importers.answers_table.
-                    report = answers_file_import(project=target, data=file.read_bytes(), filename=file.name,
-                                                 run_name=run, default_reviewer=reviewer)
-                else:
-                    report = run_import(project=target, source=file, run_name=run, default_reviewer=reviewer)
+                report = run_import(project=target, source=file, run_name=run, default_reviewer=reviewer)
+        except ValidationError as exc:
+            raise CommandError(" ".join(exc.messages)) from None
         except ValueError as exc:
             raise CommandError(str(exc)) from None
         except ImportFailed as failure:

@@ -1,25 +1,33 @@
-"""Service that writes an answers file into the database (SPEC §6).
+"""The service that writes an answers file into the database (SPEC §6), for
+every format ``labeling.importers.answers`` reads (JSON Lines, CSV, XLSX).
 
 ``run_import`` is all or nothing: a first streaming pass validates every line
 (and checks it against what the database already holds) without writing; only
 a clean file gets a second pass that writes in batches inside one transaction.
 Re-importing the same file creates nothing new (idempotent upserts keyed on
 ``question_id`` and run × question, with a content hash per answer).
+
+What a file may not do to data other runs rely on: a question's text is
+shared by every run, so a file that gives an existing ``question_id`` another
+text (or another ``answerable``) is refused, both texts shown. Labels in a
+file are credited to an imported reviewer (kind ``external``, or an existing
+``model`` labeler) of the name the file gives, never to a login: when a human
+account holds that name, the imported reviewer is the account
+``<name>@imported`` (see :func:`imported_reviewer_username`).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import IO
 
 from django.db import transaction
 from django.db.models import Count
 
-from labeling.importers.answers_jsonl import canonical_passage_id, iter_answer_records
+from labeling.importers.answers import AnswersSource, RecordResults, answer_records
+from labeling.importers.answers_jsonl import canonical_passage_id
 from labeling.importers.records import AnswerRecord, ImportFailed, ImportIssue
 from labeling.models import (
     Answer,
@@ -37,11 +45,14 @@ from labeling.models import (
     ReviewerKind,
     Run,
 )
+from labeling.names import clean, validate_project_slug, validate_reviewer_name, validate_run_name
 from scoring.normalize import normalize_source
 
 # Django model instances are the cost here; 1000 answers keep a batch near 10k rows.
 BATCH_ANSWERS = 1000
 DEFAULT_IMPORT_REVIEWER = "imported"
+# Suffix of an imported reviewer whose name a human account already holds.
+IMPORTED_SUFFIX = "@imported"
 
 
 @dataclass
@@ -66,26 +77,6 @@ class ImportReport:
             f"{self.claims_created} claims, {self.citations_created} citations "
             f"({self.fabricated_citations} fabricated), {self.labels_created} labels"
         )
-
-
-LineSource = str | Path | IO[bytes]
-
-
-def _opener(source: LineSource) -> Callable[[], Iterable[bytes]]:
-    if isinstance(source, (str, Path)):
-        path = Path(source)
-
-        def open_path() -> Iterator[bytes]:
-            with path.open("rb") as handle:
-                yield from handle
-
-        return open_path
-
-    def rewind() -> Iterable[bytes]:
-        source.seek(0)
-        return source
-
-    return rewind
 
 
 def answer_content_hash(record: AnswerRecord) -> str:
@@ -121,40 +112,28 @@ def _batches(records: Iterable[AnswerRecord], size: int) -> Iterator[list[Answer
 
 
 def run_import(
-    *, project: Project, source: LineSource, run_name: str | None = None,
+    *, project: Project, source: AnswersSource, format: str | None = None, run_name: str | None = None,
     default_reviewer: str = DEFAULT_IMPORT_REVIEWER,
 ) -> ImportReport:
-    """Import an answers JSONL file into ``project`` (SPEC §6, issue "Foundation" §4).
+    """Import an answers file into ``project`` (SPEC §6): the one entry point
+    for every format.
 
-    ``source`` is a path or a seekable binary file (read twice: validate, then
-    write). ``run_name`` overrides each line's ``run``. Labels without a
-    ``reviewer`` are attributed to ``default_reviewer``; unknown reviewers are
-    created as external labelers with unusable passwords.
+    ``source`` is a path (format from its suffix: ``.jsonl``, ``.csv``,
+    ``.xlsx``), bytes or a seekable binary file (``format``, default
+    ``"jsonl"``); it is read twice (validate, then write). ``run_name``
+    overrides each line's ``run``. Labels without a ``reviewer`` are credited
+    to the imported reviewer ``default_reviewer``.
 
-    Raises ImportFailed listing every bad line (line, field, reason); nothing is
+    Raises ValidationError for a bad ``run_name`` or ``default_reviewer``
+    (rules in ``labeling.names``), ValueError for an unknown format, and
+    ImportFailed listing every bad line (line, field, reason); nothing is
     written then. Fabricated citations are kept, flagged and reported as
     warnings in the returned ImportReport.
     """
-    open_lines = _opener(source)
-    return run_import_records(
-        project=project, open_records=lambda: iter_answer_records(open_lines(), run=run_name),
-        default_reviewer=default_reviewer,
-    )
-
-
-RecordResults = Iterable[tuple[int, AnswerRecord | None, list[ImportIssue]]]
-
-
-def run_import_records(
-    *, project: Project, open_records: Callable[[], RecordResults], default_reviewer: str = DEFAULT_IMPORT_REVIEWER,
-) -> ImportReport:
-    """:func:`run_import` for records parsed from any format (e.g. the CSV/XLSX
-    answers tables of ``labeling.importers.answers_table``).
-
-    ``open_records()`` yields ``(line, record or None, issues)`` like
-    ``answers_jsonl.iter_answer_records`` and is called twice (validate, then
-    write). Same errors and guarantees as :func:`run_import`.
-    """
+    if run_name is not None:
+        run_name = clean(run_name, validate_run_name)
+    default_reviewer = clean(default_reviewer, validate_reviewer_name)
+    open_records = answer_records(source, format=format, run=run_name)
     issues, warnings = _validate(project=project, records=open_records())
     if issues:
         raise ImportFailed(issues)
@@ -168,6 +147,16 @@ def run_import_records(
     return report
 
 
+def imported_reviewer_username(name: str, taken_by_humans: set[str]) -> str:
+    """The account name of the imported reviewer called ``name``: ``name``
+    itself, or — when a human login holds it — ``name@imported`` (again
+    suffixed while a human holds that too). A file never speaks for a login."""
+    username = name
+    while username in taken_by_humans:
+        username += IMPORTED_SUFFIX
+    return username
+
+
 def _validate(*, project: Project, records: RecordResults) -> tuple[list[ImportIssue], list[ImportIssue]]:
     """First pass: every line's own problems plus cross-line and database
     conflicts. Returns ``(issues, warnings)``; writes nothing."""
@@ -175,11 +164,34 @@ def _validate(*, project: Project, records: RecordResults) -> tuple[list[ImportI
     warnings: list[ImportIssue] = []
     seen_answers: dict[tuple[str, str], int] = {}
     seen_gold: dict[str, tuple[str | None, int]] = {}
+    seen_questions: dict[str, tuple[str, bool | None, int]] = {}
     pending: list[AnswerRecord] = []
     # Only runs that already hold answers can conflict with the file.
     stored_runs = set(Run.objects.filter(project=project, answers__isnull=False).values_list("name", flat=True))
 
+    def check_questions(batch: list[AnswerRecord]) -> None:
+        stored = {
+            qid: (text, answerable)
+            for qid, text, answerable in Question.objects.filter(
+                project=project, question_id__in={r.question_id for r in batch},
+            ).values_list("question_id", "text", "answerable")
+        }
+        for record in batch:
+            if record.question_id not in stored:
+                continue
+            text, answerable = stored[record.question_id]
+            if record.question != text:
+                issues.append(ImportIssue(record.line, "question", (
+                    f"question {record.question_id!r} is stored with the text {_shown(text)}, this line gives "
+                    f"{_shown(record.question)}: a question's text is shared by every run of the project, so "
+                    "use the stored text, or give the question another question_id")))
+            elif answerable is not None and record.answerable is not None and record.answerable != answerable:
+                issues.append(ImportIssue(record.line, "answerable", (
+                    f"question {record.question_id!r} is stored as answerable={str(answerable).lower()}, this "
+                    f"line gives {str(record.answerable).lower()}: it is shared by every run of the project")))
+
     def check_database(batch: list[AnswerRecord]) -> None:
+        check_questions(batch)
         batch = [record for record in batch if record.run in stored_runs]
         if not batch:
             return
@@ -213,6 +225,16 @@ def _validate(*, project: Project, records: RecordResults) -> tuple[list[ImportI
                                       f"{record.question_id!r} twice (also line {seen_answers[key]})"))
             continue
         seen_answers[key] = number
+        first_question = seen_questions.setdefault(record.question_id,
+                                                   (record.question, record.answerable, number))
+        if first_question[0] != record.question:
+            issues.append(ImportIssue(number, "question", (
+                f"question {record.question_id!r} has the text {_shown(record.question)} here but "
+                f"{_shown(first_question[0])} on line {first_question[2]}: one question has one text")))
+        elif None not in (first_question[1], record.answerable) and first_question[1] != record.answerable:
+            issues.append(ImportIssue(number, "answerable", (
+                f"question {record.question_id!r} is answerable={str(record.answerable).lower()} here but "
+                f"{str(first_question[1]).lower()} on line {first_question[2]}")))
         gold = _gold_key(record)
         if gold is not None:
             first = seen_gold.get(record.question_id)
@@ -227,6 +249,10 @@ def _validate(*, project: Project, records: RecordResults) -> tuple[list[ImportI
     if pending:
         check_database(pending)
     return issues, warnings
+
+
+def _shown(text: str, limit: int = 300) -> str:
+    return repr(text if len(text) <= limit else text[:limit] + "…")
 
 
 class _Writer:
@@ -249,10 +275,15 @@ class _Writer:
         return self.runs[name]
 
     def reviewer(self, name: str) -> Reviewer:
+        """The imported reviewer ``name`` (see :func:`imported_reviewer_username`),
+        created as an external labeler that cannot log in when absent."""
         if name not in self.reviewers:
-            reviewer = Reviewer.objects.filter(username=name).first()
+            humans = set(Reviewer.objects.filter(username__startswith=name, kind=ReviewerKind.HUMAN)
+                         .values_list("username", flat=True))
+            username = imported_reviewer_username(name, humans)
+            reviewer = Reviewer.objects.filter(username=username).first()
             if reviewer is None:
-                reviewer = Reviewer(username=name, kind=ReviewerKind.EXTERNAL)
+                reviewer = Reviewer(username=username, kind=ReviewerKind.EXTERNAL)
                 reviewer.set_unusable_password()
                 reviewer.save()
             self.reviewers[name] = reviewer
@@ -293,17 +324,13 @@ class _Writer:
                     project=self.project, question_id=record.question_id, text=record.question,
                     answerable=record.answerable,
                 )
-            elif record.question_id not in to_create and (
-                question.text != record.question
-                or (record.answerable is not None and question.answerable != record.answerable)
-            ):
-                question.text = record.question
-                if record.answerable is not None:
-                    question.answerable = record.answerable
+            elif question.answerable is None and record.answerable is not None:
+                # Only an unknown answerable is filled in; a differing one was refused (_validate).
+                question.answerable = record.answerable
                 to_update[record.question_id] = question
         Question.objects.bulk_create(to_create.values())
         if to_update:
-            Question.objects.bulk_update(to_update.values(), ["text", "answerable"])
+            Question.objects.bulk_update(to_update.values(), ["answerable"])
         self.report.questions_created += len(to_create)
         questions.update(to_create)
         self._gold(batch, questions)
@@ -470,9 +497,12 @@ def project_for_import(*, slug: str | None, name: str | None = None) -> Project:
     """The project an import goes to: ``slug`` (created if absent), else the
     only project there is, else a new project ``default``.
 
-    Raises ValueError when no slug is given and several projects exist.
+    Raises ValidationError for a slug that breaks the rules of
+    ``labeling.names`` (ASCII letters, digits, ``-``, ``_``; 64 characters at
+    most); ValueError when no slug is given and several projects exist.
     """
-    if slug:
+    if slug is not None:
+        slug = clean(slug, validate_project_slug)
         project, _created = Project.objects.get_or_create(slug=slug, defaults={"name": name or slug})
         return project
     projects = list(Project.objects.all()[:2])

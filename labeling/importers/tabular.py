@@ -1,0 +1,101 @@
+"""The one reader of spreadsheet files (CSV, XLSX) for every importer: rows of
+cell values with their spreadsheet row numbers, no ORM, no meaning attached.
+
+``labeling.importers.answers_table`` and ``labeling.importers.label_table``
+both read through here, so a damaged workbook, a file that is not UTF-8 or a
+CSV cell over the size limit gets the same clear ``ImportIssue`` (row,
+``(file)``, reason) in both, never a traceback.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Iterator
+from typing import Any
+
+from openpyxl import load_workbook
+
+from labeling.importers.records import ImportIssue
+from labeling.limits import MAX_TEXT_CHARS
+
+# The csv module refuses cells over 131,072 characters by default; a text may
+# be as long as MAX_TEXT_CHARS, and anything longer is refused with its row.
+# The limit is process-wide: every reader in the process gets the same one.
+MAX_CELL_CHARS = MAX_TEXT_CHARS
+csv.field_size_limit(MAX_CELL_CHARS)
+
+
+class FileProblem(Exception):
+    """The file cannot be read on (``issue`` says where and why)."""
+
+    def __init__(self, issue: ImportIssue):
+        super().__init__(str(issue))
+        self.issue = issue
+
+
+Row = tuple[int, list[Any]]
+
+
+def csv_rows(data: bytes) -> Iterator[Row]:
+    """``(row number, cells)`` for the header (row 1) and every non-blank row
+    of a UTF-8 CSV file (byte-order mark allowed); the separator (``,``,
+    ``;`` or tab) is the one the header uses most. Cells are strings as
+    written. Raises FileProblem for text that is not UTF-8 or a row the csv
+    module cannot read (e.g. a cell longer than MAX_CELL_CHARS)."""
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise FileProblem(ImportIssue(1, "(file)", f"not UTF-8 text: {exc.reason} at byte {exc.start}")) from None
+    if not text.strip():
+        return
+    first_line = text.split("\n", 1)[0]
+    delimiter = max([",", ";", "\t"], key=first_line.count)
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter)
+    number = 0
+    while True:
+        try:
+            values = next(reader, None)
+        except csv.Error as exc:
+            reason = (f"a cell is longer than {MAX_CELL_CHARS:,} characters" if "field limit" in str(exc)
+                      else f"cannot read the CSV: {exc}")
+            raise FileProblem(ImportIssue(number + 1, "(file)", reason)) from None
+        if values is None:
+            return
+        number += 1
+        if number == 1 or any(v.strip() for v in values):
+            yield number, values
+
+
+def xlsx_rows(data: bytes, *, sheet: str | None = None) -> Iterator[Row]:
+    """``(row number, cells)`` for row 1 and every non-blank row of the
+    worksheet ``sheet`` (when the workbook has it, else the first one),
+    read-only: a formula is read as its text, never evaluated. Raises
+    FileProblem for a file that is not a workbook or a damaged worksheet."""
+    try:
+        workbook = load_workbook(io.BytesIO(data), read_only=True, data_only=False)
+    except Exception as exc:  # openpyxl raises many types for a non-workbook
+        reason = f"not a readable .xlsx workbook ({exc.__class__.__name__})"
+        raise FileProblem(ImportIssue(1, "(file)", reason)) from None
+    try:
+        if not workbook.sheetnames:
+            raise FileProblem(ImportIssue(1, "(file)", "the workbook has no worksheet"))
+        worksheet = workbook[sheet] if sheet in workbook.sheetnames else workbook.worksheets[0]
+        rows = worksheet.iter_rows(values_only=True)
+        number = 0
+        while True:
+            # Read-only openpyxl parses the worksheet XML lazily, row by row:
+            # a damaged part fails here, after load_workbook succeeded.
+            try:
+                values = next(rows, None)
+            except Exception as exc:
+                reason = (f"the worksheet {worksheet.title!r} is damaged and cannot be read "
+                          f"({exc.__class__.__name__}): open the file in a spreadsheet program and save it again")
+                raise FileProblem(ImportIssue(number + 1, "(file)", reason)) from None
+            if values is None:
+                return
+            number += 1
+            if number == 1 or any(v is not None and not (isinstance(v, str) and not v.strip()) for v in values):
+                yield number, list(values)
+    finally:
+        workbook.close()
