@@ -585,7 +585,6 @@ def test_nul_character_in_a_text_cell_is_a_bad_row(seed_run, alice):
                       [ids[1], "UNSUPPORTED", "silent\x00on this", ""],
                       [ids[2], "UNSUPPORTED", "fine", "ali\x00ce"],
                       [ids[3], "SUPPORTED", "fine", ""]])
-    reason = "contains a NUL character (U+0000), which cannot be stored: remove it"
     before = Label.objects.count()
 
     preview = preview_of(seed_run, alice, data, "csv")
@@ -593,7 +592,9 @@ def test_nul_character_in_a_text_cell_is_a_bad_row(seed_run, alice):
         label_table_import_apply(run=seed_run, reviewer=alice, table_file=read_label_table(data, format="csv"))
 
     assert [(i.line, i.field, i.reason) for i in preview.issues] == [
-        (2, "justification", reason), (3, "reviewer", reason)]
+        (2, "justification", "contains the control character U+0000 at character 7, which cannot be stored: "
+                             "remove it"),
+        (3, "reviewer", "contains the control character U+0000 at character 4, which cannot be stored: remove it")]
     assert [(i.line, i.field) for i in failure.value.issues] == [(2, "justification"), (3, "reviewer")]
     assert Label.objects.count() == before
 

@@ -43,7 +43,7 @@ from typing import IO, Any
 from labeling.importers.records import ImportIssue
 from labeling.importers.tabular import FileProblem, csv_rows, xlsx_rows
 from labeling.limits import MAX_JUSTIFICATION_CHARS
-from labeling.names import normalize_name
+from labeling.names import normalize_name, text_problem
 
 FORMATS = ("xlsx", "csv", "jsonl")
 FILE_FIELDS = ("(file)", "(header)")  # issue fields that mean nothing in the file could be read
@@ -278,8 +278,11 @@ def _text(value: Any, column: str, problem) -> str | None:
     if isinstance(value, (int, float)):
         return str(value)
     if isinstance(value, str):
-        if "\x00" in value:
-            problem(column, "contains a NUL character (U+0000), which cannot be stored: remove it")
+        # A justification is written by people; the other columns only
+        # identify or show a claim (labeling.names.text_problem).
+        reason = text_problem(value, document=column != "justification")
+        if reason:
+            problem(column, reason)
             return None
         return value
     problem(column, f"expected text, got {type(value).__name__}")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -35,6 +36,18 @@ class FileProblem(Exception):
 
 
 Row = tuple[int, list[Any]]
+# OOXML's escape for a character XML cannot hold (``_x0007_`` is BEL); Excel
+# writes a literal "_x" as ``_x005F_x``. openpyxl leaves both as written.
+_OOXML_ESCAPE = re.compile(r"_x([0-9A-Fa-f]{4})_")
+
+
+def _ooxml_text(value: Any) -> Any:
+    """A cell's text as the spreadsheet shows it: ``_xHHHH_`` escapes decoded,
+    so that a control character, NUL or lone surrogate hidden in one is seen
+    (and refused) by the importer rather than kept as escape text."""
+    if not isinstance(value, str) or "_x" not in value:
+        return value
+    return _OOXML_ESCAPE.sub(lambda match: chr(int(match.group(1), 16)), value)
 
 
 def csv_rows(data: bytes) -> Iterator[Row]:
@@ -70,7 +83,8 @@ def csv_rows(data: bytes) -> Iterator[Row]:
 def xlsx_rows(data: bytes, *, sheet: str | None = None) -> Iterator[Row]:
     """``(row number, cells)`` for row 1 and every non-blank row of the
     worksheet ``sheet`` (when the workbook has it, else the first one),
-    read-only: a formula is read as its text, never evaluated. Raises
+    read-only: a formula is read as its text, never evaluated; ``_xHHHH_``
+    escapes in text are decoded as Excel decodes them. Raises
     FileProblem for a file that is not a workbook or a damaged worksheet."""
     try:
         workbook = load_workbook(io.BytesIO(data), read_only=True, data_only=False)
@@ -96,6 +110,6 @@ def xlsx_rows(data: bytes, *, sheet: str | None = None) -> Iterator[Row]:
                 return
             number += 1
             if number == 1 or any(v is not None and not (isinstance(v, str) and not v.strip()) for v in values):
-                yield number, list(values)
+                yield number, [_ooxml_text(v) for v in values]
     finally:
         workbook.close()
