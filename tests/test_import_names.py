@@ -343,3 +343,12 @@ def test_run_name_rules_name_the_reason():
 
     with pytest.raises(ValidationError, match="look-alike or invisible characters: write it as 'v2'"):
         validate_run_name("v\u200b2")
+
+
+@pytest.mark.django_db
+def test_commands_find_a_run_typed_in_a_look_alike_spelling():
+    from labeling.management.lookup import find_project, find_run
+
+    project = ProjectFactory(slug="demo")
+    run_import(project=project, source=jsonl(answer_row(run="gpt4")))
+    assert find_run(find_project("ｄｅｍｏ"), "ｇｐｔ\u200b４").name == "gpt4"

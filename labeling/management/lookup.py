@@ -8,11 +8,14 @@ from __future__ import annotations
 from django.core.management.base import CommandError
 
 from labeling.models import Project, Run
+from labeling.names import normalize_name
 
 
 def find_project(slug: str | None) -> Project:
     """``--project SLUG``, or the only project there is. CommandError otherwise."""
     if slug:
+        # Names are stored in their normal form (labeling.names); typed ones meet them there.
+        slug = normalize_name(slug)
         try:
             return Project.objects.get(slug=slug)
         except Project.DoesNotExist:
@@ -26,6 +29,7 @@ def find_project(slug: str | None) -> Project:
 
 def find_run(project: Project, name: str) -> Run:
     """Run ``name`` of ``project``; CommandError listing the project's runs otherwise."""
+    name = normalize_name(name)
     try:
         return Run.objects.select_related("project").get(project=project, name=name)
     except Run.DoesNotExist:
