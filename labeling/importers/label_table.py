@@ -15,7 +15,8 @@ tools — by ``question_id`` + ``claim_index``. Read columns:
 
 Everything else (``citations``, ``passage``, ``status`` …) is for the reader.
 
-XLSX: sheet ``Labels`` (else the first sheet), header in row 1, read with
+XLSX and CSV are read by ``labeling.importers.tabular``, as answers tables
+are. XLSX: sheet ``Labels`` (else the first sheet), header in row 1, read with
 openpyxl in read-only mode; a cell holding a formula is read as its text,
 never evaluated. CSV: UTF-8 (a byte-order mark is fine), separator ``,``,
 ``;`` or tab (sniffed from the header), and one leading apostrophe is removed
@@ -27,9 +28,13 @@ data row = 2) for XLSX and CSV, and the line number for JSONL. Each bad cell
 becomes an ImportIssue (row, column, reason); a bad row is left out of
 ``rows`` and blocks the import. Whole numbers must fit a 64-bit signed
 integer (0 … 2**63 − 1, what the database stores); text must not hold a NUL
-character (PostgreSQL cannot store it). A file without data rows, a damaged
-file (truncated worksheet XML, a CSV cell over the csv module's field limit,
-JSON nested too deeply) is one ``(file)`` issue, never an exception.
+character or a lone surrogate (``labeling.names.text_problem``; in a
+justification no other control character either), and a justification has
+the review page's limit (``labeling.limits``). ``run`` and ``question_id``
+are read in the normal form of ``labeling.names``. A file without data rows,
+a damaged file (truncated worksheet XML, a CSV cell over 1,000,000
+characters, JSON nested too deeply) is one ``(file)`` issue, never an
+exception.
 """
 
 from __future__ import annotations
