@@ -352,3 +352,16 @@ def test_commands_find_a_run_typed_in_a_look_alike_spelling():
     project = ProjectFactory(slug="demo")
     run_import(project=project, source=jsonl(answer_row(run="gpt4")))
     assert find_run(find_project("ｄｅｍｏ"), "ｇｐｔ\u200b４").name == "gpt4"
+
+
+def test_label_table_justification_has_the_review_page_limit():
+    """On main a label table carried justifications up to 100,000 characters
+    past the review page's 10,000."""
+    from labeling.importers.label_table import read_label_table
+
+    data = csv_bytes([["claim_id", "label", "justification"], [1, "UNSUPPORTED", "x" * 10_000],
+                      [2, "UNSUPPORTED", "x" * 10_001]])
+    table_file = read_label_table(data, format="csv")
+    assert [row.claim_id for row in table_file.rows] == [1]
+    assert [(i.line, i.field, i.reason) for i in table_file.issues] == [
+        (3, "justification", "10,001 characters long; the limit is 10,000 (as in the review page)")]

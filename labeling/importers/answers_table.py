@@ -31,7 +31,10 @@ reviewer       who gave the label (default: the import's reviewer)     claim
 =============  ======================================================  =========
 
 An answer-level value may be repeated on every row of the answer or given on
-one row only; two different non-blank values are an error. A CSV cell that
+one row only; two different non-blank values are an error. A row that
+repeats another row of the same answer cell for cell is an error (it would
+be a second, identical claim), and so is a file with no row below the
+header. Rows are read by ``labeling.importers.tabular``. A CSV cell that
 starts with an apostrophe followed by ``=``, ``+``, ``-``, ``@`` or another
 apostrophe loses that first apostrophe (the guard spreadsheets add against
 formulas, as in ``labeling.exports.csv_jsonl``); other text is kept as is.
