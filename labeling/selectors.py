@@ -36,7 +36,7 @@ from labeling.queue import unlabeled_claims
 from scoring.gold import answer_gold_matches
 from scoring.matching import DEFAULT_MATCH_METHOD, get_matcher
 from scoring.normalize import normalize_source
-from scoring.ratio import Ratio, difference
+from scoring.ratio import Ratio, gap
 
 ANSWERS_PER_PAGE = 50
 ANSWER_FILTERS = {
@@ -75,7 +75,8 @@ class ClaimCounts:
 
     @property
     def gap(self) -> float | None:
-        return difference(self.coverage.value, self.support.value)
+        """coverage − support from the exact fractions (``scoring.ratio.gap``), as the CLI computes it."""
+        return gap(self.coverage, self.support)
 
     @property
     def pending(self) -> int:

@@ -33,7 +33,7 @@ from scoring.labels import (
     require_columns,
     sort_by,
 )
-from scoring.ratio import Ratio, ratio_difference
+from scoring.ratio import Ratio, gap
 
 CLAIM_COLUMNS = ("answer_id", "question_id", "claim_index", "n_citations", "label")
 ANSWER_COLUMNS = ("answer_id", "question_id")
@@ -192,7 +192,7 @@ def claim_metrics(claims: pd.DataFrame, answers: pd.DataFrame | None = None) -> 
         **totals,
         coverage=coverage,
         support=support,
-        gap=ratio_difference(coverage, support),
+        gap=gap(coverage, support),
         mean_coverage=mean_coverage,
         mean_support=mean_support,
         coverage_skipped=coverage_skipped,
