@@ -29,7 +29,6 @@ from labeling.models import (
     GoldPassageId,
     GoldReference,
     Label,
-    LabelValue,
     Passage,
     Project,
     Question,
@@ -37,6 +36,7 @@ from labeling.models import (
     ReviewerKind,
     Run,
 )
+from scoring.labels import label_problem
 from scoring.normalize import normalize_source
 
 # Django model instances are the cost here; 1000 answers keep a batch near 10k rows.
@@ -448,10 +448,10 @@ class _Writer:
                         record.line, where, "claim was split, merged or edited in Citelab since the import; "
                         "its label from the file was not applied"))
                     continue
-                if (claim_record.label == LabelValue.UNCITED) != (claim.n_citations == 0):
+                broken = label_problem(claim_record.label, n_citations=claim.n_citations)
+                if broken is not None:
                     self.report.warnings.append(ImportIssue(
-                        record.line, where, f"{claim_record.label} does not fit claim {claim.index}, which now has "
-                        f"{claim.n_citations} citation(s); not applied"))
+                        record.line, where, f"claim {claim.index} changed since: {broken.message}; not applied"))
                     continue
                 reviewer = self.reviewer(claim_record.reviewer or self.default_reviewer)
                 past = history.get((claim.pk, reviewer.pk), [])

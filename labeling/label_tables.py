@@ -57,8 +57,9 @@ from labeling.importers.label_table import LabelTableFile
 from labeling.importers.records import ImportIssue
 from labeling.importing import DEFAULT_IMPORT_REVIEWER, ImportReport, run_import, run_import_records
 from labeling.label_table_diff import LabelTableDiff, diff_label_tables
-from labeling.models import Claim, Label, LabelTableVersion, LabelValue, Project, Reviewer, Run
+from labeling.models import Claim, Label, LabelTableVersion, Project, Reviewer, Run
 from scoring.claims import ClaimMetrics
+from scoring.labels import label_problem
 
 EXPORT_FORMATS = ("xlsx", "csv", "jsonl")
 CONTENT_TYPES = {
@@ -383,13 +384,9 @@ def label_table_import_preview(*, run: Run, reviewer: Reviewer, table_file: Labe
         if row.label is None:
             preview.blank += 1
             continue
-        if row.label == LabelValue.UNCITED and n_citations:
-            problem(ImportIssue(row.line, "label", f"UNCITED on a claim with {n_citations} citation(s): use "
-                                                   "SUPPORTED or UNSUPPORTED"))
-            continue
-        if row.label != LabelValue.UNCITED and not n_citations:
-            problem(ImportIssue(row.line, "label", f"{row.label} on a claim without citations: a claim that "
-                                                   "cites nothing is UNCITED"))
+        broken = label_problem(row.label, n_citations=n_citations)
+        if broken is not None:
+            problem(ImportIssue(row.line, broken.field, broken.message))
             continue
         if not n_citations:
             preview.unchanged += 1  # UNCITED is automatic: nothing to record
@@ -404,10 +401,10 @@ def label_table_import_preview(*, run: Run, reviewer: Reviewer, table_file: Labe
                 and _comparable(shown_justification, fmt) == _comparable(justification, fmt)):
             preview.unchanged += 1
             continue
-        if not justification and (row.label == LabelValue.UNSUPPORTED
-                                  or (row.label == LabelValue.SUPPORTED and require_supported)):
-            where = " in this project" if row.label == LabelValue.SUPPORTED else ""
-            problem(ImportIssue(row.line, "justification", f"a justification is required for {row.label}{where}"))
+        broken = label_problem(row.label, n_citations=n_citations, justification=justification,
+                               supported_needs_justification=require_supported)
+        if broken is not None:
+            problem(ImportIssue(row.line, broken.field, broken.message))
             continue
         preview.changes.append(LabelChange(
             line=row.line, claim_id=claim_id, claim_revision=revision, question_id=question_id, claim_index=index,

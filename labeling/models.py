@@ -13,6 +13,8 @@ from django.db import models
 from django.db.models import F, Q
 from django.urls import reverse
 
+from scoring import labels
+
 
 class ReviewerKind(models.TextChoices):
     HUMAN = "human", "Human reviewer"
@@ -267,9 +269,11 @@ class Citation(models.Model):
 
 
 class LabelValue(models.TextChoices):
-    SUPPORTED = "SUPPORTED"
-    UNSUPPORTED = "UNSUPPORTED"
-    UNCITED = "UNCITED"
+    """The label values of SPEC §3, as ``scoring.labels`` (their one home) spells them."""
+
+    SUPPORTED = labels.SUPPORTED
+    UNSUPPORTED = labels.UNSUPPORTED
+    UNCITED = labels.UNCITED
 
 
 class Label(models.Model):

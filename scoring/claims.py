@@ -27,9 +27,9 @@ import pandas as pd
 from scoring.labels import (
     LABEL_VALUES,
     SUPPORTED,
-    UNCITED,
     UNSUPPORTED,
     label_codes,
+    label_rule_breaks,
     require_columns,
     sort_by,
 )
@@ -152,7 +152,7 @@ def claim_metrics(claims: pd.DataFrame, answers: pd.DataFrame | None = None) -> 
     cited = n_citations > 0
     supported = label == LABEL_VALUES.index(SUPPORTED)
     unsupported = label == LABEL_VALUES.index(UNSUPPORTED)
-    _check_consistency(claims, cited, supported | unsupported, label == LABEL_VALUES.index(UNCITED))
+    _check_consistency(claims, label_rule_breaks(label, cited))
 
     codes, answer_ids = _factorize(claims["answer_id"])
     n_answers = len(answer_ids)
@@ -212,10 +212,9 @@ def to_native(value: Any) -> Any:
     return value
 
 
-def _check_consistency(claims: pd.DataFrame, cited: np.ndarray, judged: np.ndarray, uncited_label: np.ndarray) -> None:
+def _check_consistency(claims: pd.DataFrame, bad: np.ndarray) -> None:
     # Scoring a label that contradicts the citations would silently drop the
     # claim from both support counts; the product forbids it (SPEC §3).
-    bad = (cited & uncited_label) | (~cited & judged)
     if bad.any():
         rows = claims.loc[bad, ["answer_id", "claim_index", "n_citations", "label"]].head(5)
         shown = "; ".join(

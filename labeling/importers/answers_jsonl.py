@@ -21,8 +21,8 @@ from labeling.importers.records import (
     ImportIssue,
     PassageRecord,
 )
+from scoring.labels import LABEL_VALUES, label_problem
 
-LABEL_VALUES = ("SUPPORTED", "UNSUPPORTED", "UNCITED")
 MAX_TEXT_CHARS = 1_000_000
 
 
@@ -234,11 +234,9 @@ def _claims(value: Any, problem) -> list[ClaimRecord]:
                 label = None
             else:
                 label = label.strip().upper()
-                # SPEC §3: UNCITED if and only if the claim has zero citations.
-                if label == "UNCITED" and citations:
-                    problem(f"{field}.label", f"UNCITED on a claim with {len(citations)} citation(s)")
-                elif label != "UNCITED" and not citations:
-                    problem(f"{field}.label", f"{label} on a claim without citations (must be UNCITED)")
+                # Imported datasets keep their annotators' labels as given: no justification check.
+                if (broken := label_problem(label, n_citations=len(citations))) is not None:
+                    problem(f"{field}.{broken.field}", broken.message)
         justification = _optional_str(item.get("justification"), f"{field}.justification", problem)
         reviewer = item.get("reviewer")
         if reviewer is not None and (not isinstance(reviewer, str) or not reviewer.strip()):
