@@ -142,17 +142,21 @@ def _counts(row: dict[str, Any] | Any) -> ClaimCounts:
     )
 
 
+def _may_open(user: Reviewer, project: str = "") -> Q:
+    """The one rule of who may open a project and everything in it: a
+    superuser, or a member. ``project`` is the lookup path to the project
+    (``"project__"`` from a run)."""
+    return Q() if user.is_superuser else Q(**{f"{project}members": user})
+
+
 def visible_projects(*, user: Reviewer) -> QuerySet[Project]:
     """Projects ``user`` may open: all for a superuser, else those they are a member of."""
-    if user.is_superuser:
-        return Project.objects.all()
-    return Project.objects.filter(members=user)
+    return Project.objects.filter(_may_open(user))
 
 
 def visible_runs(*, user: Reviewer) -> QuerySet[Run]:
     """Runs (with their project) of the projects ``user`` may open."""
-    runs = Run.objects.select_related("project")
-    return runs if user.is_superuser else runs.filter(project__members=user)
+    return Run.objects.select_related("project").filter(_may_open(user, "project__"))
 
 
 def project_rows(*, user: Reviewer) -> QuerySet[Project]:
