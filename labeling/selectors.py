@@ -2,10 +2,12 @@
 
 Counts come from annotated aggregate queries (``Count`` with ``filter``), so
 each function runs a fixed number of queries whatever the number of runs,
-answers or claims. Which label counts for a claim follows
-``labeling.metrics`` (SPEC §3, §4.1): a claim without citations is UNCITED; a
-cited claim is SUPPORTED (UNSUPPORTED) when every current label on it says so,
-pending when it has none or its reviewers disagree. "Your progress" counts
+answers or claims. Which label counts for a claim is the rule of
+``labeling.metrics`` (SPEC §3, §4.1), written here in SQL: a claim without
+citations is UNCITED; a cited claim is SUPPORTED (UNSUPPORTED) when every
+current label on it says so, pending when it has none or its reviewers
+disagree. ``tests/test_label_counts_agree.py`` checks that both count the
+same on every answers file in ``fixtures/``. "Your progress" counts
 the cited claims that carry the given reviewer's own current label.
 """
 
