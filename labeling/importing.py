@@ -124,7 +124,7 @@ def run_import(
     *, project: Project, source: LineSource, run_name: str | None = None,
     default_reviewer: str = DEFAULT_IMPORT_REVIEWER,
 ) -> ImportReport:
-    """Import an answers JSONL file into ``project`` (SPEC §6, issue "Foundation" §4).
+    """Import an answers JSONL file into ``project`` (SPEC §6).
 
     ``source`` is a path or a seekable binary file (read twice: validate, then
     write). ``run_name`` overrides each line's ``run``. Labels without a

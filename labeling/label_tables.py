@@ -1,4 +1,4 @@
-"""Label table versions, exports and imports (SPEC §2, §5, §6; issue 5).
+"""Label table versions, exports and imports (SPEC §2, §5, §6).
 
 Versions: :func:`label_table_snapshot` freezes a run's label table (the
 agreed labels, ``labeling.exports.label_table``) as an immutable
@@ -88,7 +88,7 @@ class VersionIntegrityError(Exception):
 
 
 def label_table_snapshot(*, run: Run, author: Reviewer | None = None, note: str = "") -> LabelTableVersion:
-    """Freeze ``run``'s current label table as its next version (issue 5 §1).
+    """Freeze ``run``'s current label table as its next version.
 
     The number is max + 1 under a row lock on the run (retried on the unique
     constraint if two snapshots still race). ``row_count`` = claims,
@@ -315,7 +315,7 @@ def _comparable(text: str, fmt: str) -> str:
 
 def label_table_import_preview(*, run: Run, reviewer: Reviewer, table_file: LabelTableFile) -> LabelImportPreview:
     """Validate every row of ``table_file`` against ``run`` and list the
-    changes applying it would make for ``reviewer`` (issue 5 §3). Writes nothing.
+    changes applying it would make for ``reviewer``. Writes nothing.
 
     Row problems reported (row, column, reason): a row for another run, a
     claim id not in this run (one message whether the id exists nowhere or

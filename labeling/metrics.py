@@ -50,7 +50,7 @@ class RunScores:
     disagreements: int
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON object of ``score --format json`` (issue "Foundation" §6, issue "Gold" §4)."""
+        """The JSON object of ``score --format json``."""
         per_answer = self.per_answer_records()
         result: dict[str, Any] = {
             "run": self.run.name,

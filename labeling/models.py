@@ -45,7 +45,7 @@ class Project(models.Model):
     name = models.CharField(max_length=200)
     description = models.TextField(blank=True)
     members = models.ManyToManyField(settings.AUTH_USER_MODEL, blank=True, related_name="projects")
-    # Issue "labeling screen" §4: a project may require a justification for SUPPORTED too.
+    # Some teams want the reason for every verdict, not only for UNSUPPORTED ones.
     require_justification_for_supported = models.BooleanField(default=False)
     created_at = models.DateTimeField(auto_now_add=True)
 

@@ -2,7 +2,7 @@
 
 Every service is keyword-only, runs inside ``transaction.atomic`` and raises
 ``ValidationError`` with a message a reviewer can act on; nothing is written
-when it raises. Concurrency (issue "labeling screen" §7): each service locks
+when it raises. Concurrency: each service locks
 the claim row it changes (``select_for_update``; on SQLite the IMMEDIATE
 transaction mode serializes writers instead), and ``label_save`` refuses to
 overwrite a label its caller has not seen (``LabelConflict``).

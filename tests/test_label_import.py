@@ -1,6 +1,6 @@
 """Label table import: offline labeling round trip, per-row validation,
 atomic apply, the upload pages, the import_labels command, and answers files
-given as CSV/XLSX tables (issue 5 §3)."""
+given as CSV/XLSX tables."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The answer review page (issue "labeling screen" §3–§7): access, fragments
+"""The answer review page: access, fragments
 for htmx and full pages without JS, saving and conflicts, undo, split/merge/edit
 from the page, the queue, escaping of untrusted text, and highlight segments."""
 

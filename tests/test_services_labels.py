@@ -1,4 +1,4 @@
-"""Label services (SPEC §3, issue "labeling screen" §1 and §7): label_save,
+"""Label services (SPEC §3): label_save,
 label_undo, reviewer_create and the add_reviewer command. Each test shows the
 state before and after."""
 

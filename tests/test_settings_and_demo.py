@@ -1,4 +1,4 @@
-"""Settings read from the environment (STYLE §1) and the demo command (issue "Foundation" §8)."""
+"""Settings read from the environment (STYLE §1) and the demo command."""
 
 from __future__ import annotations
 

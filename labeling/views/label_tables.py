@@ -1,5 +1,5 @@
 """Label table pages: versions (list, snapshot, diff, file), exports and the
-offline-labeling import (issue 5)."""
+offline-labeling import."""
 
 from __future__ import annotations
 
