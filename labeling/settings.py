@@ -65,13 +65,10 @@ def env_int(name: str, default: int) -> int:
 
 def env_log_level(name: str, default: str) -> str:
     """Read a logging level name (case-insensitive); ImproperlyConfigured on other values."""
-    raw = os.environ.get(name)
-    if raw is None:
-        return default
-    value = raw.strip().upper()
-    if value not in _LOG_LEVELS:
-        raise ImproperlyConfigured(f"{name}={raw!r} is not a log level (use one of {', '.join(_LOG_LEVELS)})")
-    return value
+    level = os.environ.get(name, default).strip().upper()
+    if level in _LOG_LEVELS:
+        return level
+    raise ImproperlyConfigured(f"{name}={os.environ[name]!r} is not a log level (use one of {', '.join(_LOG_LEVELS)})")
 
 
 DEBUG = env_bool("DEBUG", True)

@@ -212,6 +212,11 @@ def to_native(value: Any) -> Any:
     return value
 
 
+def native_records(frame: pd.DataFrame) -> list[dict[str, Any]]:
+    """``frame``'s rows as JSON-ready dicts, every cell through :func:`to_native`."""
+    return [{key: to_native(value) for key, value in row.items()} for row in frame.astype(object).to_dict("records")]
+
+
 def _check_consistency(claims: pd.DataFrame, bad: np.ndarray) -> None:
     # Scoring a label that contradicts the citations would silently drop the
     # claim from both support counts; the product forbids it (SPEC §3).

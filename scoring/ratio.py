@@ -33,9 +33,7 @@ class Ratio:
     @property
     def fraction(self) -> Fraction | None:
         """The exact value, or ``None`` when ``denominator`` is 0."""
-        if self.denominator == 0:
-            return None
-        return Fraction(self.numerator, self.denominator)
+        return None if self.denominator == 0 else Fraction(self.numerator, self.denominator)
 
     def __str__(self) -> str:
         return f"{self.numerator}/{self.denominator} = {format_value(self.value)}"
@@ -73,9 +71,8 @@ def exact_gap(coverage: Ratio, support: Ratio) -> Fraction | None:
     """``coverage − support`` as an exact fraction of the integer counts, or
     ``None`` when either is undefined (SPEC §4.1 gap). Run comparison takes
     deltas of gaps from it, so they are exact too."""
-    if coverage.denominator == 0 or support.denominator == 0:
-        return None
-    return coverage.fraction - support.fraction
+    exact_coverage, exact_support = coverage.fraction, support.fraction
+    return None if exact_coverage is None or exact_support is None else exact_coverage - exact_support
 
 
 def gap(coverage: Ratio, support: Ratio) -> float | None:

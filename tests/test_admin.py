@@ -6,21 +6,13 @@ import pytest
 from django.urls import reverse
 
 from labeling.models import Answer, Label, LabelValue, Question
-from tests.factories import (
-    AnswerFactory,
-    CitationFactory,
-    ClaimFactory,
-    LabelFactory,
-    ProjectFactory,
-    QuestionFactory,
-    RunFactory,
-)
+from tests import factories
 
 pytestmark = pytest.mark.django_db
 
 
 def test_question_id_is_fixed_once_created(admin_client):
-    question = QuestionFactory(question_id="q-1", text="Old text?")
+    question = factories.QuestionFactory(question_id="q-1", text="Old text?")
     url = reverse("admin:labeling_question_change", args=[question.pk])
     form = admin_client.get(url).content.decode()
     assert 'name="question_id"' not in form
@@ -35,11 +27,11 @@ def test_question_id_is_fixed_once_created(admin_client):
 
 
 def test_answer_added_in_the_admin_gets_its_key_and_a_question_of_its_project(admin_client):
-    run = RunFactory(project=ProjectFactory(slug="mine"), name="r")
-    mine = QuestionFactory(project=run.project, question_id="zz")
-    AnswerFactory(run=run, question=mine)
-    foreign = QuestionFactory(project=ProjectFactory(slug="other"), question_id="zz")
-    fresh = QuestionFactory(project=run.project, question_id="q-new")
+    run = factories.RunFactory(project=factories.ProjectFactory(slug="mine"), name="r")
+    mine = factories.QuestionFactory(project=run.project, question_id="zz")
+    factories.AnswerFactory(run=run, question=mine)
+    foreign = factories.QuestionFactory(project=factories.ProjectFactory(slug="other"), question_id="zz")
+    fresh = factories.QuestionFactory(project=run.project, question_id="q-new")
     url = reverse("admin:labeling_answer_add")
     inline = {"passages-TOTAL_FORMS": 0, "passages-INITIAL_FORMS": 0}
 
@@ -60,9 +52,9 @@ def test_answer_added_in_the_admin_gets_its_key_and_a_question_of_its_project(ad
 # Labels and claims change only through labeling.services (history, claim revisions, stale labels).
 
 def _labeled_claim():
-    claim = ClaimFactory(text="Retries use exponential backoff.")
-    citation = CitationFactory(claim=claim)
-    label = LabelFactory(claim=claim, value=LabelValue.UNSUPPORTED, justification="the passage says linear")
+    claim = factories.ClaimFactory(text="Retries use exponential backoff.")
+    citation = factories.CitationFactory(claim=claim)
+    label = factories.LabelFactory(claim=claim, value=LabelValue.UNSUPPORTED, justification="the passage says linear")
     return claim, citation, label
 
 
@@ -98,16 +90,15 @@ def test_labels_cannot_be_added_or_deleted_in_the_admin(admin_client):
 
 def test_claim_and_its_citations_are_view_only(admin_client):
     claim, citation, _label = _labeled_claim()
-    url = reverse("admin:labeling_claim_change", args=[claim.pk])
 
-    page = admin_client.get(url)
-    posted = admin_client.post(url, {
+    posted = admin_client.post(reverse("admin:labeling_claim_change", args=[claim.pk]), {
         "answer": claim.answer_id, "index": claim.index, "text": "Reworded in the admin.", "revision": 1,
         "citations-TOTAL_FORMS": 1, "citations-INITIAL_FORMS": 1, "citations-0-id": citation.pk,
         "citations-0-claim": claim.pk, "citations-0-cited_id": "P99", "citations-0-position": 0,
         "citations-0-DELETE": "on",
     })
     deleted = admin_client.post(reverse("admin:labeling_claim_delete", args=[claim.pk]), {"post": "yes"})
+    page = admin_client.get(reverse("admin:labeling_claim_change", args=[claim.pk]))
 
     html = page.content.decode()
     assert page.status_code == 200

@@ -19,16 +19,7 @@ from labeling.models import LabelValue
 from scoring.claims import claim_metrics
 from scoring.deltas import summary_deltas
 from scoring.ratio import Ratio, format_value, gap
-from tests.factories import (
-    AnswerFactory,
-    CitationFactory,
-    ClaimFactory,
-    LabelFactory,
-    ProjectFactory,
-    QuestionFactory,
-    ReviewerFactory,
-    RunFactory,
-)
+from tests import factories
 
 
 def small_ratios(largest: int) -> list[Ratio]:
@@ -128,16 +119,16 @@ def test_run_page_project_page_and_score_show_the_same_gap(client):
     """8 claims, 5 cited → coverage 5/8 = 0.625; 5 cited claims labeled, 2
     SUPPORTED → support 2/5 = 0.4; gap = 1/8 + 1/10 = 9/40 = 0.225 exactly,
     shown as 0.23 (the float subtraction gave 0.22499999999999998 → 0.22)."""
-    reviewer = ReviewerFactory(username="gap-reviewer")
-    project = ProjectFactory(slug="gap")
+    reviewer = factories.ReviewerFactory(username="gap-reviewer")
+    project = factories.ProjectFactory(slug="gap")
     project.members.add(reviewer)
-    run = RunFactory(project=project, name="r")
-    answer = AnswerFactory(run=run, question=QuestionFactory(project=project, question_id="q1"))
+    run = factories.RunFactory(project=project, name="r")
+    answer = factories.AnswerFactory(run=run, question=factories.QuestionFactory(project=project, question_id="q1"))
     for index in range(1, 9):
-        claim = ClaimFactory(answer=answer, index=index)
+        claim = factories.ClaimFactory(answer=answer, index=index)
         if index <= 5:
-            CitationFactory(claim=claim)
-            LabelFactory(claim=claim, reviewer=reviewer,
+            factories.CitationFactory(claim=claim)
+            factories.LabelFactory(claim=claim, reviewer=reviewer,
                          value=LabelValue.SUPPORTED if index <= 2 else LabelValue.UNSUPPORTED,
                          justification="" if index <= 2 else "not in the passage")
     client.force_login(reviewer)

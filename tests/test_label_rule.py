@@ -114,22 +114,19 @@ def _scoring_refuses(label: str, n_citations: int) -> bool:
     return False
 
 
-def test_uncited_on_a_cited_claim_is_refused_everywhere_for_the_same_reason(claims):
-    cited, _uncited = claims
+@pytest.mark.parametrize(
+    ("position", "value", "citations", "reason"),
+    [(0, "UNCITED", [{"passage_id": "P1"}], UNCITED_ON_CITED), (1, "SUPPORTED", [], SUPPORTED_ON_UNCITED)],
+    ids=["uncited-on-cited", "supported-on-uncited"],
+)
+def test_a_label_against_the_citations_is_refused_everywhere_for_the_same_reason(claims, position, value,
+                                                                                 citations, reason):
+    claim = claims[position]
 
-    assert _browser_reason(cited, "UNCITED") == f"Claim 1: {UNCITED_ON_CITED}."
-    assert _label_table_reason(cited.answer.run, cited, "UNCITED") == UNCITED_ON_CITED
-    assert _answers_file_reason("UNCITED", [{"passage_id": "P1"}]) == UNCITED_ON_CITED
-    assert _scoring_refuses("UNCITED", 1)
-
-
-def test_supported_on_an_uncited_claim_is_refused_everywhere_for_the_same_reason(claims):
-    _cited, uncited = claims
-
-    assert _browser_reason(uncited, "SUPPORTED") == f"Claim 2: {SUPPORTED_ON_UNCITED}."
-    assert _label_table_reason(uncited.answer.run, uncited, "SUPPORTED") == SUPPORTED_ON_UNCITED
-    assert _answers_file_reason("SUPPORTED", []) == SUPPORTED_ON_UNCITED
-    assert _scoring_refuses("SUPPORTED", 0)
+    assert _browser_reason(claim, value) == f"Claim {claim.index}: {reason}."
+    assert _label_table_reason(claim.answer.run, claim, value) == reason
+    assert _answers_file_reason(value, citations) == reason
+    assert _scoring_refuses(value, len(citations))
 
 
 def test_unsupported_needs_a_justification_from_a_reviewer_not_from_a_dataset(claims):
