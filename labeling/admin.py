@@ -1,6 +1,10 @@
-"""Admin pages for every model (issue "Foundation" §3).
+"""Admin pages for every model.
 
-Label table versions are read-only here too: they are immutable artifacts.
+Labels, claims, citations and label table versions are view only here.
+Labels and claims change only through ``labeling.services`` (label history,
+claim revisions and stale labels, SPEC §3); an edit or delete in the admin
+would rewrite a label in place and bypass all three. Versions are immutable
+artifacts.
 """
 
 from typing import Any
@@ -11,6 +15,19 @@ from django.contrib.auth.admin import UserAdmin
 from django.http import HttpRequest
 
 from labeling import models
+
+
+class ViewOnly:
+    """No add, change or delete in the admin: the model's writes go through services."""
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
 
 
 @admin.register(models.Reviewer)
@@ -97,14 +114,14 @@ class AnswerAdmin(admin.ModelAdmin):
         super().save_model(request, obj, form, change)
 
 
-class CitationInline(admin.TabularInline):
+class CitationInline(ViewOnly, admin.TabularInline):
     model = models.Citation
     extra = 0
     raw_id_fields = ["passage"]
 
 
 @admin.register(models.Claim)
-class ClaimAdmin(admin.ModelAdmin):
+class ClaimAdmin(ViewOnly, admin.ModelAdmin):
     list_display = ["id", "answer", "index", "text", "revision"]
     list_select_related = ["answer__run", "answer__question"]
     search_fields = ["text"]
@@ -113,7 +130,7 @@ class ClaimAdmin(admin.ModelAdmin):
 
 
 @admin.register(models.Label)
-class LabelAdmin(admin.ModelAdmin):
+class LabelAdmin(ViewOnly, admin.ModelAdmin):
     list_display = ["id", "claim", "reviewer", "value", "is_current", "is_stale", "created_at"]
     list_filter = ["value", "is_current", "is_stale", "reviewer"]
     list_select_related = ["claim", "reviewer"]
@@ -121,15 +138,6 @@ class LabelAdmin(admin.ModelAdmin):
 
 
 @admin.register(models.LabelTableVersion)
-class LabelTableVersionAdmin(admin.ModelAdmin):
+class LabelTableVersionAdmin(ViewOnly, admin.ModelAdmin):
     list_display = ["run", "number", "author", "created_at", "row_count", "label_count", "sha256"]
     list_select_related = ["run", "author"]
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
-
-    def has_add_permission(self, request):
-        return False

@@ -37,7 +37,6 @@ from labeling.models import (
     GoldPassageId,
     GoldReference,
     Label,
-    LabelValue,
     Passage,
     Project,
     Question,
@@ -46,6 +45,7 @@ from labeling.models import (
     Run,
 )
 from labeling.names import clean, validate_project_slug, validate_reviewer_name, validate_run_name
+from scoring.labels import label_problem
 from scoring.normalize import normalize_source
 
 # Django model instances are the cost here; 1000 answers keep a batch near 10k rows.
@@ -475,10 +475,10 @@ class _Writer:
                         record.line, where, "claim was split, merged or edited in Citelab since the import; "
                         "its label from the file was not applied"))
                     continue
-                if (claim_record.label == LabelValue.UNCITED) != (claim.n_citations == 0):
+                broken = label_problem(claim_record.label, n_citations=claim.n_citations)
+                if broken is not None:
                     self.report.warnings.append(ImportIssue(
-                        record.line, where, f"{claim_record.label} does not fit claim {claim.index}, which now has "
-                        f"{claim.n_citations} citation(s); not applied"))
+                        record.line, where, f"claim {claim.index} changed since: {broken.message}; not applied"))
                     continue
                 reviewer = self.reviewer(claim_record.reviewer or self.default_reviewer)
                 past = history.get((claim.pk, reviewer.pk), [])

@@ -1,4 +1,4 @@
-"""Pictures as server-side SVG geometry (issue 5 part 2): the per-answer
+"""Pictures as server-side SVG geometry: the per-answer
 coverage × support scatter of a run and the coverage / support / gap trend
 across a project's runs.
 

@@ -47,7 +47,7 @@ def answer_review_url(*, project_slug: str, run_name: str, answer_id: Any) -> st
     """URL of an answer's review page (``answer_review``).
 
     Falls back to the run page with an ``#answer-<id>`` anchor while the
-    review page's URL is not routed (built by another engineer).
+    review page's URL is not routed.
     """
     try:
         return reverse(

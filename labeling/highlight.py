@@ -15,6 +15,8 @@ import unicodedata
 from collections.abc import Iterable
 from typing import NamedTuple
 
+from scoring.normalize import ELLIPSIS
+
 # Small English stopword list: words that say nothing about whether a passage
 # backs a claim (highlighting them would mark half of every passage).
 STOPWORDS = frozenset("""
@@ -29,7 +31,6 @@ much however thus therefore e.g i.e etc via per within without upon among across
 """.split())
 
 _WORD = re.compile(r"\w+(?:['’]\w+)*", re.UNICODE)
-_ELLIPSIS = re.compile(r"\s*(?:…|\.\.\.)\s*")
 
 
 class Segment(NamedTuple):
@@ -76,12 +77,13 @@ def _merge(segments: Iterable[Segment]) -> list[Segment]:
 def span_ranges(passage: str, span: str) -> list[tuple[int, int]] | None:
     """Character ranges of ``span`` inside ``passage``, or ``None`` when it is not there.
 
-    The span may quote several parts joined by an ellipsis (``…`` or ``...``);
+    The span may quote several parts joined by an ellipsis (``…``, ``...``,
+    ``[...]``: ``scoring.normalize.ELLIPSIS``, as the `substring` match splits it);
     each part is looked up in order after the previous one. Matching is exact
     first, then case-insensitive with whitespace runs collapsed (offsets always
     refer to the original ``passage``).
     """
-    parts = [part for part in _ELLIPSIS.split(span.strip()) if part.strip()]
+    parts = [part for part in ELLIPSIS.split(span.strip()) if part.strip()]
     if not parts:
         return None
     ranges: list[tuple[int, int]] = []

@@ -1,4 +1,4 @@
-"""Row-by-row difference of two label tables (SPEC §5, last bullet; issue 5 §1).
+"""Row-by-row difference of two label tables (SPEC §5, last bullet).
 
 Pure: two label table frames (``labeling.exports.label_table``) in, a
 :class:`LabelTableDiff` out. ``labeling.label_tables.version_diff`` feeds it

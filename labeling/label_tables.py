@@ -1,4 +1,4 @@
-"""Label table versions, exports and imports (SPEC §2, §5, §6; issue 5).
+"""Label table versions, exports and imports (SPEC §2, §5, §6).
 
 Versions: :func:`label_table_snapshot` freezes a run's label table (the
 agreed labels, ``labeling.exports.label_table``) as an immutable
@@ -54,8 +54,9 @@ from labeling.exports.xlsx import WorkbookInfo, spreadsheet_text, write_label_wo
 from labeling.importers.label_table import LabelTableFile
 from labeling.importers.records import ImportIssue
 from labeling.label_table_diff import LabelTableDiff, diff_label_tables
-from labeling.models import Claim, Label, LabelTableVersion, LabelValue, Reviewer, Run
+from labeling.models import Claim, Label, LabelTableVersion, Reviewer, Run
 from scoring.claims import ClaimMetrics
+from scoring.labels import label_problem
 
 EXPORT_FORMATS = ("xlsx", "csv", "jsonl")
 CONTENT_TYPES = {
@@ -84,7 +85,7 @@ class VersionIntegrityError(Exception):
 
 
 def label_table_snapshot(*, run: Run, author: Reviewer | None = None, note: str = "") -> LabelTableVersion:
-    """Freeze ``run``'s current label table as its next version (issue 5 §1).
+    """Freeze ``run``'s current label table as its next version.
 
     The number is max + 1 under a row lock on the run (retried on the unique
     constraint if two snapshots still race). ``row_count`` = claims,
@@ -311,7 +312,7 @@ def _comparable(text: str, fmt: str) -> str:
 
 def label_table_import_preview(*, run: Run, reviewer: Reviewer, table_file: LabelTableFile) -> LabelImportPreview:
     """Validate every row of ``table_file`` against ``run`` and list the
-    changes applying it would make for ``reviewer`` (issue 5 §3). Writes nothing.
+    changes applying it would make for ``reviewer``. Writes nothing.
 
     Row problems reported (row, column, reason): a row for another run, a
     claim id not in this run (one message whether the id exists nowhere or
@@ -380,13 +381,9 @@ def label_table_import_preview(*, run: Run, reviewer: Reviewer, table_file: Labe
         if row.label is None:
             preview.blank += 1
             continue
-        if row.label == LabelValue.UNCITED and n_citations:
-            problem(ImportIssue(row.line, "label", f"UNCITED on a claim with {n_citations} citation(s): use "
-                                                   "SUPPORTED or UNSUPPORTED"))
-            continue
-        if row.label != LabelValue.UNCITED and not n_citations:
-            problem(ImportIssue(row.line, "label", f"{row.label} on a claim without citations: a claim that "
-                                                   "cites nothing is UNCITED"))
+        broken = label_problem(row.label, n_citations=n_citations)
+        if broken is not None:
+            problem(ImportIssue(row.line, broken.field, broken.message))
             continue
         if not n_citations:
             preview.unchanged += 1  # UNCITED is automatic: nothing to record
@@ -401,10 +398,10 @@ def label_table_import_preview(*, run: Run, reviewer: Reviewer, table_file: Labe
                 and _comparable(shown_justification, fmt) == _comparable(justification, fmt)):
             preview.unchanged += 1
             continue
-        if not justification and (row.label == LabelValue.UNSUPPORTED
-                                  or (row.label == LabelValue.SUPPORTED and require_supported)):
-            where = " in this project" if row.label == LabelValue.SUPPORTED else ""
-            problem(ImportIssue(row.line, "justification", f"a justification is required for {row.label}{where}"))
+        broken = label_problem(row.label, n_citations=n_citations, justification=justification,
+                               supported_needs_justification=require_supported)
+        if broken is not None:
+            problem(ImportIssue(row.line, broken.field, broken.message))
             continue
         preview.changes.append(LabelChange(
             line=row.line, claim_id=claim_id, claim_revision=revision, question_id=question_id, claim_index=index,

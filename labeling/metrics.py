@@ -1,9 +1,11 @@
 """Scores of a run: reads the run's frames and hands them to ``scoring``.
 
-The one place that decides which label counts for a claim (SPEC §3 and issue
-"Foundation" §5): a claim without citations is UNCITED; a cited claim takes
-the label its current reviewers agree on (or only ``reviewer``'s when given);
-disagreement leaves it pending.
+Which label counts for a claim (SPEC §3, §4.4): a claim without citations is
+UNCITED; a cited claim takes the label its current reviewers agree on (or
+only ``reviewer``'s when given); disagreement leaves it pending. The pages
+count the same in SQL (``labeling.selectors``, a fixed number of aggregate
+queries at any size); ``tests/test_label_counts_agree.py`` holds the two to
+each other on every answers file in ``fixtures/``.
 """
 
 from __future__ import annotations
@@ -48,7 +50,7 @@ class RunScores:
     disagreements: int
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON object of ``score --format json`` (issue "Foundation" §6, issue "Gold" §4)."""
+        """The JSON object of ``score --format json``."""
         per_answer = self.per_answer_records()
         result: dict[str, Any] = {
             "run": self.run.name,

@@ -14,6 +14,7 @@ from django.db.models import F, Q
 from django.urls import reverse
 
 from labeling.names import normalize_name, validate_project_slug, validate_question_id, validate_run_name
+from scoring import labels
 
 
 class ReviewerKind(models.TextChoices):
@@ -53,7 +54,7 @@ class Project(models.Model):
     name = models.CharField(max_length=200)
     description = models.TextField(blank=True)
     members = models.ManyToManyField(settings.AUTH_USER_MODEL, blank=True, related_name="projects")
-    # Issue "labeling screen" §4: a project may require a justification for SUPPORTED too.
+    # Some teams want the reason for every verdict, not only for UNSUPPORTED ones.
     require_justification_for_supported = models.BooleanField(default=False)
     created_at = models.DateTimeField(auto_now_add=True)
 
@@ -278,9 +279,11 @@ class Citation(models.Model):
 
 
 class LabelValue(models.TextChoices):
-    SUPPORTED = "SUPPORTED"
-    UNSUPPORTED = "UNSUPPORTED"
-    UNCITED = "UNCITED"
+    """The label values of SPEC §3, as ``scoring.labels`` (their one home) spells them."""
+
+    SUPPORTED = labels.SUPPORTED
+    UNSUPPORTED = labels.UNSUPPORTED
+    UNCITED = labels.UNCITED
 
 
 class Label(models.Model):

@@ -83,7 +83,7 @@ def next_claim_in_answer(*, reviewer: Reviewer, after: Claim) -> Claim | None:
 
 
 def next_unlabeled_claim(*, run: Run, reviewer: Reviewer, after: Claim | None = None) -> Claim | None:
-    """The next claim of the reviewer's queue in ``run`` (issue "labeling screen" §6).
+    """The next claim of the reviewer's queue in ``run``.
 
     Queue: cited claims without a current label by ``reviewer``, in
     ``question_id``/``index`` order. With ``after``, the search starts right

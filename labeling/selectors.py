@@ -2,10 +2,12 @@
 
 Counts come from annotated aggregate queries (``Count`` with ``filter``), so
 each function runs a fixed number of queries whatever the number of runs,
-answers or claims. Which label counts for a claim follows
-``labeling.metrics`` (SPEC §3, §4.1): a claim without citations is UNCITED; a
-cited claim is SUPPORTED (UNSUPPORTED) when every current label on it says so,
-pending when it has none or its reviewers disagree. "Your progress" counts
+answers or claims. Which label counts for a claim is the rule of
+``labeling.metrics`` (SPEC §3, §4.1), written here in SQL: a claim without
+citations is UNCITED; a cited claim is SUPPORTED (UNSUPPORTED) when every
+current label on it says so, pending when it has none or its reviewers
+disagree. ``tests/test_label_counts_agree.py`` checks that both count the
+same on every answers file in ``fixtures/``. "Your progress" counts
 the cited claims that carry the given reviewer's own current label.
 """
 
@@ -36,7 +38,7 @@ from labeling.queue import unlabeled_claims
 from scoring.gold import answer_gold_matches
 from scoring.matching import DEFAULT_MATCH_METHOD, get_matcher
 from scoring.normalize import normalize_source
-from scoring.ratio import Ratio, difference
+from scoring.ratio import Ratio, gap
 
 ANSWERS_PER_PAGE = 50
 ANSWER_FILTERS = {
@@ -75,7 +77,8 @@ class ClaimCounts:
 
     @property
     def gap(self) -> float | None:
-        return difference(self.coverage.value, self.support.value)
+        """coverage − support from the exact fractions (``scoring.ratio.gap``), as the CLI computes it."""
+        return gap(self.coverage, self.support)
 
     @property
     def pending(self) -> int:
@@ -141,17 +144,21 @@ def _counts(row: dict[str, Any] | Any) -> ClaimCounts:
     )
 
 
+def _may_open(user: Reviewer, project: str = "") -> Q:
+    """The one rule of who may open a project and everything in it: a
+    superuser, or a member. ``project`` is the lookup path to the project
+    (``"project__"`` from a run)."""
+    return Q() if user.is_superuser else Q(**{f"{project}members": user})
+
+
 def visible_projects(*, user: Reviewer) -> QuerySet[Project]:
     """Projects ``user`` may open: all for a superuser, else those they are a member of."""
-    if user.is_superuser:
-        return Project.objects.all()
-    return Project.objects.filter(members=user)
+    return Project.objects.filter(_may_open(user))
 
 
 def visible_runs(*, user: Reviewer) -> QuerySet[Run]:
     """Runs (with their project) of the projects ``user`` may open."""
-    runs = Run.objects.select_related("project")
-    return runs if user.is_superuser else runs.filter(project__members=user)
+    return Run.objects.select_related("project").filter(_may_open(user, "project__"))
 
 
 def project_rows(*, user: Reviewer) -> QuerySet[Project]:

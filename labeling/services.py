@@ -2,7 +2,7 @@
 
 Every service is keyword-only, runs inside ``transaction.atomic`` and raises
 ``ValidationError`` with a message a reviewer can act on; nothing is written
-when it raises. Concurrency (issue "labeling screen" §7): each service locks
+when it raises. Concurrency: each service locks
 the claim row it changes (``select_for_update``; on SQLite the IMMEDIATE
 transaction mode serializes writers instead), and ``label_save`` refuses to
 overwrite a label its caller has not seen (``LabelConflict``).
@@ -20,6 +20,7 @@ from django.db.models import Exists, F, Max, OuterRef
 
 from labeling.limits import MAX_JUSTIFICATION_CHARS
 from labeling.models import Citation, Claim, Label, LabelValue, Project, Reviewer, ReviewerKind
+from scoring.labels import label_problem
 
 JUDGED = (LabelValue.SUPPORTED, LabelValue.UNSUPPORTED)
 
@@ -110,26 +111,12 @@ def label_save(
                            "this one: nothing was saved. Compare with the newer label below and save again "
                            "to replace it.")
             raise LabelConflict(message, claim=claim, newer=current)
-        if value == LabelValue.UNCITED and cited:
-            raise ValidationError(
-                f"Claim {index} cites a passage, so it cannot be UNCITED: "
-                "label it SUPPORTED or UNSUPPORTED.", code="uncited_on_cited",
-            )
-        if value in JUDGED and not cited:
-            raise ValidationError(
-                f"Claim {index} has no citation: it is UNCITED automatically and takes no "
-                f"{value} label.", code="judged_on_uncited",
-            )
-        project = claim.answer.run.project
-        if not justification and (
-            value == LabelValue.UNSUPPORTED
-            or (value == LabelValue.SUPPORTED and project.require_justification_for_supported)
-        ):
-            raise ValidationError(
-                f"Say why the claim is {value}: a justification is required"
-                + (" in this project." if value == LabelValue.SUPPORTED else "."),
-                code="justification_required",
-            )
+        problem = label_problem(
+            value, n_citations=int(cited), justification=justification,
+            supported_needs_justification=claim.answer.run.project.require_justification_for_supported,
+        )
+        if problem is not None:
+            raise ValidationError(f"Claim {index}: {problem.message}.", code=problem.code)
         if current is not None:
             current.is_current = False
             current.save(update_fields=["is_current"])

@@ -8,11 +8,14 @@ Environment variables:
   unset means a SQLite file ``db.sqlite3`` beside ``manage.py``.
 - ``CITELAB_MEDIA_ROOT``: where label table version files are stored.
 - ``CITELAB_MAX_UPLOAD_MB``: upload size limit for imports (default 50).
+- ``CITELAB_LOG_LEVEL``: ``DEBUG``, ``INFO`` (default), ``WARNING``, ``ERROR``
+  or ``CRITICAL``: the least severe record written to stderr.
 """
 
 from __future__ import annotations
 
 import os
+import warnings
 from pathlib import Path
 
 import dj_database_url
@@ -22,6 +25,7 @@ BASE_DIR = Path(__file__).resolve().parent.parent
 
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off", ""}
+_LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 
 
 def env_bool(name: str, default: bool) -> bool:
@@ -57,6 +61,14 @@ def env_int(name: str, default: int) -> int:
     if value <= 0:
         raise ImproperlyConfigured(f"{name}={raw!r} must be positive")
     return value
+
+
+def env_log_level(name: str, default: str) -> str:
+    """Read a logging level name (case-insensitive); ImproperlyConfigured on other values."""
+    level = os.environ.get(name, default).strip().upper()
+    if level in _LOG_LEVELS:
+        return level
+    raise ImproperlyConfigured(f"{name}={os.environ[name]!r} is not a log level (use one of {', '.join(_LOG_LEVELS)})")
 
 
 DEBUG = env_bool("DEBUG", True)
@@ -146,6 +158,13 @@ STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = BASE_DIR / "staticfiles"
 MEDIA_URL = "media/"
 MEDIA_ROOT = Path(os.environ.get("CITELAB_MEDIA_ROOT", BASE_DIR / "media"))
+# whitenoise serves the collected files of STATIC_ROOT (`manage.py collectstatic`,
+# compressed). Before any collection it serves them from the apps and static/, as
+# DEBUG does: htmx (from django-htmx) and the stylesheet are never a 404.
+WHITENOISE_USE_FINDERS = DEBUG or not STATIC_ROOT.is_dir()
+if WHITENOISE_USE_FINDERS:
+    # The missing collection is expected then; whitenoise would warn about it at every start.
+    warnings.filterwarnings("ignore", message="No directory at: ", category=UserWarning)
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"
@@ -158,3 +177,24 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 CITELAB_MAX_UPLOAD_BYTES = env_int("CITELAB_MAX_UPLOAD_MB", 50) * 1024 * 1024
 DATA_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
 FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
+
+# Everything goes to stderr, where the process manager or container keeps it.
+# Django's default logging prints nothing with DEBUG off (it mails ADMINS), so
+# a 500 left no trace: django.request errors come with their traceback here.
+LOG_LEVEL = env_log_level("CITELAB_LOG_LEVEL", "INFO")
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "{asctime} {levelname} {name}: {message}", "style": "{"}},
+    "handlers": {"stderr": {"class": "logging.StreamHandler", "stream": "ext://sys.stderr", "formatter": "plain",
+                            "level": LOG_LEVEL}},
+    "root": {"handlers": ["stderr"], "level": LOG_LEVEL},
+    "loggers": {
+        # Through the root handler only (Django's own console handler would print twice with DEBUG on).
+        "django": {"handlers": [], "level": LOG_LEVEL, "propagate": True},
+        # 500s with their traceback; 404s and 403s are not worth a line.
+        "django.request": {"handlers": [], "level": "ERROR", "propagate": True},
+        "labeling": {"handlers": [], "level": LOG_LEVEL, "propagate": True},
+        "scoring": {"handlers": [], "level": LOG_LEVEL, "propagate": True},
+    },
+}

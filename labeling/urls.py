@@ -19,7 +19,7 @@ urlpatterns = [
     path("p/<slug:project_slug>/runs/<str:run_name>/", projects.run_detail, name="run_detail"),
     path("p/<slug:project_slug>/compare/", compare_views.run_compare, name="run_compare"),
     path("p/<slug:project_slug>/compare.xlsx", compare_views.run_compare_xlsx, name="run_compare_xlsx"),
-    # Labeling screen (issue 3)
+    # Labeling screen
     path("p/<slug:project_slug>/runs/<str:run_name>/next/", review_views.run_next, name="run_next"),
     path("p/<slug:project_slug>/runs/<str:run_name>/progress/", review_views.run_progress, name="run_progress"),
     path("p/<slug:project_slug>/runs/<str:run_name>/scatter/", projects.run_scatter, name="run_scatter"),
@@ -36,7 +36,7 @@ urlpatterns = [
          name="claim_merge"),
     path("p/<slug:project_slug>/runs/<str:run_name>/claims/<int:claim_id>/edit/", review_views.claim_edit,
          name="claim_edit"),
-    # Label table versions, exports and imports (issue 5)
+    # Label table versions, exports and imports
     path("p/<slug:project_slug>/runs/<str:run_name>/versions/", label_table_views.version_list, name="version_list"),
     path("p/<slug:project_slug>/runs/<str:run_name>/versions/new/", label_table_views.version_create,
          name="version_create"),

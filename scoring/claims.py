@@ -27,13 +27,13 @@ import pandas as pd
 from scoring.labels import (
     LABEL_VALUES,
     SUPPORTED,
-    UNCITED,
     UNSUPPORTED,
     label_codes,
+    label_rule_breaks,
     require_columns,
     sort_by,
 )
-from scoring.ratio import Ratio, ratio_difference
+from scoring.ratio import Ratio, gap
 
 CLAIM_COLUMNS = ("answer_id", "question_id", "claim_index", "n_citations", "label")
 ANSWER_COLUMNS = ("answer_id", "question_id")
@@ -152,7 +152,7 @@ def claim_metrics(claims: pd.DataFrame, answers: pd.DataFrame | None = None) -> 
     cited = n_citations > 0
     supported = label == LABEL_VALUES.index(SUPPORTED)
     unsupported = label == LABEL_VALUES.index(UNSUPPORTED)
-    _check_consistency(claims, cited, supported | unsupported, label == LABEL_VALUES.index(UNCITED))
+    _check_consistency(claims, label_rule_breaks(label, cited))
 
     codes, answer_ids = _factorize(claims["answer_id"])
     n_answers = len(answer_ids)
@@ -192,7 +192,7 @@ def claim_metrics(claims: pd.DataFrame, answers: pd.DataFrame | None = None) -> 
         **totals,
         coverage=coverage,
         support=support,
-        gap=ratio_difference(coverage, support),
+        gap=gap(coverage, support),
         mean_coverage=mean_coverage,
         mean_support=mean_support,
         coverage_skipped=coverage_skipped,
@@ -212,10 +212,14 @@ def to_native(value: Any) -> Any:
     return value
 
 
-def _check_consistency(claims: pd.DataFrame, cited: np.ndarray, judged: np.ndarray, uncited_label: np.ndarray) -> None:
+def native_records(frame: pd.DataFrame) -> list[dict[str, Any]]:
+    """``frame``'s rows as JSON-ready dicts, every cell through :func:`to_native`."""
+    return [{key: to_native(value) for key, value in row.items()} for row in frame.astype(object).to_dict("records")]
+
+
+def _check_consistency(claims: pd.DataFrame, bad: np.ndarray) -> None:
     # Scoring a label that contradicts the citations would silently drop the
     # claim from both support counts; the product forbids it (SPEC §3).
-    bad = (cited & uncited_label) | (~cited & judged)
     if bad.any():
         rows = claims.loc[bad, ["answer_id", "claim_index", "n_citations", "label"]].head(5)
         shown = "; ".join(

@@ -51,15 +51,12 @@ from scoring.citation_ids import citation_id_metrics
 from scoring.claims import ClaimMetrics, claim_metrics, to_native
 from scoring.deltas import MetricDelta, per_question_deltas, summary_deltas
 from scoring.labels import require_columns
-from scoring.normalize import normalize_source, normalize_text
+from scoring.normalize import normalize_source, normalize_text, strip_markers
 
 DEFAULT_THRESHOLD = 0.85
 
 CLAIM_COLUMNS = ("claim_id", "answer_id", "question_id", "claim_index", "claim", "n_citations", "label")
 
-# Same "looks like a marker" rule as the importer: a bracket holding a digit
-# and only id-like characters ([1], [P1, P3], [2-4], 【4】); [sic] stays text.
-_MARKER = re.compile(r"\[[\w\s,;:#.\-–—]*\d[\w\s,;:#.\-–—]*\]|【[\w\s,;:#.\-–—]*\d[\w\s,;:#.\-–—]*】")
 _SPACE_BEFORE_PUNCT = re.compile(r"\s+([.,;:!?])")
 
 # Citation changes (SPEC §5): the claim lost every citation, gained its first,
@@ -77,7 +74,7 @@ def claim_key(text: str | None) -> str:
     """
     if not text:
         return ""
-    stripped = _MARKER.sub(" ", text)
+    stripped = strip_markers(text)
     return _SPACE_BEFORE_PUNCT.sub(r"\1", normalize_text(stripped))
 
 

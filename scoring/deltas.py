@@ -18,7 +18,7 @@ from typing import Any
 import pandas as pd
 
 from scoring.claims import ClaimMetrics, to_native
-from scoring.ratio import Ratio, format_value
+from scoring.ratio import Ratio, exact_gap, format_value
 
 
 @dataclass(frozen=True)
@@ -65,10 +65,6 @@ def format_delta(delta: float | None, digits: int = 2) -> str:
     return ("+" if delta > 0 else "−") + text
 
 
-def _fraction(ratio: Ratio) -> Fraction | None:
-    return None if ratio.denominator == 0 else Fraction(ratio.numerator, ratio.denominator)
-
-
 def _float(value: Fraction | None) -> float | None:
     return None if value is None else float(value)
 
@@ -78,14 +74,14 @@ def _minus(b: Fraction | None, a: Fraction | None) -> Fraction | None:
 
 
 def _ratio_delta(key: str, label: str, a: Ratio, b: Ratio) -> MetricDelta:
-    return MetricDelta(key, label, a.value, b.value, _float(_minus(_fraction(b), _fraction(a))), str(a), str(b))
+    return MetricDelta(key, label, a.value, b.value, _float(_minus(b.fraction, a.fraction)), str(a), str(b))
 
 
 def summary_deltas(
     claims_a: ClaimMetrics, claims_b: ClaimMetrics, ids_a, ids_b, fractions: dict[str, list[Fraction | None]]
 ) -> list[MetricDelta]:
-    gap_a = _minus(_fraction(claims_a.coverage), _fraction(claims_a.support))
-    gap_b = _minus(_fraction(claims_b.coverage), _fraction(claims_b.support))
+    gap_a = exact_gap(claims_a.coverage, claims_a.support)
+    gap_b = exact_gap(claims_b.coverage, claims_b.support)
     rows = [
         _ratio_delta("coverage", "Coverage", claims_a.coverage, claims_b.coverage),
         _with_pending(_ratio_delta("support", "Support", claims_a.support, claims_b.support), claims_a, claims_b),
@@ -140,7 +136,8 @@ def per_question_deltas(
         coverage = [_count_fraction(c, n) for c, n in zip(per["cited"], per["claims"], strict=True)]
         # claim_metrics counts factual claims only: an abstention has 0 claims, so both stay None.
         support = [_count_fraction(s, n) for s, n in zip(per["supported"], per["labeled_cited"], strict=True)]
-        gap = [_minus(c, s) for c, s in zip(coverage, support, strict=True)]
+        gap = [exact_gap(Ratio(int(c), int(n)), Ratio(int(s), int(k))) for c, n, s, k in zip(
+            *(per[column].fillna(0) for column in ("cited", "claims", "supported", "labeled_cited")), strict=True)]
         fractions |= {f"coverage_{suffix}": coverage, f"support_{suffix}": support, f"gap_{suffix}": gap}
         if ids is not None:
             per_ids = ids.per_answer.assign(question_id=ids.per_answer["question_id"].astype(str))

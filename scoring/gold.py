@@ -63,7 +63,7 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 
-from scoring.claims import mean_of_defined, to_native
+from scoring.claims import mean_of_defined, native_records
 from scoring.labels import require_columns, sort_by
 from scoring.matching import Matcher, Verdict
 from scoring.normalize import normalize_source, normalize_text
@@ -174,10 +174,7 @@ class GoldMetrics:
 
     def per_answer_records(self) -> list[dict[str, Any]]:
         """``per_answer`` as JSON-ready dicts (``pd.NA``/NaN as ``None``)."""
-        return [
-            {key: to_native(value) for key, value in row.items()}
-            for row in self.per_answer.astype(object).to_dict("records")
-        ]
+        return native_records(self.per_answer)
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,9 @@
-"""Label values, input checks, and how reviewers' labels resolve per claim.
+"""Label values, the label rule, input checks, and how reviewers' labels resolve per claim.
+
+This module is the one home of the label values (``SUPPORTED``,
+``UNSUPPORTED``, ``UNCITED``; ``labeling.models.LabelValue`` takes them from
+here) and of the SPEC §3 rule a label must keep (:func:`label_problem`): the
+browser, the answers and label table imports and scoring all ask it.
 
 The labels frame is the shape every label-consuming function of ``scoring``
 takes (SPEC §3, §4.1, §4.4): one row per *current* label of one reviewer on
@@ -15,6 +20,7 @@ current and must not be passed in.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -25,6 +31,59 @@ UNCITED = "UNCITED"
 LABEL_VALUES = (SUPPORTED, UNSUPPORTED, UNCITED)
 
 LABEL_COLUMNS = ("claim_id", "reviewer", "label")
+
+
+@dataclass(frozen=True, slots=True)
+class LabelProblem:
+    """Why a label cannot be recorded on a claim: ``code`` (``uncited_on_cited``,
+    ``judged_on_uncited`` or ``justification_required``), ``field`` (``label``
+    or ``justification``: the input to correct) and ``message`` (lower-case,
+    no final stop, for the caller to place after the claim or row it names)."""
+
+    code: str
+    field: str
+    message: str
+
+
+def label_problem(value: str, *, n_citations: int, justification: str | None = None,
+                  supported_needs_justification: bool = False) -> LabelProblem | None:
+    """The SPEC §3 rule for ``value`` on a claim with ``n_citations`` citations,
+    or ``None`` when the label may be recorded.
+
+    - UNCITED if and only if the claim has zero citations;
+    - a justification is required for UNSUPPORTED, and for SUPPORTED when
+      ``supported_needs_justification`` (a project setting). ``justification``
+      ``None`` skips this check: an imported dataset keeps its labels as its
+      annotators gave them; a reviewer in the app always passes the text.
+
+    ``value`` must be one of ``LABEL_VALUES`` (callers parse it first).
+    """
+    if value == UNCITED and n_citations:
+        return LabelProblem("uncited_on_cited", "label", f"UNCITED on a claim with {n_citations} citation(s): "
+                                                         "a cited claim is SUPPORTED or UNSUPPORTED")
+    if value != UNCITED and not n_citations:
+        return LabelProblem("judged_on_uncited", "label", f"{value} on a claim without citations: a claim that "
+                                                          "cites nothing is UNCITED automatically")
+    if justification is not None and not justification.strip() and (
+            value == UNSUPPORTED or (value == SUPPORTED and supported_needs_justification)):
+        where = " in this project" if value == SUPPORTED else ""
+        return LabelProblem("justification_required", "justification",
+                            f"a justification is required for {value}{where}")
+    return None
+
+
+def label_rule_breaks(codes: np.ndarray, cited: np.ndarray) -> np.ndarray:
+    """:func:`label_problem`'s citation rule over many claims at once: True where
+    the label (codes of :func:`label_codes`, -1 = none) breaks it.
+
+    Each of the eight (label, cited) combinations is put to
+    :func:`label_problem` once, so both forms hold exactly the same rule.
+    """
+    breaks = np.zeros((len(LABEL_VALUES) + 1, 2), dtype=bool)  # row -1 (no label) never breaks
+    for code, value in enumerate(LABEL_VALUES):
+        for is_cited in (False, True):
+            breaks[code, int(is_cited)] = label_problem(value, n_citations=int(is_cited)) is not None
+    return breaks[codes, cited.astype(int)]
 
 
 def require_columns(frame: pd.DataFrame, columns: Iterable[str], *, name: str) -> None:

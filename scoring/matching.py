@@ -50,7 +50,7 @@ from scoring.backends import (
     cosine_similarities,
     make_embedding_backend,
 )
-from scoring.normalize import normalize_text
+from scoring.normalize import ELLIPSIS, normalize_text
 
 MATCH_METHODS = ("substring", "ngram", "embeddings", "llm")
 DEFAULT_MATCH_METHOD = "ngram"
@@ -85,8 +85,6 @@ class Matcher(Protocol):
 
 # --- substring ---------------------------------------------------------------
 
-# After NFKC "…" is "..."; "[...]" and "(...)" mark an elision as well.
-_ELLIPSIS = re.compile(r"\s*[\[(]?\.{3,}[\])]?\s*")
 
 
 def substring_match(cited: str, reference: str) -> bool:
@@ -110,7 +108,7 @@ def _substring_normalized(cited: str, reference: str) -> bool:
         return False
     if reference in cited:
         return True
-    parts = [part for part in _ELLIPSIS.split(cited) if part]
+    parts = [part for part in ELLIPSIS.split(cited) if part]
     if not parts:
         return False
     position = 0

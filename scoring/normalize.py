@@ -2,13 +2,27 @@
 
 One place decides when two sources or two passages are "the same", so the
 doc-id metrics (SPEC §4.2), the source metrics (SPEC §4.3) and the claim
-alignment of run comparison (SPEC §5) agree with each other.
+alignment of run comparison (SPEC §5) agree with each other. It also holds
+the two marks a text may carry: inline citation markers (SPEC §6), which the
+answers importer turns into citations and run comparison strips from claims,
+and ellipses, which split a quoted span into parts for the `substring` match
+(SPEC §4.3) and for highlighting the span in its passage.
 """
 
 from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Iterator
+
+# A bracket group that may be a citation marker: [..] or full-width 【..】, one
+# line, at most 40 characters inside. Whether it is one depends on its content.
+MARKER_BRACKET = re.compile(r"\[([^\[\]\n]{1,40})\]|【([^【】\n]{1,40})】")
+# "Looks like a marker": a digit and only id-like characters ([1], [P1, P3],
+# [2-4], [d4]); [sic] or [citation needed] stay text.
+MARKER_CONTENT = re.compile(r"^[\w\s,;:#.\-–—]*\d[\w\s,;:#.\-–—]*$")
+# An elision in a quoted span: "…", three or more dots, optionally in [ ] or ( ).
+ELLIPSIS = re.compile(r"\s*[\[(]?(?:…|\.{3,})[\])]?\s*")
 
 # Typographic folding (SPEC §4.3 `substring`): curly quotes -> straight,
 # en/em dashes and the minus sign -> '-', no-break spaces -> space.
@@ -68,3 +82,21 @@ def normalize_source(source: str | None) -> str:
     value = value.removeprefix("www.")
     value = value.split("#", 1)[0]
     return value.rstrip("/")
+
+
+def marker_brackets(text: str) -> Iterator[tuple[re.Match[str], str]]:
+    """The bracket groups of ``text`` that look like citation markers, as
+    ``(match, content)`` in text order (content without its brackets)."""
+    for match in MARKER_BRACKET.finditer(text):
+        content = match.group(1) if match.group(1) is not None else match.group(2)
+        if MARKER_CONTENT.match(content):
+            yield match, content
+
+
+def strip_markers(text: str, replacement: str = " ") -> str:
+    """``text`` with every bracket that looks like a citation marker replaced."""
+    pieces, last = [], 0
+    for match, _content in marker_brackets(text):
+        pieces += [text[last:match.start()], replacement]
+        last = match.end()
+    return "".join(pieces) + text[last:] if pieces else text

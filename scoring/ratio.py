@@ -7,6 +7,7 @@ is ``None`` (shown as "—"), never 0 and never NaN.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from decimal import ROUND_HALF_UP, Decimal
 from fractions import Fraction
 
 
@@ -29,13 +30,27 @@ class Ratio:
             return None
         return self.numerator / self.denominator
 
+    @property
+    def fraction(self) -> Fraction | None:
+        """The exact value, or ``None`` when ``denominator`` is 0."""
+        return None if self.denominator == 0 else Fraction(self.numerator, self.denominator)
+
     def __str__(self) -> str:
         return f"{self.numerator}/{self.denominator} = {format_value(self.value)}"
 
 
 def format_value(value: float | None, digits: int = 2) -> str:
-    """Display form of a metric value: ``"0.60"``, or ``"—"`` for ``None``."""
-    return "—" if value is None else f"{value:.{digits}f}"
+    """Display form of a metric value: ``"0.60"``, or ``"—"`` for ``None``.
+
+    Rounds the shortest decimal form of the float half away from zero, as
+    Django's ``floatformat`` does on the pages, so a figure reads the same in
+    the CLI, the exports and the browser: 1/8 is ``"0.13"`` everywhere (a
+    float format would give ``"0.12"``, the tie 0.125 rounded to even).
+    """
+    if value is None:
+        return "—"
+    rounded = Decimal(repr(float(value))).quantize(Decimal(1).scaleb(-digits), rounding=ROUND_HALF_UP)
+    return str(abs(rounded) if rounded == 0 else rounded)  # no "-0.00", as floatformat
 
 
 def f1(precision: float | None, recall: float | None) -> float | None:
@@ -52,16 +67,21 @@ def f1(precision: float | None, recall: float | None) -> float | None:
     return float(2 * p * r / (p + r))
 
 
-def difference(a: float | None, b: float | None) -> float | None:
-    """``a - b``, or ``None`` when either is undefined (SPEC §4.1 gap, §5 deltas)."""
-    if a is None or b is None:
-        return None
-    return a - b
+def exact_gap(coverage: Ratio, support: Ratio) -> Fraction | None:
+    """``coverage − support`` as an exact fraction of the integer counts, or
+    ``None`` when either is undefined (SPEC §4.1 gap). Run comparison takes
+    deltas of gaps from it, so they are exact too."""
+    exact_coverage, exact_support = coverage.fraction, support.fraction
+    return None if exact_coverage is None or exact_support is None else exact_coverage - exact_support
 
 
-def ratio_difference(a: Ratio, b: Ratio) -> float | None:
-    """``a − b`` computed on the exact fractions (``5/5 − 3/5`` is exactly 0.4,
-    not 0.40000000000000002), or ``None`` when either is undefined (SPEC §4.1 gap)."""
-    if a.denominator == 0 or b.denominator == 0:
-        return None
-    return float(Fraction(a.numerator, a.denominator) - Fraction(b.numerator, b.denominator))
+def gap(coverage: Ratio, support: Ratio) -> float | None:
+    """``coverage − support`` (SPEC §4.1): the float nearest the exact
+    difference, or ``None`` when either is undefined.
+
+    The one computation of the gap for pages, CLI, exports and comparisons.
+    Subtracting the two floats instead rounds twice: 3/5 − 3/8 would give
+    0.22499999999999998 and show as 0.22 where the gap is 0.225 (0.23).
+    """
+    exact = exact_gap(coverage, support)
+    return None if exact is None else float(exact)

@@ -13,6 +13,14 @@ FIXTURES_DIR = REPO_ROOT / "fixtures"
 EXPERTQA_PATH = FIXTURES_DIR / "expertqa_dev.jsonl"
 
 
+@pytest.fixture(autouse=True)
+def fast_password_hasher(settings):
+    """MD5 instead of PBKDF2 for every account the tests create or log in:
+    hashing is most of a login, and the suite creates hundreds of reviewers.
+    Test passwords protect nothing; production keeps Django's default."""
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
 @pytest.fixture(scope="session")
 def expertqa_path() -> Path:
     """Path of ``fixtures/expertqa_dev.jsonl`` (118 real answers with the experts' labels)."""

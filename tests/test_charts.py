@@ -1,4 +1,4 @@
-"""SVG pictures (issue 5 part 2): scatter and trend geometry, their partials,
+"""SVG pictures: scatter and trend geometry, their partials,
 and the run and project pages that include them."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Label table exports: the XLSX workbook, CSV and JSONL files, the download
-view and the export_labels command (issue 5 §2)."""
+view and the export_labels command."""
 
 from __future__ import annotations
 

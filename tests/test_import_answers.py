@@ -1,4 +1,4 @@
-"""Answers file import (SPEC §6, issue "Foundation" §4): atomic, idempotent,
+"""Answers file import (SPEC §6): atomic, idempotent,
 every bad line reported, fabricated citations kept, sentence claims split."""
 
 from __future__ import annotations

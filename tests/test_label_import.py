@@ -1,6 +1,6 @@
 """Label table import: offline labeling round trip, per-row validation,
 atomic apply, the upload pages, the import_labels command, and answers files
-given as CSV/XLSX tables (issue 5 §3)."""
+given as CSV/XLSX tables."""
 
 from __future__ import annotations
 
@@ -251,8 +251,8 @@ def test_every_bad_row_is_reported_with_row_column_and_reason(seed_run, alice):
     assert reasons[1] == f"claim {elsewhere.pk} is not part of this run"
     assert reasons[2].startswith("the claim text differs from the stored claim")
     assert reasons[3].startswith("unknown label 'MAYBE'")
-    assert reasons[4] == "UNCITED on a claim with 1 citation(s): use SUPPORTED or UNSUPPORTED"
-    assert reasons[5] == "SUPPORTED on a claim without citations: a claim that cites nothing is UNCITED"
+    assert reasons[4] == "UNCITED on a claim with 1 citation(s): a cited claim is SUPPORTED or UNSUPPORTED"
+    assert reasons[5] == "SUPPORTED on a claim without citations: a claim that cites nothing is UNCITED automatically"
     assert reasons[6] == "a justification is required for UNSUPPORTED"
     assert reasons[7] == f"claim {ids[1]} is also on row 2"
     assert reasons[8] == "the row is for run 'other-run', not 'seed-coverage-support'"

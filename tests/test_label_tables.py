@@ -1,5 +1,5 @@
 """Label table versions: snapshot, canonical file, hash verification, scores,
-row-by-row diff, pages and the snapshot command (issue 5 §1)."""
+row-by-row diff, pages and the snapshot command."""
 
 from __future__ import annotations
 

@@ -3,7 +3,10 @@ that looks like a marker but cannot be parsed is reported."""
 
 import pytest
 
+from labeling.highlight import span_ranges
 from labeling.importers.markers import MarkerError, find_markers, parse_marker_content, split_claims
+from scoring.compare import claim_key
+from scoring.matching import substring_match
 
 
 @pytest.mark.parametrize(
@@ -37,3 +40,37 @@ def test_markers_opening_a_sentence_belong_to_the_previous_one():
 def test_other_scripts_digits_become_ascii_ids():
     assert parse_marker_content("١") == ("1",)
     assert parse_marker_content("P𝟙") == ("P1",)
+
+
+# -- one definition of a marker and of an ellipsis (scoring.normalize) ----------------------------
+
+@pytest.mark.parametrize(
+    ("text", "key", "ids"),
+    [
+        ("Retries use backoff [1].", "retries use backoff.", [("1",)]),
+        ("Retries use backoff 【4】.", "retries use backoff.", [("4",)]),
+        ("Retries use backoff [sic].", "retries use backoff [sic].", []),
+        # 41 characters inside: too long for a marker, so neither cited nor stripped.
+        ("Backoff [" + "1, " * 13 + "12].", "backoff [" + "1, " * 13 + "12].", []),
+        # A bracket across a line break is text too.
+        ("Backoff [1\n2].", "backoff [1 2].", []),
+    ],
+)
+def test_comparison_strips_exactly_the_markers_the_importer_cites(text, key, ids):
+    """Run comparison compares claims without their markers (SPEC §5); what it
+    strips is what the importer turns into citations (SPEC §6)."""
+    markers, _problems = find_markers(text)
+
+    assert [m.ids for m in markers] == ids
+    assert claim_key(text) == key
+
+
+@pytest.mark.parametrize("elision", ["…", "...", "[...]", "(…)", "...."])
+def test_highlight_and_substring_match_split_a_span_on_the_same_ellipses(elision):
+    span = f"exponential backoff {elision} up to five times"
+    passage = "Clients retry with exponential backoff, waiting longer each time, up to five times."
+
+    ranges = span_ranges(passage, span)
+
+    assert [passage[start:end] for start, end in ranges or []] == ["exponential backoff", "up to five times"]
+    assert substring_match(span, passage) is True

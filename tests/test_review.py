@@ -1,4 +1,4 @@
-"""The answer review page (issue "labeling screen" §3–§7): access, fragments
+"""The answer review page: access, fragments
 for htmx and full pages without JS, saving and conflicts, undo, split/merge/edit
 from the page, the queue, escaping of untrusted text, and highlight segments."""
 
@@ -454,7 +454,7 @@ def test_plain_form_error_rerenders_the_page_with_the_typed_text(alice, site, re
     html = response.content.decode()
     assert response.status_code == 200
     assert "<html" in html
-    assert "Say why the claim is UNSUPPORTED: a justification is required." in html
+    assert "Claim 1: a justification is required for UNSUPPORTED." in html
     assert my_labels(reviewer) == []
 
 
@@ -463,8 +463,8 @@ def test_plain_form_error_rerenders_the_page_with_the_typed_text(alice, site, re
 @pytest.mark.parametrize(
     ("claim", "value", "message"),
     [
-        ("c1", "UNCITED", "cites a passage, so it cannot be UNCITED"),
-        ("c2", "SUPPORTED", "has no citation: it is UNCITED automatically"),
+        ("c1", "UNCITED", "UNCITED on a claim with 1 citation(s): a cited claim is SUPPORTED or UNSUPPORTED"),
+        ("c2", "SUPPORTED", "SUPPORTED on a claim without citations: a claim that cites nothing is UNCITED"),
         ("c1", "MAYBE", "Unknown label value &#x27;MAYBE&#x27;"),
     ],
 )

@@ -1,5 +1,5 @@
-"""``manage.py score`` on the seeds' fixtures and the real ExpertQA labels
-(issue "Foundation" §6 and "Done when"), plus the CI gate (issue 5 §5)."""
+"""``manage.py score`` on the seeds' fixtures and the real ExpertQA labels,
+plus the CI gate."""
 
 from __future__ import annotations
 

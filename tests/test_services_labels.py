@@ -1,4 +1,4 @@
-"""Label services (SPEC §3, issue "labeling screen" §1 and §7): label_save,
+"""Label services (SPEC §3): label_save,
 label_undo, reviewer_create and the add_reviewer command. Each test shows the
 state before and after."""
 
@@ -128,7 +128,7 @@ def test_conflict_after_undo_in_another_tab(cited_claim, reviewer):
 @pytest.mark.parametrize(
     ("fixture", "value", "justification", "message"),
     [
-        ("cited_claim", "UNCITED", "", "cannot be UNCITED"),
+        ("cited_claim", "UNCITED", "", "a cited claim is SUPPORTED or UNSUPPORTED"),
         ("uncited_claim", "SUPPORTED", "", "UNCITED automatically"),
         ("uncited_claim", "UNSUPPORTED", "no passage", "UNCITED automatically"),
         ("cited_claim", "UNSUPPORTED", "   ", "justification is required"),
@@ -158,7 +158,7 @@ def test_project_can_require_a_justification_for_supported(cited_claim, reviewer
     project.save()
     bob = ReviewerFactory(username="bob")
 
-    with pytest.raises(ValidationError, match="required in this project"):
+    with pytest.raises(ValidationError, match="required for SUPPORTED in this project"):
         save(cited_claim, bob, "SUPPORTED", "")
     label = save(cited_claim, bob, "SUPPORTED", "the passage names Paris as capital")
 

@@ -40,12 +40,13 @@ from openpyxl.worksheet.datavalidation import DataValidation
 
 from labeling.exports.label_table import INT_COLUMNS, LABEL_TABLE_COLUMNS
 from scoring.claims import ClaimMetrics
+from scoring.labels import LABEL_VALUES, SUPPORTED, UNCITED, UNSUPPORTED
 from scoring.ratio import Ratio, format_value
 
 EXCEL_MAX_CELL_CHARS = 32_767
 _ILLEGAL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f]")
 DANGEROUS_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
-LABEL_CHOICES = ("SUPPORTED", "UNSUPPORTED", "UNCITED")
+LABEL_CHOICES = LABEL_VALUES
 
 # Width in characters per Labels column; the wrapped ones get line breaks.
 _LABEL_WIDTHS = {
@@ -56,9 +57,9 @@ _LABEL_WIDTHS = {
 _WRAPPED = {"claim", "cited_span", "passage", "justification"}
 # Same palette as static/css/app.css (--supported, --unsupported, --uncited).
 _LABEL_COLOURS = {
-    "SUPPORTED": ("1F8A4C", "E3F4EA"),
-    "UNSUPPORTED": ("B4372F", "FBE7E5"),
-    "UNCITED": ("6B7280", "EEF0F3"),
+    SUPPORTED: ("1F8A4C", "E3F4EA"),
+    UNSUPPORTED: ("B4372F", "FBE7E5"),
+    UNCITED: ("6B7280", "EEF0F3"),
 }
 _HEADER_FONT = Font(bold=True, color="FFFFFF")
 _HEADER_FILL = PatternFill("solid", fgColor="2F5BD3")
@@ -270,8 +271,8 @@ def _summary_sheet(workbook: Workbook, metrics: ClaimMetrics, info: WorkbookInfo
         ["claims (scored)", metrics.claims, "", ""],
         ["cited claims", metrics.cited, "", ""],
         ["labeled cited claims", metrics.labeled_cited, "", ""],
-        ["SUPPORTED", metrics.supported, "", ""],
-        ["UNSUPPORTED", metrics.unsupported, "", ""],
+        [SUPPORTED, metrics.supported, "", ""],
+        [UNSUPPORTED, metrics.unsupported, "", ""],
         ["pending (cited, no agreed label)", metrics.pending, "", "support is provisional while this is > 0"],
         ["coverage (pooled)", fraction(metrics.coverage.value), str(metrics.coverage), "cited claims / claims"],
         ["support (pooled)", fraction(metrics.support.value), str(metrics.support),

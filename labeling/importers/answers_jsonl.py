@@ -32,8 +32,7 @@ from labeling.names import (
     validate_reviewer_name,
     validate_run_name,
 )
-
-LABEL_VALUES = ("SUPPORTED", "UNSUPPORTED", "UNCITED")
+from scoring.labels import LABEL_VALUES, label_problem
 
 
 class _LineProblems(Exception):
@@ -275,11 +274,9 @@ def _claims(value: Any, problem) -> list[ClaimRecord]:
                 label = None
             else:
                 label = label.strip().upper()
-                # SPEC §3: UNCITED if and only if the claim has zero citations.
-                if label == "UNCITED" and citations:
-                    problem(f"{field}.label", f"UNCITED on a claim with {len(citations)} citation(s)")
-                elif label != "UNCITED" and not citations:
-                    problem(f"{field}.label", f"{label} on a claim without citations (must be UNCITED)")
+                # Imported datasets keep their annotators' labels as given: no justification check.
+                if (broken := label_problem(label, n_citations=len(citations))) is not None:
+                    problem(f"{field}.{broken.field}", broken.message)
         justification = _optional_str(item.get("justification"), f"{field}.justification", problem).strip()
         if len(justification) > MAX_JUSTIFICATION_CHARS:
             problem(f"{field}.justification", f"{len(justification):,} characters long; the limit is "

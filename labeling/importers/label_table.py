@@ -49,10 +49,10 @@ from labeling.importers.records import ImportIssue
 from labeling.importers.tabular import FileProblem, csv_rows, xlsx_rows
 from labeling.limits import MAX_JUSTIFICATION_CHARS
 from labeling.names import normalize_name, text_problem
+from scoring.labels import LABEL_VALUES
 
 FORMATS = ("xlsx", "csv", "jsonl")
 FILE_FIELDS = ("(file)", "(header)")  # issue fields that mean nothing in the file could be read
-LABEL_VALUES = ("SUPPORTED", "UNSUPPORTED", "UNCITED")
 MAX_INTEGER = 2**63 - 1  # the database's BIGINT; larger ids overflow SQLite and PostgreSQL
 _DIGITS = re.compile(r"[0-9]+")
 _SHOWN_COLUMNS = 12
@@ -247,7 +247,7 @@ def _add_row(result: LabelTableFile, line: int, record: dict[str, Any]) -> None:
     label = _text(record.get("label"), "label", problem)
     label = label.strip().upper() if label else ""
     if label and label not in LABEL_VALUES:
-        problem("label", f"unknown label {record.get('label')!r}: use SUPPORTED, UNSUPPORTED or UNCITED, "
+        problem("label", f"unknown label {record.get('label')!r}: use {', '.join(LABEL_VALUES)}, "
                          "or leave it blank")
     justification = _text(record.get("justification"), "justification", problem) or ""
     if len(justification.strip()) > MAX_JUSTIFICATION_CHARS:

@@ -15,9 +15,8 @@ from dataclasses import dataclass
 
 from sentencex import get_sentence_boundaries
 
-# Any bracket group; "looks like a marker" is decided on its content below.
-_BRACKET = re.compile(r"\[([^\[\]\n]{1,40})\]|【([^【】\n]{1,40})】")
-_LOOKS_LIKE_MARKER = re.compile(r"^[\w\s,;:#.\-–—]*\d[\w\s,;:#.\-–—]*$")
+from scoring.normalize import marker_brackets
+
 _ID = re.compile(r"^([A-Za-z]{0,12})\s?#?(\d+)([a-z]?)$")
 _RANGE = re.compile(r"^([A-Za-z]{0,12})\s?(\d+)\s*[-–—]\s*([A-Za-z]{0,12})\s?(\d+)$")
 _MAX_RANGE = 100
@@ -82,10 +81,7 @@ def find_markers(text: str) -> tuple[list[Marker], list[str]]:
     """
     markers: list[Marker] = []
     problems: list[str] = []
-    for match in _BRACKET.finditer(text):
-        content = match.group(1) if match.group(1) is not None else match.group(2)
-        if not _LOOKS_LIKE_MARKER.match(content):
-            continue
+    for match, content in marker_brackets(text):
         try:
             ids = parse_marker_content(content)
         except MarkerError as exc:

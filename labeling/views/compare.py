@@ -6,11 +6,10 @@ from django import forms
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import get_object_or_404, render
+from django.shortcuts import render
 from django.utils.text import slugify
 from django.views.decorators.http import require_GET
 
-from labeling import selectors
 from labeling.charts import scatter_chart
 from labeling.comparison import (
     NO_SHARED_QUESTIONS,
@@ -21,6 +20,7 @@ from labeling.comparison import (
     run_comparison,
 )
 from labeling.models import Project, Run
+from labeling.views.projects import project_for
 from scoring.compare import DEFAULT_THRESHOLD
 
 XLSX_TYPE = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
@@ -46,11 +46,6 @@ class CompareForm(forms.Form):
         if cleaned.get("a") and cleaned.get("a") == cleaned.get("b"):
             raise ValidationError("Choose two different runs.")
         return cleaned
-
-
-def _project_for(request: HttpRequest, project_slug: str) -> Project:
-    """The project if the user may see it (member or superuser), else 404."""
-    return get_object_or_404(selectors.visible_projects(user=request.user), slug=project_slug)
 
 
 def _comparison_from(request: HttpRequest, project: Project) -> tuple[CompareForm, RunComparison | None, str]:
@@ -95,7 +90,7 @@ def _comparison_from(request: HttpRequest, project: Project) -> tuple[CompareFor
 @login_required
 @require_GET
 def run_compare(request: HttpRequest, project_slug: str) -> HttpResponse:
-    project = _project_for(request, project_slug)
+    project = project_for(request, project_slug)
     form, comparison, nothing_to_compare = _comparison_from(request, project)
     context = {"project": project, "form": form, "comparison": comparison, "nothing_to_compare": nothing_to_compare}
     if comparison is not None:
@@ -126,7 +121,7 @@ def run_compare(request: HttpRequest, project_slug: str) -> HttpResponse:
 @login_required
 @require_GET
 def run_compare_xlsx(request: HttpRequest, project_slug: str) -> HttpResponse:
-    project = _project_for(request, project_slug)
+    project = project_for(request, project_slug)
     form, comparison, nothing_to_compare = _comparison_from(request, project)
     if comparison is None:
         return render(request, "labeling/compare.html", {"project": project, "form": form, "comparison": None,

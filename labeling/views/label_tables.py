@@ -1,5 +1,5 @@
 """Label table pages: versions (list, snapshot, diff, file), exports and the
-offline-labeling import (issue 5)."""
+offline-labeling import."""
 
 from __future__ import annotations
 
@@ -40,19 +40,12 @@ from labeling.label_tables import (
     version_scores,
 )
 from labeling.models import LabelTableVersion, Run
+from labeling.views.projects import run_for as _run_for
 from scoring.claims import ClaimMetrics
 
 _UPLOAD_SALT = "citelab.label-import"
 _UPLOAD_MAX_AGE = 24 * 3600
 _UPLOAD_DIR = "label_imports"
-
-
-def _run_for(request: HttpRequest, project_slug: str, run_name: str) -> Run:
-    run = get_object_or_404(Run.objects.select_related("project"), project__slug=project_slug, name=run_name)
-    # Same visibility as the project list: members, or a superuser.
-    if not request.user.is_superuser and not run.project.members.filter(pk=request.user.pk).exists():
-        raise Http404("No such run")
-    return run
 
 
 @dataclass

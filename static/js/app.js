@@ -1,6 +1,6 @@
 // Keyboard shortcuts live here (STYLE §4); pages work without this file.
 
-// ---- Labeling screen (issue 3: answer_review.html) ----
+// ---- Labeling screen (answer_review.html) ----
 // 1 SUPPORTED (saves and moves on) · 2 UNSUPPORTED (type why, Enter saves) ·
 // j/k next/previous claim · n next unlabeled claim of the run · e justification ·
 // u undo · s split · ? help. Every key clicks or focuses an element of the page

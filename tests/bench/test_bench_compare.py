@@ -1,5 +1,5 @@
-"""Benchmark: two runs of 10k answers (~60k claims each) compared in ≤ 10 s
-(issue 5 part 2). Run with ``pytest -m bench -s tests/bench/test_bench_compare.py``
+"""Benchmark: two runs of 10k answers (~60k claims each) compared in ≤ 10 s.
+Run with ``pytest -m bench -s tests/bench/test_bench_compare.py``
 (add DATABASE_URL for PostgreSQL).
 
 Three figures are printed: ``scoring.compare.compare_runs`` on frames (a

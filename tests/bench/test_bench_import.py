@@ -1,4 +1,4 @@
-"""Benchmark: 100k claims imported in ≤ 30 s with bounded memory (issue "Foundation" §4).
+"""Benchmark: 100k claims imported in ≤ 30 s with bounded memory.
 
 Run: ``pytest -m bench -s tests/bench/test_bench_import.py`` (add DATABASE_URL for PostgreSQL).
 Prints seconds and the peak resident memory growth (RSS sampled every 20 ms;

@@ -1,6 +1,6 @@
 """Benchmark: a 100k-claim label table to XLSX in ≤ 20 s with peak memory
 ≤ 500 MB, and the same workbook imported back (parse + validate every row)
-in ≤ 30 s (issue 5, "Speed/memory").
+in ≤ 30 s.
 
 Run: ``pytest -m bench -s tests/bench/test_bench_label_tables.py`` (add
 DATABASE_URL for PostgreSQL). Prints wall-clock and CPU seconds, the peak

@@ -1,4 +1,4 @@
-"""Benchmarks of the labeling screen (issue "labeling screen", Speed).
+"""Benchmarks of the labeling screen.
 
 Run: ``pytest -m bench -s tests/bench/test_bench_review.py`` (add DATABASE_URL
 for PostgreSQL). One database of 100k claims is built with bulk_create: run

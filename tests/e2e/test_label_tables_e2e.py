@@ -1,4 +1,4 @@
-"""Browser test of the offline-labeling round trip (issue 5): save a version,
+"""Browser test of the offline-labeling round trip: save a version,
 download the reviewer's workbook, change one label in it, upload it, read
 the preview, apply, see the score move, save a second version and diff the two.
 

@@ -1,4 +1,4 @@
-"""Browser test of the labeling screen (issue "labeling screen"): a reviewer
+"""Browser test of the labeling screen: a reviewer
 logs in, opens a real ExpertQA run and labels five claims by keyboard only —
 one UNSUPPORTED with a justification and one claim split in two first — and
 the database and ``score --reviewer`` show exactly those labels.

@@ -1,5 +1,5 @@
 """``python manage.py export_labels --run NAME [--project SLUG] [--version N] [--reviewer NAME]
---format xlsx|csv|jsonl -o PATH`` (issue 5 §2)."""
+--format xlsx|csv|jsonl -o PATH``."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""``python manage.py import_labels FILE --run NAME [--project SLUG] --reviewer NAME [--apply]`` (issue 5 §3).
+"""``python manage.py import_labels FILE --run NAME [--project SLUG] --reviewer NAME [--apply]``.
 
 Without ``--apply`` it only previews: every change and every bad row. With
 ``--apply`` the changes are written all or nothing.

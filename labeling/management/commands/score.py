@@ -2,7 +2,7 @@
 
 With ``--baseline A --max-drop support=0.05 …`` it is a CI gate: exit status 1,
 naming the metric and the numbers, when the run falls more than the allowed
-drop below the baseline run (issue "Versioned label tables…" §5).
+drop below the baseline run.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""``python manage.py snapshot --run NAME [--project SLUG] --note TEXT [--author NAME]`` (issue 5 §1)."""
+"""``python manage.py snapshot --run NAME [--project SLUG] --note TEXT [--author NAME]``."""
 
 from __future__ import annotations
 
