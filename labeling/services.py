@@ -22,8 +22,6 @@ from labeling.limits import MAX_JUSTIFICATION_CHARS
 from labeling.models import Citation, Claim, Label, LabelValue, Project, Reviewer, ReviewerKind
 from scoring.labels import label_problem
 
-JUDGED = (LabelValue.SUPPORTED, LabelValue.UNSUPPORTED)
-
 
 class LabelConflict(ValidationError):
     """The label (or the claim) changed since the reviewer's form was rendered.
