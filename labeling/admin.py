@@ -38,11 +38,19 @@ class ReviewerAdmin(UserAdmin):
     add_fieldsets = UserAdmin.add_fieldsets + (("Citelab", {"fields": ["kind"]}),)
 
 
+class MembershipInline(admin.TabularInline):
+    """Members with their role; the project's members page also keeps the last lead."""
+
+    model = models.Membership
+    extra = 0
+    autocomplete_fields = ["reviewer"]
+
+
 @admin.register(models.Project)
 class ProjectAdmin(admin.ModelAdmin):
     list_display = ["slug", "name", "require_justification_for_supported", "created_at"]
     prepopulated_fields = {"slug": ["name"]}
-    filter_horizontal = ["members"]
+    inlines = [MembershipInline]
 
 
 class GoldPassageIdInline(admin.TabularInline):

@@ -53,7 +53,9 @@ class Project(models.Model):
     slug = models.SlugField(max_length=64, unique=True, validators=[validate_project_slug])
     name = models.CharField(max_length=200)
     description = models.TextField(blank=True)
-    members = models.ManyToManyField(settings.AUTH_USER_MODEL, blank=True, related_name="projects")
+    # Each member has a role (Membership): "members" alone answers "may open", the role "may do what".
+    members = models.ManyToManyField(settings.AUTH_USER_MODEL, blank=True, related_name="projects",
+                                     through="Membership")
     # Some teams want the reason for every verdict, not only for UNSUPPORTED ones.
     require_justification_for_supported = models.BooleanField(default=False)
     created_at = models.DateTimeField(auto_now_add=True)
@@ -66,6 +68,37 @@ class Project(models.Model):
 
     def get_absolute_url(self) -> str:
         return reverse("project_detail", kwargs={"project_slug": self.slug})
+
+
+class Role(models.TextChoices):
+    """A member's role in a project (SPEC §2): what they may do there (``selectors.may``)."""
+
+    LEAD = "lead", "Lead"
+    REVIEWER = "reviewer", "Reviewer"
+    VIEWER = "viewer", "Viewer"
+
+
+class Membership(models.Model):
+    """``reviewer`` is a member of ``project`` with ``role`` (SPEC §2 "role").
+
+    The default role is ``lead``: every member had a lead's rights before roles
+    existed, so ``project.members.add(user)`` keeps meaning what it meant. The
+    members page and ``add_reviewer`` always name the role.
+    """
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="memberships")
+    reviewer = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships")
+    role = models.CharField(max_length=16, choices=Role.choices, default=Role.LEAD)
+
+    class Meta:
+        ordering = ["project_id", "reviewer_id"]
+        constraints = [
+            models.UniqueConstraint(fields=["project", "reviewer"], name="one_membership_per_reviewer"),
+            models.CheckConstraint(condition=Q(role__in=Role.values), name="membership_role_known"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.reviewer_id} {self.role} of {self.project_id}"
 
 
 class Question(models.Model):

@@ -18,7 +18,18 @@ from typing import Any
 
 import pandas as pd
 from django.core.paginator import Page, Paginator
-from django.db.models import Count, Exists, IntegerField, OuterRef, Prefetch, Q, QuerySet, Subquery
+from django.db.models import (
+    CharField,
+    Count,
+    Exists,
+    IntegerField,
+    OuterRef,
+    Prefetch,
+    Q,
+    QuerySet,
+    Subquery,
+    Value,
+)
 from django.db.models.functions import Coalesce
 
 from labeling.highlight import Segment, answer_segments, passage_segments
@@ -29,9 +40,11 @@ from labeling.models import (
     GoldReference,
     Label,
     LabelValue,
+    Membership,
     Project,
     Question,
     Reviewer,
+    Role,
     Run,
 )
 from labeling.queue import unlabeled_claims
@@ -151,14 +164,42 @@ def _may_open(user: Reviewer, project: str = "") -> Q:
     return Q() if user.is_superuser else Q(**{f"{project}members": user})
 
 
+# What each role may do in its project (SPEC §2 "role"), the one table every view asks
+# through ``may``: READ opens pages and exports; LABEL saves, undoes, splits, merges and
+# edits claims; LEAD imports, snapshots, manages members, assigns and adjudicates.
+READ, LABEL, LEAD = "read", "label", "lead"
+ROLE_MAY = {
+    Role.LEAD: frozenset({READ, LABEL, LEAD}),
+    Role.REVIEWER: frozenset({READ, LABEL}),
+    Role.VIEWER: frozenset({READ}),
+}
+
+
+def may(role: str | None, action: str) -> bool:
+    """Whether a member of role ``role`` (``None``: not a member) may do ``action``
+    (``READ``, ``LABEL`` or ``LEAD``)."""
+    return action in ROLE_MAY.get(role, frozenset())
+
+
+def _role(user: Reviewer, project: str = "") -> Any:
+    """An expression for ``user``'s role in the project at lookup path ``project``
+    (``"project__"`` from a run): ``lead`` for a superuser, else their membership's."""
+    if user.is_superuser:
+        return Value(Role.LEAD.value, output_field=CharField())
+    target = OuterRef("project_id") if project else OuterRef("pk")
+    return Subquery(Membership.objects.filter(project=target, reviewer=user).values("role")[:1])
+
+
 def visible_projects(*, user: Reviewer) -> QuerySet[Project]:
-    """Projects ``user`` may open: all for a superuser, else those they are a member of."""
-    return Project.objects.filter(_may_open(user))
+    """Projects ``user`` may open: all for a superuser, else those they are a member of;
+    each with ``my_role`` (the user's role there, see ``may``) annotated."""
+    return Project.objects.filter(_may_open(user)).annotate(my_role=_role(user))
 
 
 def visible_runs(*, user: Reviewer) -> QuerySet[Run]:
-    """Runs (with their project) of the projects ``user`` may open."""
-    return Run.objects.select_related("project").filter(_may_open(user, "project__"))
+    """Runs (with their project) of the projects ``user`` may open, with ``my_role`` annotated."""
+    return (Run.objects.select_related("project").filter(_may_open(user, "project__"))
+            .annotate(my_role=_role(user, "project__")))
 
 
 def project_rows(*, user: Reviewer) -> QuerySet[Project]:

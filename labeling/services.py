@@ -19,7 +19,7 @@ from django.db import transaction
 from django.db.models import Exists, F, Max, OuterRef
 
 from labeling.limits import MAX_JUSTIFICATION_CHARS
-from labeling.models import Citation, Claim, Label, LabelValue, Project, Reviewer, ReviewerKind
+from labeling.models import Citation, Claim, Label, LabelValue, Membership, Project, Reviewer, ReviewerKind, Role
 from scoring.labels import label_problem
 
 
@@ -373,16 +373,20 @@ def claim_edit(*, claim: Claim, text: str, base_revision: int | None = None) -> 
 
 def reviewer_create(
     *, username: str, password: str | None = None, project_slugs: list[str] | None = None,
+    role: str = Role.REVIEWER,
 ) -> tuple[Reviewer, str]:
-    """Create a human reviewer who can log in, member of the given projects.
+    """Create a human reviewer who can log in, member of the given projects with ``role``.
 
     ``project_slugs`` ``None`` (or empty) means every existing project. When
     ``password`` is ``None`` a random one is generated. Returns ``(reviewer,
     password)`` so the caller can show a generated password once.
 
     Raises ValidationError for an invalid or taken name, a password the
-    validators reject, or unknown project slugs (nothing is created then).
+    validators reject, an unknown role, or unknown project slugs (nothing is
+    created then).
     """
+    if role not in Role.values:
+        raise ValidationError(f"Unknown role {role!r}: choose one of {', '.join(Role.values)}.", code="bad_role")
     # The normal form the login form applies too (labeling.names): "ｒｅｖ０１" is rev01.
     username = Reviewer.normalize_username(username or "")
     if not username:
@@ -411,5 +415,5 @@ def reviewer_create(
         validate_password(password, reviewer)
         reviewer.set_password(password)
         reviewer.save()
-        reviewer.projects.add(*projects)
+        Membership.objects.bulk_create([Membership(project=p, reviewer=reviewer, role=role) for p in projects])
         return reviewer, password

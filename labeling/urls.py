@@ -7,6 +7,7 @@ from django.urls import path
 from labeling.forms import LoginForm
 from labeling.views import compare as compare_views
 from labeling.views import label_tables as label_table_views
+from labeling.views import members as member_views
 from labeling.views import projects
 from labeling.views import review as review_views
 
@@ -16,6 +17,7 @@ urlpatterns = [
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("", projects.project_list, name="project_list"),
     path("p/<slug:project_slug>/", projects.project_detail, name="project_detail"),
+    path("p/<slug:project_slug>/members/", member_views.project_members, name="project_members"),
     path("p/<slug:project_slug>/runs/<str:run_name>/", projects.run_detail, name="run_detail"),
     path("p/<slug:project_slug>/compare/", compare_views.run_compare, name="run_compare"),
     path("p/<slug:project_slug>/compare.xlsx", compare_views.run_compare_xlsx, name="run_compare_xlsx"),

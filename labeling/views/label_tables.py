@@ -40,6 +40,7 @@ from labeling.label_tables import (
     version_scores,
 )
 from labeling.models import LabelTableVersion, Run
+from labeling.selectors import LEAD
 from labeling.views.projects import run_for as _run_for
 from scoring.claims import ClaimMetrics
 
@@ -80,7 +81,7 @@ def version_list(request: HttpRequest, project_slug: str, run_name: str) -> Http
 @login_required
 @require_POST
 def version_create(request: HttpRequest, project_slug: str, run_name: str) -> HttpResponse:
-    run = _run_for(request, project_slug, run_name)
+    run = _run_for(request, project_slug, run_name, LEAD)
     try:
         version = label_table_snapshot(run=run, author=request.user, note=request.POST.get("note", ""))
     except ValidationError as exc:
@@ -165,7 +166,7 @@ def label_export(request: HttpRequest, project_slug: str, run_name: str) -> Http
 @login_required
 @require_http_methods(["GET", "POST"])
 def label_import(request: HttpRequest, project_slug: str, run_name: str) -> HttpResponse:
-    run = _run_for(request, project_slug, run_name)
+    run = _run_for(request, project_slug, run_name, LEAD)
     context = {"project": run.project, "run": run, "preview": None, "error": "", "token": "",
                "max_size": filesizeformat(settings.CITELAB_MAX_UPLOAD_BYTES)}
     if request.method == "POST":
@@ -220,7 +221,7 @@ def _prune_uploads() -> None:
 @login_required
 @require_POST
 def label_import_apply(request: HttpRequest, project_slug: str, run_name: str) -> HttpResponse:
-    run = _run_for(request, project_slug, run_name)
+    run = _run_for(request, project_slug, run_name, LEAD)
     try:
         stored = signing.loads(request.POST.get("token", ""), salt=_UPLOAD_SALT, max_age=_UPLOAD_MAX_AGE)
     except signing.BadSignature:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.template.loader import render_to_string
@@ -21,14 +22,29 @@ RUN_INLINE_MAX_ANSWERS = 1_000
 GOLD_PAGE_METHODS = ("ngram", "substring")
 
 
-def project_for(request: HttpRequest, project_slug: str) -> Project:
-    """The project named in the URL if the user may see it, else 404."""
-    return get_object_or_404(selectors.visible_projects(user=request.user), slug=project_slug)
+def project_for(request: HttpRequest, project_slug: str, action: str = selectors.READ) -> Project:
+    """The project named in the URL if the user may see it, else 404; 403 when
+    their role may not do ``action`` there (``selectors.may``). One query."""
+    project = get_object_or_404(selectors.visible_projects(user=request.user), slug=project_slug)
+    _check_role(project.my_role, action, project)
+    return project
 
 
-def run_for(request: HttpRequest, project_slug: str, run_name: str) -> Run:
-    """The run named in the URL, in a project the user may see, else 404 (one query)."""
-    return get_object_or_404(selectors.visible_runs(user=request.user), project__slug=project_slug, name=run_name)
+def run_for(request: HttpRequest, project_slug: str, run_name: str, action: str = selectors.READ) -> Run:
+    """The run named in the URL, in a project the user may see, else 404; 403
+    when their role may not do ``action`` there (``selectors.may``). One query."""
+    run = get_object_or_404(selectors.visible_runs(user=request.user), project__slug=project_slug, name=run_name)
+    run.project.my_role = run.my_role
+    _check_role(run.my_role, action, run.project)
+    return run
+
+
+def _check_role(role: str | None, action: str, project: Project) -> None:
+    if not selectors.may(role, action):
+        raise PermissionDenied(
+            f"Your role in project {project.slug!r} is {role or 'none'}: it may not do this "
+            f"({'label claims' if action == selectors.LABEL else 'lead the project'}). Ask a lead of the project."
+        )
 
 
 @login_required

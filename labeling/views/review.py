@@ -27,6 +27,7 @@ from django_htmx.http import HttpResponseClientRedirect, push_url, reswap, retar
 from labeling import queue, selectors, services
 from labeling.highlight import suggest_split
 from labeling.models import Answer, Claim, Run
+from labeling.selectors import LABEL
 from labeling.views.projects import review_url, run_for
 
 TEMPLATE = "labeling/answer_review.html"
@@ -209,7 +210,7 @@ def run_progress(request: HttpRequest, project_slug: str, run_name: str) -> Http
 @login_required
 @require_POST
 def claim_label(request: HttpRequest, project_slug: str, run_name: str, claim_id: int) -> HttpResponse:
-    run = run_for(request, project_slug, run_name)
+    run = run_for(request, project_slug, run_name, LABEL)
     claim = _claim_or_404(run, claim_id)
     if isinstance(claim, HttpResponse):
         return claim
@@ -271,7 +272,7 @@ def claim_label(request: HttpRequest, project_slug: str, run_name: str, claim_id
 @require_POST
 def label_undo(request: HttpRequest, project_slug: str, run_name: str) -> HttpResponse:
     """Undo the reviewer's most recent current label in the run (key ``u``)."""
-    run = run_for(request, project_slug, run_name)
+    run = run_for(request, project_slug, run_name, LABEL)
     last = selectors.last_label(run=run, reviewer=request.user)
     shown = request.POST.get("claim", "")
     if last is None:
@@ -303,7 +304,7 @@ def _citation_choices(claim: Claim) -> list[dict[str, Any]]:
 @login_required
 @require_http_methods(["GET", "POST"])
 def claim_split(request: HttpRequest, project_slug: str, run_name: str, claim_id: int) -> HttpResponse:
-    run = run_for(request, project_slug, run_name)
+    run = run_for(request, project_slug, run_name, LABEL)
     claim = _claim_or_404(run, claim_id)
     if isinstance(claim, HttpResponse):
         return claim
@@ -344,7 +345,7 @@ def claim_split(request: HttpRequest, project_slug: str, run_name: str, claim_id
 @login_required
 @require_POST
 def claim_merge(request: HttpRequest, project_slug: str, run_name: str, claim_id: int) -> HttpResponse:
-    run = run_for(request, project_slug, run_name)
+    run = run_for(request, project_slug, run_name, LABEL)
     claim = _claim_or_404(run, claim_id)
     if isinstance(claim, HttpResponse):
         return claim
@@ -365,7 +366,7 @@ def claim_merge(request: HttpRequest, project_slug: str, run_name: str, claim_id
 @login_required
 @require_http_methods(["GET", "POST"])
 def claim_edit(request: HttpRequest, project_slug: str, run_name: str, claim_id: int) -> HttpResponse:
-    run = run_for(request, project_slug, run_name)
+    run = run_for(request, project_slug, run_name, LABEL)
     claim = _claim_or_404(run, claim_id)
     if isinstance(claim, HttpResponse):
         return claim

@@ -14,7 +14,7 @@ from django.db import transaction
 
 from labeling.answers_import import run_import
 from labeling.importers.records import ImportFailed
-from labeling.models import Project, Reviewer
+from labeling.models import Membership, Project, Reviewer, Role
 
 DEMO_PROJECT = "demo"
 DEMO_REVIEWER = "demo"
@@ -53,9 +53,10 @@ class Command(BaseCommand):
                 self.stdout.write(f"fixtures/{name}: {report.summary()}")
             reviewer = Reviewer.objects.filter(username=DEMO_REVIEWER).first()
             if reviewer is None:
-                reviewer = Reviewer.objects.create_user(username=DEMO_REVIEWER, password=DEMO_PASSWORD,
-                                                        is_staff=True, is_superuser=True)
-            project.members.add(reviewer)
+                # A lead of the demo project, not a superuser: the demo shows what a team's lead sees.
+                reviewer = Reviewer.objects.create_user(username=DEMO_REVIEWER, password=DEMO_PASSWORD)
+            Membership.objects.update_or_create(project=project, reviewer=reviewer,
+                                                defaults={"role": Role.LEAD})
         self.stdout.write(self.style.SUCCESS(
             f"Demo ready. Log in as reviewer '{DEMO_REVIEWER}' with password '{DEMO_PASSWORD}'."
         ))
