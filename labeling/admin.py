@@ -82,8 +82,10 @@ class QuestionAdmin(admin.ModelAdmin):
 
 @admin.register(models.Run)
 class RunAdmin(admin.ModelAdmin):
-    list_display = ["name", "project", "created_at"]
+    list_display = ["name", "project", "overlap", "created_at"]
     list_filter = ["project"]
+    # Overlap, blind labeling and assignment are set on the run's Reviewers page (leads), which checks them.
+    exclude = ["overlap", "blind"]
 
 
 class PassageInline(admin.TabularInline):

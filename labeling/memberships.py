@@ -11,7 +11,7 @@ from __future__ import annotations
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
-from labeling.models import Membership, Project, Reviewer, ReviewerKind, Role
+from labeling.models import Assignment, Membership, Project, Reviewer, ReviewerKind, Role, Run
 
 
 def _role(role: str) -> str:
@@ -67,3 +67,37 @@ def membership_remove(*, project: Project, reviewer: Reviewer) -> None:
                                   code="not_member")
         _keep_a_lead(project, membership)
         membership.delete()
+
+
+def run_settings_set(*, run: Run, overlap: int, blind: bool | None = None) -> Run:
+    """Set how many reviewers each claim of ``run`` needs (``overlap``, 1–5) and
+    whether labeling is blind (``None``: blind exactly when overlap > 1).
+
+    Raises ValidationError for an overlap outside 1–5.
+    """
+    if not isinstance(overlap, int) or not 1 <= overlap <= 5:
+        raise ValidationError(f"Reviewers per claim must be a whole number from 1 to 5, not {overlap!r}.",
+                              code="bad_overlap")
+    with transaction.atomic():
+        run.overlap, run.blind = overlap, blind
+        run.save(update_fields=["overlap", "blind"])
+    return run
+
+
+def run_assign(*, run: Run, reviewers: list[Reviewer]) -> list[Reviewer]:
+    """Make ``reviewers`` exactly the reviewers who work on ``run`` (empty: every
+    member who may label). Returns them.
+
+    Raises ValidationError when one of them is not a lead or reviewer of the
+    run's project (a viewer cannot label; a non-member cannot open the run).
+    """
+    roles = dict(Membership.objects.filter(project_id=run.project_id, reviewer__in=reviewers)
+                 .values_list("reviewer_id", "role"))
+    refused = sorted(r.username for r in reviewers if roles.get(r.pk) not in (Role.LEAD, Role.REVIEWER))
+    if refused:
+        raise ValidationError(f"Only leads and reviewers of the project can be assigned; not: {', '.join(refused)}.",
+                              code="not_assignable")
+    with transaction.atomic():
+        Assignment.objects.filter(run=run).exclude(reviewer__in=reviewers).delete()
+        Assignment.objects.bulk_create([Assignment(run=run, reviewer=r) for r in reviewers], ignore_conflicts=True)
+    return reviewers

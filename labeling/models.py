@@ -188,12 +188,22 @@ class Run(models.Model):
     name = models.CharField(max_length=200, validators=[validate_run_name])
     # Free metadata (prompt, model, chunking…): never scored, so JSON is fine here.
     metadata = models.JSONField(default=dict, blank=True)
+    # How many human reviewers each claim needs (SPEC §4.4): a claim with this many
+    # current human labels leaves every other reviewer's queue.
+    overlap = models.PositiveSmallIntegerField(default=1)
+    # Whether a reviewer sees others' labels on a claim before giving their own;
+    # None follows the overlap (blind when overlap > 1), see ``is_blind``.
+    blind = models.BooleanField(null=True, blank=True)
+    # Who works on the run; nobody assigned: every member who may label.
+    reviewers = models.ManyToManyField(settings.AUTH_USER_MODEL, blank=True, related_name="assigned_runs",
+                                       through="Assignment")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
         ordering = ["project_id", "created_at", "name"]
         constraints = [
             models.UniqueConstraint(fields=["project", "name"], name="run_name_unique_per_project"),
+            models.CheckConstraint(condition=Q(overlap__gte=1, overlap__lte=5), name="run_overlap_1_to_5"),
         ]
 
     def __str__(self) -> str:
@@ -201,6 +211,27 @@ class Run(models.Model):
 
     def get_absolute_url(self) -> str:
         return reverse("run_detail", kwargs={"project_slug": self.project.slug, "run_name": self.name})
+
+    @property
+    def is_blind(self) -> bool:
+        """Blind labeling: on when set, else on exactly when each claim needs more than one reviewer."""
+        return self.blind if self.blind is not None else self.overlap > 1
+
+
+class Assignment(models.Model):
+    """``reviewer`` works on ``run`` (their queue holds its claims)."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="assignments")
+    reviewer = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="assignments")
+
+    class Meta:
+        ordering = ["run_id", "reviewer_id"]
+        constraints = [
+            models.UniqueConstraint(fields=["run", "reviewer"], name="one_assignment_per_reviewer"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.reviewer_id} on run {self.run_id}"
 
 
 class Answer(models.Model):

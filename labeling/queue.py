@@ -1,5 +1,11 @@
 """The reviewer's queue through a run, and where an answer sits in its run.
 
+A reviewer's queue in a run: the cited claims without their current label
+that still need a reviewer — fewer current labels from human reviewers (kind
+``human``; imported annotators and models never fill a claim's overlap) than
+the run's ``overlap`` — provided the reviewer works on the run: they are
+assigned to it, or nobody is (then every member who may label does).
+
 Every label save runs these, so two of them are written in SQL: building the
 same statements with the ORM took 3–4 ms of Python each against 1–2 ms of
 database time (``tests/bench/test_bench_review.py``, PostgreSQL, 10k-answer
@@ -10,36 +16,57 @@ their cost does not grow with the number of runs or labels.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from django.db import connection
-from django.db.models import Exists, OuterRef, QuerySet
+from django.db.models import Count, Exists, IntegerField, OuterRef, QuerySet, Subquery
+from django.db.models.functions import Coalesce
 
-from labeling.models import Answer, Citation, Claim, Label, Reviewer, Run
+from labeling.models import Answer, Assignment, Citation, Claim, Label, Reviewer, ReviewerKind, Run
 
 
-def unlabeled_claims(reviewer: Reviewer) -> QuerySet[Claim]:
-    """Cited claims without a current label by ``reviewer`` (the reviewer's queue)."""
-    return Claim.objects.filter(Exists(Citation.objects.filter(claim=OuterRef("pk")))).exclude(
-        Exists(Label.objects.filter(claim=OuterRef("pk"), reviewer=reviewer, is_current=True))
-    )
+def human_label_count(claim: str = "pk") -> Coalesce:
+    """How many current labels by human reviewers the claim at ``OuterRef(claim)`` has."""
+    counts = (Label.objects.filter(claim=OuterRef(claim), is_current=True, reviewer__kind=ReviewerKind.HUMAN)
+              .values("claim").annotate(n=Count("id")).values("n"))
+    return Coalesce(Subquery(counts, output_field=IntegerField()), 0)
+
+
+def works_on(run: Run, reviewer: Reviewer) -> Exists | Any:
+    """Whether ``reviewer`` works on ``run``: assigned to it, or nobody is (an expression)."""
+    assignments = Assignment.objects.filter(run=run)
+    return ~Exists(assignments) | Exists(assignments.filter(reviewer=reviewer))
+
+
+def unlabeled_claims(reviewer: Reviewer, run: Run) -> QuerySet[Claim]:
+    """The reviewer's queue in ``run`` (see the module docstring), unordered."""
+    return (Claim.objects.filter(answer__run=run).filter(Exists(Citation.objects.filter(claim=OuterRef("pk"))))
+            .exclude(Exists(Label.objects.filter(claim=OuterRef("pk"), reviewer=reviewer, is_current=True)))
+            .alias(n_human=human_label_count()).filter(n_human__lt=run.overlap)
+            .filter(works_on(run, reviewer)))
 
 
 def _tables() -> dict[str, str]:
     quote = connection.ops.quote_name
     return {name: quote(model._meta.db_table)
-            for name, model in (("answer", Answer), ("claim", Claim), ("citation", Citation), ("label", Label))}
+            for name, model in (("answer", Answer), ("claim", Claim), ("citation", Citation), ("label", Label),
+                                ("reviewer", Reviewer), ("assignment", Assignment))}
 
 
-# The first answer of a run, in question order from a key on, with a cited claim the
-# reviewer has not labeled. {where} is one of _KEY_CONDITIONS, never user input.
+# The first answer of a run, in question order from a key on, with a claim of the
+# reviewer's queue. {where} is one of _KEY_CONDITIONS, never user input.
 _NEXT_ANSWER_SQL = """
 SELECT a.id FROM {answer} a
 WHERE a.run_id = %s {where}
+  AND (NOT EXISTS (SELECT 1 FROM {assignment} s WHERE s.run_id = a.run_id)
+       OR EXISTS (SELECT 1 FROM {assignment} s WHERE s.run_id = a.run_id AND s.reviewer_id = %s))
   AND EXISTS (
     SELECT 1 FROM {claim} c
     WHERE c.answer_id = a.id
       AND EXISTS (SELECT 1 FROM {citation} ci WHERE ci.claim_id = c.id)
-      AND NOT EXISTS (SELECT 1 FROM {label} l WHERE l.claim_id = c.id AND l.reviewer_id = %s AND l.is_current))
+      AND NOT EXISTS (SELECT 1 FROM {label} l WHERE l.claim_id = c.id AND l.reviewer_id = %s AND l.is_current)
+      AND (SELECT COUNT(*) FROM {label} h JOIN {reviewer} r ON r.id = h.reviewer_id
+           WHERE h.claim_id = c.id AND h.is_current AND r.kind = %s) < %s)
 ORDER BY a.question_key
 LIMIT 1
 """
@@ -47,7 +74,7 @@ _KEY_CONDITIONS = {"": "", "gt": "AND a.question_key > %s", "lte": "AND a.questi
 
 
 def _first_answer_id(run: Run, reviewer: Reviewer, op: str = "", key: str = "") -> int | None:
-    params = [run.pk, key, reviewer.pk] if op else [run.pk, reviewer.pk]
+    params = [run.pk, *([key] if op else []), reviewer.pk, reviewer.pk, ReviewerKind.HUMAN.value, run.overlap]
     with connection.cursor() as cursor:
         cursor.execute(_NEXT_ANSWER_SQL.format(where=_KEY_CONDITIONS[op], **_tables()), params)
         row = cursor.fetchone()
@@ -75,10 +102,10 @@ def next_answer_to_label(*, run: Run, reviewer: Reviewer, after: Answer | None =
     return answer
 
 
-def next_claim_in_answer(*, reviewer: Reviewer, after: Claim) -> Claim | None:
-    """The first cited claim after ``after`` in its answer that ``reviewer`` has
-    not labeled (with its answer and question), or ``None``. One query."""
-    return (unlabeled_claims(reviewer).filter(answer_id=after.answer_id, index__gt=after.index)
+def next_claim_in_answer(*, run: Run, reviewer: Reviewer, after: Claim) -> Claim | None:
+    """The first claim of the reviewer's queue after ``after`` in its answer
+    (with its answer and question), or ``None``. One query."""
+    return (unlabeled_claims(reviewer, run).filter(answer_id=after.answer_id, index__gt=after.index)
             .order_by("index").select_related("answer__question").first())
 
 
@@ -93,13 +120,13 @@ def next_unlabeled_claim(*, run: Run, reviewer: Reviewer, after: Claim | None = 
     question. At most five small queries, whatever the size of the run.
     """
     if after is not None:
-        in_answer = next_claim_in_answer(reviewer=reviewer, after=after)
+        in_answer = next_claim_in_answer(run=run, reviewer=reviewer, after=after)
         if in_answer is not None:
             return in_answer
     answer = next_answer_to_label(run=run, reviewer=reviewer, after=after.answer if after is not None else None)
     if answer is None:
         return None
-    claim = unlabeled_claims(reviewer).filter(answer=answer).order_by("index").first()
+    claim = unlabeled_claims(reviewer, run).filter(answer=answer).order_by("index").first()
     if claim is not None:
         claim.answer = answer
     return claim

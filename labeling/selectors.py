@@ -35,6 +35,7 @@ from django.db.models.functions import Coalesce
 from labeling.highlight import Segment, answer_segments, passage_segments
 from labeling.models import (
     Answer,
+    Assignment,
     Citation,
     Claim,
     GoldReference,
@@ -44,6 +45,7 @@ from labeling.models import (
     Project,
     Question,
     Reviewer,
+    ReviewerKind,
     Role,
     Run,
 )
@@ -198,8 +200,21 @@ def visible_projects(*, user: Reviewer) -> QuerySet[Project]:
 
 def visible_runs(*, user: Reviewer) -> QuerySet[Run]:
     """Runs (with their project) of the projects ``user`` may open, with ``my_role`` annotated."""
+    assignments = Assignment.objects.filter(run=OuterRef("pk"))
     return (Run.objects.select_related("project").filter(_may_open(user, "project__"))
-            .annotate(my_role=_role(user, "project__")))
+            .annotate(my_role=_role(user, "project__"), has_assignments=Exists(assignments),
+                      is_assigned=Exists(assignments.filter(reviewer=user))))
+
+
+def may_on_run(run: Run, action: str) -> bool:
+    """Whether the user a run of ``visible_runs`` was read for may do ``action``
+    on it: ``may`` for their role, and to LABEL a reviewer (not a lead) must
+    work on the run — be assigned to it, or nobody is."""
+    if not may(run.my_role, action):
+        return False
+    if action == LABEL and run.my_role != Role.LEAD:
+        return run.is_assigned or not run.has_assignments
+    return True
 
 
 def project_rows(*, user: Reviewer) -> QuerySet[Project]:
@@ -337,7 +352,7 @@ def answer_page(*, run: Run, reviewer: Reviewer, answer_filter: str = "", page_n
     answers = Answer.objects.filter(run=run)
     if answer_filter == "unlabeled":
         # EXISTS per answer stops at its first claim to label (an IN over every claim of the run does not).
-        answers = answers.filter(Exists(unlabeled_claims(reviewer).filter(answer=OuterRef("pk"))))
+        answers = answers.filter(Exists(unlabeled_claims(reviewer, run).filter(answer=OuterRef("pk"))))
     elif answer_filter == "unsupported":
         answers = answers.filter(pk__in=Label.objects.filter(
             claim__answer__run=run, is_current=True, value=LabelValue.UNSUPPORTED).values("claim__answer_id"))
@@ -396,6 +411,13 @@ class ClaimView:
     claim: Claim
     citations: list[Citation]
     my_label: Label | None
+    # Still needs a reviewer: fewer current human labels than the run's overlap (labeling.queue).
+    open: bool = True
+
+    @property
+    def in_queue(self) -> bool:
+        """In the reviewer's queue: cited, not labeled by them, still open."""
+        return self.cited and self.my_label is None and self.open
 
     @property
     def cited(self) -> bool:
@@ -448,7 +470,7 @@ class ReviewContext:
         """Whether a cited claim after the current one is left for the reviewer
         to label (where a save moves next: this answer or the next one)."""
         index = self.current.claim.index if self.current is not None else 0
-        return any(v.cited and v.my_label is None and v.claim.index > index for v in self.claims)
+        return any(v.in_queue and v.claim.index > index for v in self.claims)
 
     @property
     def cited_ids(self) -> list[str]:
@@ -524,13 +546,16 @@ def review_context(*, answer: Answer, reviewer: Reviewer, claim_id: int | None =
                      to_attr="all_labels"),
         )
     )
+    overlap = answer.run.overlap
     views = [
         ClaimView(claim=c, citations=list(c.citations.all()), my_label=next(
-            (label for label in c.all_labels if label.reviewer_id == reviewer.pk and label.is_current), None))
+            (label for label in c.all_labels if label.reviewer_id == reviewer.pk and label.is_current), None),
+            open=sum(1 for label in c.all_labels
+                     if label.is_current and label.reviewer.kind == ReviewerKind.HUMAN) < overlap)
         for c in claims
     ]
     by_id = {view.claim.pk: view for view in views}
-    to_label = [v for v in views if v.cited and v.my_label is None]
+    to_label = [v for v in views if v.in_queue]
     current = by_id.get(claim_id) if claim_id is not None else None
     if current is None and after_index is not None:
         current = next((v for v in to_label if v.claim.index > after_index), None)

@@ -278,8 +278,9 @@ def test_run_page_query_budget(client, reviewer, django_assert_max_num_queries, 
     # 1 ids of the page, 1 rows with their counts; run counts: 1 claims, 1 citations, 1 current labels;
     # the coverage × support scatter (labeling.charts.run_scatter): 1 claims, 2 answers (the claims frame
     # reads them too), 1 labels; 1 EXISTS: does any question of the run have gold (none here); with a filter,
-    # 1 count of the run's answers (is the run small enough for its totals inline?).
-    with django_assert_max_num_queries(15 if answer_filter else 14):
+    # 1 count of the run's answers (is the run small enough for its totals inline?); the reviewers
+    # section (labeling.assignments.run_reviewers): 1 claim totals, 1 labels per reviewer, 1 members.
+    with django_assert_max_num_queries(18 if answer_filter else 17):
         response = client.get(run.get_absolute_url(), {"filter": answer_filter})
     counts = response.context["counts"]
     assert (counts.claims, counts.cited, counts.labeled, counts.supported) == (3 * answers, 2 * answers, answers,
@@ -373,10 +374,10 @@ def test_run_page_with_gold_keeps_a_constant_query_budget(client, reviewer, djan
     ExpectedSource.objects.bulk_create([ExpectedSource(question=q, source="doc.md") for q in questions])
     client.force_login(reviewer)
 
-    # The 14 of test_run_page_query_budget less the scatter's 4 (it reuses the gold panel's claim metrics),
+    # The 17 of test_run_page_query_budget less the scatter's 4 (it reuses the gold panel's claim metrics),
     # plus the gold panel (labeling.metrics.run_scores): 2 claims frame (claims, answers), 1 labels,
     # 1 answers, 1 citations, 1 gold ids, 1 references, 1 expected sources.
-    with django_assert_max_num_queries(18):
+    with django_assert_max_num_queries(21):
         response = client.get(run.get_absolute_url())
     rows = {(r.group, r.metric): r for r in response.context["gold"]["rows"]}
     assert str(rows[("Cited ids vs gold ids", "precision")].fraction) == f"{answers}/{answers} = 1.00"

@@ -565,7 +565,10 @@ def test_undo_with_nothing_to_undo_says_so_in_the_panel(alice, site):
 
 
 def test_queue_runs_through_cited_unlabeled_claims_in_question_order(site, reviewer):
-    LabelFactory(claim=site.d1, reviewer=ReviewerFactory(username="bob"))  # another reviewer's label
+    # Another reviewer's label on a claim that needs two reviewers: still in alice's queue.
+    site.run.overlap = 2
+    site.run.save(update_fields=["overlap"])
+    LabelFactory(claim=site.d1, reviewer=ReviewerFactory(username="bob"))
     order = []
     after = None
     for _ in range(5):

@@ -285,7 +285,7 @@ def test_add_reviewer_command_creates_a_member(capsys):
     call_command("add_reviewer", "frank", "--password", "pw-for-frank-1", "--project", "beta")
 
     out = capsys.readouterr().out
-    assert "Created reviewer frank (member of: beta)" in out
+    assert "Created reviewer frank (member of: beta (reviewer))" in out
     assert "Password:" not in out
     frank = Reviewer.objects.get(username="frank")
     assert list(frank.projects.values_list("slug", flat=True)) == ["beta"]

@@ -1,4 +1,4 @@
-"""A project's members page: leads add existing reviewers, change roles, remove members."""
+"""A project's members page (leads add, change and remove members) and a run's reviewers page."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
-from labeling import selectors
-from labeling.memberships import membership_remove, membership_set
+from labeling import assignments, selectors
+from labeling.memberships import membership_remove, membership_set, run_assign, run_settings_set
 from labeling.models import Membership, Reviewer, ReviewerKind, Role
-from labeling.views.projects import project_for
+from labeling.views.projects import project_for, run_for
 
 
 @login_required
@@ -41,4 +41,39 @@ def project_members(request: HttpRequest, project_slug: str) -> HttpResponse:
                    .order_by("reviewer__username"))
     return render(request, "labeling/project_members.html", {
         "project": project, "memberships": memberships, "roles": Role.choices,
+    })
+
+
+BLIND_CHOICES = {"auto": None, "on": True, "off": False}
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def run_reviewers(request: HttpRequest, project_slug: str, run_name: str) -> HttpResponse:
+    """Who works on the run and how far each got; leads set the overlap, blind labeling and the assignment."""
+    run = run_for(request, project_slug, run_name, selectors.LEAD if request.method == "POST" else selectors.READ)
+    if request.method == "POST":
+        overlap = request.POST.get("overlap", "")
+        names = request.POST.getlist("assigned")
+        reviewers = list(Reviewer.objects.filter(username__in=names))
+        try:
+            run_settings_set(run=run, overlap=int(overlap) if overlap.isdigit() else overlap,
+                             blind=BLIND_CHOICES.get(request.POST.get("blind", "auto")))
+            run_assign(run=run, reviewers=reviewers)
+        except ValidationError as exc:
+            messages.error(request, " ".join(exc.messages))
+        else:
+            who = ", ".join(sorted(r.username for r in reviewers)) or "every lead and reviewer"
+            messages.success(request, f"Each claim of {run.name} needs {run.overlap} reviewer"
+                                      f"{'' if run.overlap == 1 else 's'}; labeling is "
+                                      f"{'blind' if run.is_blind else 'open'}; working on it: {who}.")
+        return redirect("run_reviewers", project_slug=project_slug, run_name=run.name)
+    team = assignments.run_reviewers(run=run)
+    members = (Membership.objects.filter(project=run.project, role__in=[Role.LEAD, Role.REVIEWER])
+               .select_related("reviewer").order_by("reviewer__username"))
+    assigned = {row.reviewer.pk for row in team.rows if row.works_on} if team.assigned else set()
+    return render(request, "labeling/run_reviewers.html", {
+        "project": run.project, "run": run, "team": team, "members": members, "assigned_ids": assigned,
+        "is_lead": selectors.may(run.my_role, selectors.LEAD), "overlaps": range(1, 6),
+        "blind_choice": next(k for k, v in BLIND_CHOICES.items() if v == run.blind),
     })

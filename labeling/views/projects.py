@@ -10,7 +10,7 @@ from django.template.loader import render_to_string
 from django.urls import reverse
 from django.views.decorators.http import require_GET
 
-from labeling import charts, metrics, selectors
+from labeling import assignments, charts, metrics, selectors
 from labeling.models import Project, Run
 from scoring.matching import DEFAULT_MATCH_METHOD
 
@@ -35,6 +35,9 @@ def run_for(request: HttpRequest, project_slug: str, run_name: str, action: str 
     when their role may not do ``action`` there (``selectors.may``). One query."""
     run = get_object_or_404(selectors.visible_runs(user=request.user), project__slug=project_slug, name=run_name)
     run.project.my_role = run.my_role
+    if not selectors.may_on_run(run, action) and selectors.may(run.my_role, action):
+        raise PermissionDenied(f"You are not assigned to run {run.name!r}: a lead of project "
+                               f"{run.project.slug!r} assigns the reviewers of each run.")
     _check_role(run.my_role, action, run.project)
     return run
 
@@ -79,7 +82,10 @@ def run_detail(request: HttpRequest, project_slug: str, run_name: str) -> HttpRe
     gold = _gold_context(request, run) if has_gold and inline else None
     # The gold panel scored the run already: the scatter reuses its claim metrics.
     scatter = charts.run_scatter(run, metrics=gold["claims"] if gold else None) if inline else None
+    # Large runs show their reviewers on the reviewers page only (three aggregates over the run).
+    team = assignments.run_reviewers(run=run) if inline else None
     return render(request, "labeling/run_detail.html", {
+        "team": team,
         "project": run.project, "run": run, "counts": counts, "answers": page, "filters": selectors.ANSWER_FILTERS,
         "filter_title": selectors.ANSWER_FILTERS.get(answer_filter, ""),
         "scatter": scatter, "has_gold": has_gold, "gold": gold,
