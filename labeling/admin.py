@@ -12,6 +12,7 @@ from typing import Any
 from django import forms
 from django.contrib import admin
 from django.contrib.auth.admin import UserAdmin
+from django.db.models import Q
 from django.http import HttpRequest
 
 from labeling import models
@@ -145,6 +146,15 @@ class LabelAdmin(ViewOnly, admin.ModelAdmin):
     list_filter = ["value", "is_current", "is_stale", "reviewer"]
     list_select_related = ["claim", "reviewer"]
     raw_id_fields = ["claim", "reviewer"]
+
+    def get_queryset(self, request: HttpRequest) -> Any:
+        # Blind labeling holds here too: staff who are not superusers see their own labels and
+        # those of projects they lead, never a fellow reviewer's on a run they label blind.
+        labels = super().get_queryset(request)
+        if request.user.is_superuser:
+            return labels
+        led = models.Membership.objects.filter(reviewer=request.user, role=models.Role.LEAD).values("project_id")
+        return labels.filter(Q(reviewer=request.user) | Q(claim__answer__run__project_id__in=led))
 
 
 @admin.register(models.LabelTableVersion)

@@ -115,7 +115,7 @@ class ClaimCounts:
         return "in progress" if self.labeled else "not started"
 
 
-def _answer_count_aggregates(reviewer: Reviewer) -> dict[str, Any]:
+def _answer_count_aggregates(reviewer: Reviewer, *, own_only: bool = False) -> dict[str, Any]:
     """``Count`` expressions for an ``Answer`` queryset: its claims' counts.
 
     One pass over claims ⋈ citations ⋈ labels of the page's answers (50 at
@@ -127,6 +127,9 @@ def _answer_count_aggregates(reviewer: Reviewer) -> dict[str, Any]:
     cited = Q(claims__citations__isnull=False)
     judged = cited & Q(claims__labels__is_current=True,
                        claims__labels__value__in=[LabelValue.SUPPORTED, LabelValue.UNSUPPORTED])
+    if own_only:
+        # Blind labeling: the counts rest on the reviewer's own labels alone.
+        judged &= Q(claims__labels__reviewer=reviewer)
     # SPEC §4.2: an answer to an unanswerable question that cites nothing is an
     # abstention; its claims are not factual claims and leave every count.
     abstaining = Q(question__answerable=False) & ~Exists(Citation.objects.filter(claim__answer=OuterRef("pk")))
@@ -167,13 +170,15 @@ def _may_open(user: Reviewer, project: str = "") -> Q:
 
 
 # What each role may do in its project (SPEC §2 "role"), the one table every view asks
-# through ``may``: READ opens pages and exports; LABEL saves, undoes, splits, merges and
-# edits claims; LEAD imports, snapshots, manages members, assigns and adjudicates.
-READ, LABEL, LEAD = "read", "label", "lead"
+# through ``may``: READ opens pages; LABEL saves, undoes, splits, merges and edits claims;
+# LEAD imports, snapshots, manages members, assigns and adjudicates; ALL_LABELS sees every
+# reviewer's labels (label tables, versions, exports, comparisons) — a reviewer loses it
+# on a blind run (``may_on_run``), where they see only their own labels.
+READ, LABEL, LEAD, ALL_LABELS = "read", "label", "lead", "all_labels"
 ROLE_MAY = {
-    Role.LEAD: frozenset({READ, LABEL, LEAD}),
-    Role.REVIEWER: frozenset({READ, LABEL}),
-    Role.VIEWER: frozenset({READ}),
+    Role.LEAD: frozenset({READ, LABEL, LEAD, ALL_LABELS}),
+    Role.REVIEWER: frozenset({READ, LABEL, ALL_LABELS}),
+    Role.VIEWER: frozenset({READ, ALL_LABELS}),
 }
 
 
@@ -214,7 +219,29 @@ def may_on_run(run: Run, action: str) -> bool:
         return False
     if action == LABEL and run.my_role != Role.LEAD:
         return run.is_assigned or not run.has_assignments
+    if action == ALL_LABELS:
+        return not blind_for(run, role=run.my_role)
     return True
+
+
+def blind_for(run: Run, *, role: str | None) -> bool:
+    """Whether a member of ``role`` labels ``run`` blind: the run is blind
+    (``Run.is_blind``) and they are a reviewer. They then see no one else's
+    label (human or model) on any claim of the run, on any page or export;
+    leads see everything, viewers do not label."""
+    return run.is_blind and role == Role.REVIEWER
+
+
+def _blind_for(run: Run, reviewer: Reviewer) -> bool:
+    """``blind_for`` with the role read from ``run.my_role`` (``visible_runs``) or, when the run
+    was loaded another way, from the membership (one query, only for a blind run)."""
+    if not run.is_blind or reviewer.is_superuser:
+        return False
+    role = getattr(run, "my_role", None)
+    if role is None:
+        role = Membership.objects.filter(project_id=run.project_id, reviewer=reviewer).values_list(
+            "role", flat=True).first()
+    return blind_for(run, role=role)
 
 
 def project_rows(*, user: Reviewer) -> QuerySet[Project]:
@@ -235,8 +262,8 @@ class RunRow:
     counts: ClaimCounts
 
 
-def _runs_claim_counts(*, reviewer: Reviewer, run: Run | None = None, project: Project | None = None
-                       ) -> dict[int, ClaimCounts]:
+def _runs_claim_counts(*, reviewer: Reviewer, run: Run | None = None, project: Project | None = None,
+                       blind_run_ids: frozenset[int] = frozenset()) -> dict[int, ClaimCounts]:
     """``ClaimCounts`` per run id, for one run or every run of a project.
 
     Three grouped queries, each without fan-out or with one small DISTINCT
@@ -245,7 +272,8 @@ def _runs_claim_counts(*, reviewer: Reviewer, run: Run | None = None, project: P
     claims (and those of unanswerable questions), citations (cited claims,
     fabricated citations), current SUPPORTED/UNSUPPORTED labels on cited
     claims (resolved as in ``_answer_count_aggregates``). A fourth query finds the
-    claims of abstaining answers, only when unanswerable questions exist.
+    claims of abstaining answers, only when unanswerable questions exist. On the
+    runs of ``blind_run_ids`` only ``reviewer``'s own labels count (blind labeling).
     """
     scope = {"run": run} if run is not None else {"run__project": project}
     claims = {
@@ -265,6 +293,7 @@ def _runs_claim_counts(*, reviewer: Reviewer, run: Run | None = None, project: P
         for row in Label.objects.filter(**{f"claim__answer__{k}": v for k, v in scope.items()}, is_current=True,
                                         value__in=[LabelValue.SUPPORTED, LabelValue.UNSUPPORTED])
         .filter(Exists(Citation.objects.filter(claim=OuterRef("claim"))))
+        .filter(Q(reviewer=reviewer) | ~Q(claim__answer__run_id__in=blind_run_ids))
         .values("claim__answer__run_id").order_by()
         .annotate(judged=Count("claim", distinct=True),
                   has_supported=Count("claim", distinct=True, filter=Q(value=LabelValue.SUPPORTED)),
@@ -297,15 +326,19 @@ def run_rows(*, project: Project, reviewer: Reviewer) -> list[RunRow]:
     answer counts, and ``_runs_claim_counts`` grouped by run.
     """
     runs = list(Run.objects.filter(project=project).annotate(n_answers=Count("answers")).order_by("created_at", "name"))
-    by_run = _runs_claim_counts(reviewer=reviewer, project=project)
+    role = getattr(project, "my_role", None)
+    blind = frozenset(r.pk for r in runs if r.is_blind and not reviewer.is_superuser and blind_for(r, role=role))
+    by_run = _runs_claim_counts(reviewer=reviewer, project=project, blind_run_ids=blind)
     for run in runs:
         run.project = project
     return [RunRow(run=run, answers=run.n_answers, counts=by_run.get(run.pk, ClaimCounts())) for run in runs]
 
 
 def run_counts(*, run: Run, reviewer: Reviewer) -> ClaimCounts:
-    """Claim counts of one run (``ClaimCounts``). Three or four grouped queries (``_runs_claim_counts``)."""
-    return _runs_claim_counts(reviewer=reviewer, run=run).get(run.pk, ClaimCounts())
+    """Claim counts of one run (``ClaimCounts``). Three or four grouped queries (``_runs_claim_counts``);
+    on a run ``reviewer`` labels blind, from their own labels only."""
+    blind = frozenset({run.pk}) if _blind_for(run, reviewer) else frozenset()
+    return _runs_claim_counts(reviewer=reviewer, run=run, blind_run_ids=blind).get(run.pk, ClaimCounts())
 
 
 def run_answer_count(*, run: Run) -> int:
@@ -347,15 +380,19 @@ def answer_page(*, run: Run, reviewer: Reviewer, answer_filter: str = "", page_n
     label on one of its claims is UNSUPPORTED), ``"fabricated"`` (cites an id
     that was not among its passages). Unknown filters raise ValueError; a page
     number out of range gives the last page. Three queries: count, the page's
-    ids, the page's rows with counts.
+    ids, the page's rows with counts. On a run ``reviewer`` labels blind,
+    only their own labels count (and filter).
     """
+    own_only = _blind_for(run, reviewer)
     answers = Answer.objects.filter(run=run)
     if answer_filter == "unlabeled":
         # EXISTS per answer stops at its first claim to label (an IN over every claim of the run does not).
         answers = answers.filter(Exists(unlabeled_claims(reviewer, run).filter(answer=OuterRef("pk"))))
     elif answer_filter == "unsupported":
-        answers = answers.filter(pk__in=Label.objects.filter(
-            claim__answer__run=run, is_current=True, value=LabelValue.UNSUPPORTED).values("claim__answer_id"))
+        unsupported = Label.objects.filter(claim__answer__run=run, is_current=True, value=LabelValue.UNSUPPORTED)
+        if own_only:
+            unsupported = unsupported.filter(reviewer=reviewer)
+        answers = answers.filter(pk__in=unsupported.values("claim__answer_id"))
     elif answer_filter == "fabricated":
         answers = answers.filter(pk__in=Citation.objects.filter(
             claim__answer__run=run, fabricated=True).values("claim__answer_id"))
@@ -367,7 +404,7 @@ def answer_page(*, run: Run, reviewer: Reviewer, answer_filter: str = "", page_n
     rows = (
         Answer.objects.filter(pk__in=page_ids)
         .select_related("question")
-        .annotate(**_answer_count_aggregates(reviewer))
+        .annotate(**_answer_count_aggregates(reviewer, own_only=own_only))
     )
     by_id = {answer.pk: answer for answer in rows}
     return AnswerPage(
@@ -515,7 +552,11 @@ class ReviewContext:
 
 def review_answer(*, run: Run, answer_id: int) -> Answer | None:
     """The answer ``answer_id`` of ``run`` with its question, or ``None``."""
-    return Answer.objects.select_related("question", "run__project").filter(run=run, pk=answer_id).first()
+    answer = Answer.objects.select_related("question").filter(run=run, pk=answer_id).first()
+    if answer is not None:
+        # The caller's run: it carries the user's role (visible_runs), which blind labeling reads.
+        answer.run = run
+    return answer
 
 
 def claim_in_run(*, run: Run, claim_id: int) -> Claim | None:
@@ -533,7 +574,8 @@ def review_context(*, answer: Answer, reviewer: Reviewer, claim_id: int | None =
     Queries: claims → citations (+ passages) → every label on them (all
     reviewers, for the reviewer's current labels and the current claim's
     history), and the question's gold (ids, references, expected sources —
-    only the parts it has). The current claim is ``claim_id`` when it is one
+    only the parts it has). On a run the reviewer labels blind the history
+    holds their own labels only. The current claim is ``claim_id`` when it is one
     of the answer's claims; else, with ``after_index``, the first cited claim
     after that index the reviewer has not labeled (``current`` is ``None``
     when there is none: the queue goes on in another answer); else the first
@@ -577,7 +619,10 @@ def review_context(*, answer: Answer, reviewer: Reviewer, claim_id: int | None =
             text = citation.passage.text if citation.passage is not None else ""
             segments_, found = passage_segments(text, span=citation.span, claim=current.claim.text)
             passages.append(CitationView(citation=citation, segments=segments_, span_found=found))
-        history = history_entries(current.claim.all_labels)
+        labels = current.claim.all_labels
+        if _blind_for(answer.run, reviewer):
+            labels = [label for label in labels if label.reviewer_id == reviewer.pk]
+        history = history_entries(labels)
     cited = sum(1 for v in views if v.cited)
     counts = ClaimCounts(
         claims=len(views), cited=cited, labeled=sum(1 for v in views if v.cited and v.my_label is not None),

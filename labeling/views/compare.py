@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from django import forms
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import ValidationError
+from django.core.exceptions import PermissionDenied, ValidationError
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.utils.text import slugify
 from django.views.decorators.http import require_GET
 
+from labeling import selectors
 from labeling.charts import scatter_chart
 from labeling.comparison import (
     NO_SHARED_QUESTIONS,
@@ -20,7 +21,7 @@ from labeling.comparison import (
     run_comparison,
 )
 from labeling.models import Project, Run
-from labeling.views.projects import project_for
+from labeling.views.projects import blind_refusal, project_for
 from scoring.compare import DEFAULT_THRESHOLD
 
 XLSX_TYPE = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
@@ -73,6 +74,9 @@ def _comparison_from(request: HttpRequest, project: Project) -> tuple[CompareFor
     if not form.is_bound or not form.is_valid():
         return form, None, ""
     by_name = {run.name: run for run in runs}
+    for name in (form.cleaned_data["a"], form.cleaned_data["b"]):
+        if selectors.blind_for(by_name[name], role=project.my_role):
+            raise PermissionDenied(blind_refusal(by_name[name]))
     try:
         comparison = run_comparison(
             run_a=by_name[form.cleaned_data["a"]], run_b=by_name[form.cleaned_data["b"]],

@@ -40,7 +40,7 @@ from labeling.label_tables import (
     version_scores,
 )
 from labeling.models import LabelTableVersion, Run
-from labeling.selectors import LEAD
+from labeling.selectors import ALL_LABELS, LEAD
 from labeling.views.projects import run_for as _run_for
 from scoring.claims import ClaimMetrics
 
@@ -59,7 +59,7 @@ class _VersionRow:
 @login_required
 @require_GET
 def version_list(request: HttpRequest, project_slug: str, run_name: str) -> HttpResponse:
-    run = _run_for(request, project_slug, run_name)
+    run = _run_for(request, project_slug, run_name, ALL_LABELS)
     versions = list(run.versions.select_related("author").order_by("-number"))
     rows = []
     for version in versions:
@@ -95,7 +95,7 @@ def version_create(request: HttpRequest, project_slug: str, run_name: str) -> Ht
 @login_required
 @require_GET
 def version_file(request: HttpRequest, project_slug: str, run_name: str, number: int) -> HttpResponse:
-    run = _run_for(request, project_slug, run_name)
+    run = _run_for(request, project_slug, run_name, ALL_LABELS)
     version = get_object_or_404(LabelTableVersion, run=run, number=number)
     try:
         data = version_read(version)
@@ -111,7 +111,7 @@ def version_file(request: HttpRequest, project_slug: str, run_name: str, number:
 @login_required
 @require_GET
 def version_diff_page(request: HttpRequest, project_slug: str, run_name: str) -> HttpResponse:
-    run = _run_for(request, project_slug, run_name)
+    run = _run_for(request, project_slug, run_name, ALL_LABELS)
     versions = list(run.versions.select_related("author").order_by("number"))
     by_number = {version.number: version for version in versions}
     context = {"project": run.project, "run": run, "versions": versions, "diff": None, "error": ""}
@@ -141,7 +141,7 @@ def _int(value: str | None) -> int | None:
 @login_required
 @require_GET
 def label_export(request: HttpRequest, project_slug: str, run_name: str) -> HttpResponse:
-    run = _run_for(request, project_slug, run_name)
+    run = _run_for(request, project_slug, run_name, ALL_LABELS)
     fmt = request.GET.get("format", "xlsx")
     if fmt not in EXPORT_FORMATS:
         raise Http404("Unknown export format")

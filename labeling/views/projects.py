@@ -35,11 +35,20 @@ def run_for(request: HttpRequest, project_slug: str, run_name: str, action: str 
     when their role may not do ``action`` there (``selectors.may``). One query."""
     run = get_object_or_404(selectors.visible_runs(user=request.user), project__slug=project_slug, name=run_name)
     run.project.my_role = run.my_role
-    if not selectors.may_on_run(run, action) and selectors.may(run.my_role, action):
-        raise PermissionDenied(f"You are not assigned to run {run.name!r}: a lead of project "
-                               f"{run.project.slug!r} assigns the reviewers of each run.")
     _check_role(run.my_role, action, run.project)
+    if not selectors.may_on_run(run, action):
+        if action == selectors.LABEL:
+            raise PermissionDenied(f"You are not assigned to run {run.name!r}: a lead of project "
+                                   f"{run.project.slug!r} assigns the reviewers of each run.")
+        raise PermissionDenied(blind_refusal(run))
     return run
+
+
+def blind_refusal(run: Run) -> str:
+    """Why a reviewer may not open a page of ``run`` that shows everyone's labels."""
+    return (f"Labeling on run {run.name!r} is blind: you see only your own labels, so its label tables, "
+            "versions, exports and comparisons are for the project's leads until a lead turns blind "
+            "labeling off.")
 
 
 def _check_role(role: str | None, action: str, project: Project) -> None:
@@ -80,8 +89,12 @@ def run_detail(request: HttpRequest, project_slug: str, run_name: str) -> HttpRe
     counts = selectors.run_counts(run=run, reviewer=request.user) if inline else None
     has_gold = metrics.run_has_gold(run)
     gold = _gold_context(request, run) if has_gold and inline else None
+    scatter_metrics = gold["claims"] if gold else None
+    if scatter_metrics is None and inline and _own_labels_only(request, run):
+        # A blind reviewer's scatter comes from their own labels, as their totals do.
+        scatter_metrics = metrics.run_scores(run, reviewer=request.user.username).claims
     # The gold panel scored the run already: the scatter reuses its claim metrics.
-    scatter = charts.run_scatter(run, metrics=gold["claims"] if gold else None) if inline else None
+    scatter = charts.run_scatter(run, metrics=scatter_metrics) if inline else None
     # Large runs show their reviewers on the reviewers page only (three aggregates over the run).
     team = assignments.run_reviewers(run=run) if inline else None
     return render(request, "labeling/run_detail.html", {
@@ -118,7 +131,8 @@ def _gold_context(request: HttpRequest, run: Run) -> dict:
             threshold = min(max(float(request.GET["threshold"]), 0.0), 1.0)
         except ValueError:
             threshold = None
-    scores = metrics.run_scores(run, match_method=method, match_threshold=threshold)
+    scores = metrics.run_scores(run, match_method=method, match_threshold=threshold,
+                                reviewer=request.user.username if _own_labels_only(request, run) else None)
     return {"rows": metrics.gold_rows(scores), "claims": scores.claims, "method": method, "threshold": threshold,
             "methods": GOLD_PAGE_METHODS, "pending": scores.gold.context.pending if scores.gold else 0}
 
@@ -139,10 +153,16 @@ def run_gold(request: HttpRequest, project_slug: str, run_name: str) -> HttpResp
 def run_scatter(request: HttpRequest, project_slug: str, run_name: str) -> HttpResponse:
     """The run's coverage × support scatter alone (lazy part of the run page; a page without JS)."""
     run = run_for(request, project_slug, run_name)
-    context = {"project": run.project, "run": run, "chart": charts.run_scatter(run)}
+    own = metrics.run_scores(run, reviewer=request.user.username).claims if _own_labels_only(request, run) else None
+    context = {"project": run.project, "run": run, "chart": charts.run_scatter(run, metrics=own)}
     if request.htmx:
         return render(request, "labeling/_scatter.html", context)
     return render(request, "labeling/run_scatter.html", context)
+
+
+def _own_labels_only(request: HttpRequest, run: Run) -> bool:
+    """Blind labeling: the user may not see everyone's labels on ``run``, so figures use theirs alone."""
+    return not selectors.may_on_run(run, selectors.ALL_LABELS)
 
 
 def review_url(run: Run, answer_id: int, claim_id: int | None = None) -> str:
