@@ -17,7 +17,7 @@ import pandas as pd
 from django.db.models import Q
 
 from labeling.exports import frames
-from labeling.models import Answer, LabelValue, Run
+from labeling.models import Adjudication, Answer, LabelValue, Run
 from scoring.citation_ids import (
     AbstentionMetrics,
     CitationIdMetrics,
@@ -26,7 +26,7 @@ from scoring.citation_ids import (
 )
 from scoring.claims import ClaimMetrics, claim_metrics
 from scoring.gold import GoldMetrics, gold_metrics
-from scoring.labels import resolve_labels
+from scoring.labels import apply_adjudications, resolve_labels
 from scoring.matching import DEFAULT_MATCH_METHOD, get_matcher
 from scoring.ratio import Ratio
 
@@ -57,7 +57,9 @@ class RunScores:
             "project": self.run.project.slug,
             "reviewer": self.reviewer,
             "answers": self.claims.answers,
-            "claims": self.claims.to_dict(),
+            # Beside pending: how many cited claims are disputed (no verdict yet) and adjudicated by a lead.
+            "claims": {**self.claims.to_dict(), "disputed": self.disagreements,
+                       "adjudicated": int(self.claims_frame["adjudicated"].sum())},
             "disagreements": self.disagreements,
             "citation_ids": self.citation_ids.to_dict(),
             "abstention": self.abstention.to_dict(),
@@ -89,24 +91,32 @@ class RunScores:
 
 
 def resolved_claims_frame(run: Run, *, reviewer: str | None = None) -> tuple[pd.DataFrame, int]:
-    """Claims of ``run`` with the label that counts.
+    """Claims of ``run`` with the label that counts (SPEC §4.4).
 
     Returns ``(frame, disagreements)``: the claims frame of
     ``labeling.exports.frames.claims_frame`` plus ``label`` (value or None =
-    pending) and ``disagreement`` (bool), and the number of cited claims whose
-    current reviewers disagree.
+    pending), ``disagreement`` (bool) and ``adjudicated`` (bool), and the number
+    of cited claims whose current reviewers disagree and no lead adjudicated.
+    A lead's current adjudication is the claim's label; with ``reviewer``
+    (one reviewer's labels) adjudications are left out.
     """
     claims = frames.claims_frame(run)
     labels = frames.labels_frame(run)
     resolved = resolve_labels(labels[["claim_id", "reviewer", "label"]], reviewer=reviewer)
-    merged = claims.merge(resolved[["claim_id", "label", "disagreement"]], on="claim_id", how="left")
+    adjudications = pd.DataFrame(
+        list(Adjudication.objects.filter(claim__answer__run=run, is_current=True).values_list("claim_id", "value"))
+        if reviewer is None else [], columns=["claim_id", "label"])
+    resolved = apply_adjudications(resolved, adjudications)
+    merged = claims.merge(resolved[["claim_id", "label", "disagreement", "adjudicated"]], on="claim_id", how="left")
     merged["disagreement"] = merged["disagreement"].fillna(False).astype(bool)
+    merged["adjudicated"] = merged["adjudicated"].fillna(False).astype(bool)
     uncited = merged["n_citations"] == 0
     labels_col = merged["label"].astype(object).where(merged["label"].notna(), None)
     # SPEC §3: a claim without citations is UNCITED, whoever labeled it.
     labels_col[uncited] = LabelValue.UNCITED.value
     merged["label"] = labels_col
     merged.loc[uncited, "disagreement"] = False
+    merged.loc[uncited, "adjudicated"] = False
     return merged, int(merged["disagreement"].sum())
 
 

@@ -385,6 +385,35 @@ class Label(models.Model):
         return f"{self.value} by {self.reviewer_id} on claim {self.claim_id}"
 
 
+class Adjudication(models.Model):
+    """A lead's final label for a claim its reviewers disagree on, with a reason (SPEC §4.4).
+
+    It is the label that counts for the claim, whatever the reviewers say. Like
+    labels it is kept as history: ``is_current`` marks the one in force; a claim
+    edit (split, merge, reword) ends it, as it makes the labels stale.
+    """
+
+    claim = models.ForeignKey(Claim, on_delete=models.CASCADE, related_name="adjudications")
+    lead = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="adjudications")
+    value = models.CharField(max_length=16, choices=LabelValue.choices)
+    reason = models.TextField()
+    claim_revision = models.PositiveIntegerField()
+    is_current = models.BooleanField(default=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["claim_id", "-created_at", "-id"]
+        constraints = [
+            models.UniqueConstraint(fields=["claim"], condition=Q(is_current=True),
+                                    name="one_current_adjudication_per_claim"),
+            models.CheckConstraint(condition=Q(value__in=[labels.SUPPORTED, labels.UNSUPPORTED]),
+                                   name="adjudication_value_judged"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.value} adjudicated by {self.lead_id} on claim {self.claim_id}"
+
+
 class LabelTableVersion(models.Model):
     """An immutable, content-hashed snapshot of a run's label table (SPEC §2).
 

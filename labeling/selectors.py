@@ -34,6 +34,7 @@ from django.db.models.functions import Coalesce
 
 from labeling.highlight import Segment, answer_segments, passage_segments
 from labeling.models import (
+    Adjudication,
     Answer,
     Assignment,
     Citation,
@@ -70,8 +71,10 @@ class ClaimCounts:
     ``claims`` leaves out the claims of abstaining answers (SPEC §4.2);
     ``cited`` = claims with ≥ 1 citation; ``labeled`` = cited claims with the
     reviewer's own current label; ``supported``/``unsupported`` = cited claims
-    whose current labels all say so; ``disagreements`` = cited claims with
-    both values; ``fabricated`` = fabricated citations.
+    whose label that counts says so — a lead's adjudication, else the value all
+    current labels agree on; ``disagreements`` = cited claims, not adjudicated,
+    with both values; ``adjudicated`` = cited claims with a current
+    adjudication; ``fabricated`` = fabricated citations.
     """
 
     claims: int = 0
@@ -81,6 +84,7 @@ class ClaimCounts:
     unsupported: int = 0
     disagreements: int = 0
     fabricated: int = 0
+    adjudicated: int = 0
 
     @property
     def coverage(self) -> Ratio:
@@ -148,18 +152,43 @@ def _answer_count_aggregates(reviewer: Reviewer, *, own_only: bool = False) -> d
     }
 
 
-def _counts(row: dict[str, Any] | Any) -> ClaimCounts:
+def _counts(row: dict[str, Any] | Any, adjudicated: dict[str, int] | None = None) -> ClaimCounts:
+    """``ClaimCounts`` from the label counts of ``row`` and, for the adjudicated
+    claims among them, ``adjudicated`` (``_adjudicated_counts``): their label
+    counts come out of the reviewers' side and their adjudicated values in."""
     get = row.get if isinstance(row, dict) else (lambda key: getattr(row, key))
-    judged, has_sup, has_uns = get("n_judged") or 0, get("n_has_supported") or 0, get("n_has_unsupported") or 0
+    adj = adjudicated or {}
+    judged = (get("n_judged") or 0) - adj.get("judged", 0)
+    has_sup = (get("n_has_supported") or 0) - adj.get("has_supported", 0)
+    has_uns = (get("n_has_unsupported") or 0) - adj.get("has_unsupported", 0)
     return ClaimCounts(
         claims=(get("n_claims") or 0) - (get("n_abstaining") or 0),
         cited=get("n_cited") or 0,
         labeled=get("n_labeled") or 0,
-        supported=judged - has_uns,
-        unsupported=judged - has_sup,
+        supported=judged - has_uns + adj.get("supported", 0),
+        unsupported=judged - has_sup + adj.get("unsupported", 0),
         disagreements=has_sup + has_uns - judged,
         fabricated=get("n_fabricated") or 0,
+        adjudicated=adj.get("supported", 0) + adj.get("unsupported", 0),
     )
+
+
+def _adjudicated_counts(adjudications: QuerySet[Adjudication], group: str) -> dict[int, dict[str, int]]:
+    """Per ``group`` (a lookup from Adjudication, e.g. the run id): the current
+    adjudications of cited claims, by value, and what the label counts saw on
+    those claims (judged, has_supported, has_unsupported) so ``_counts`` can
+    replace it. One grouped query; its rows are the adjudicated claims only."""
+    current = Label.objects.filter(claim=OuterRef("claim"), is_current=True)
+    rows = (adjudications.filter(is_current=True).filter(Exists(Citation.objects.filter(claim=OuterRef("claim"))))
+            .alias(has_sup=Exists(current.filter(value=LabelValue.SUPPORTED)),
+                   has_uns=Exists(current.filter(value=LabelValue.UNSUPPORTED)))
+            .values(group).order_by()
+            .annotate(supported=Count("id", filter=Q(value=LabelValue.SUPPORTED)),
+                      unsupported=Count("id", filter=Q(value=LabelValue.UNSUPPORTED)),
+                      judged=Count("id", filter=Q(has_sup=True) | Q(has_uns=True)),
+                      has_supported=Count("id", filter=Q(has_sup=True)),
+                      has_unsupported=Count("id", filter=Q(has_uns=True))))
+    return {row.pop(group): row for row in rows}
 
 
 def _may_open(user: Reviewer, project: str = "") -> Q:
@@ -271,7 +300,8 @@ def _runs_claim_counts(*, reviewer: Reviewer, run: Run | None = None, project: P
     citations ⋈ labels with eight of them is several times slower):
     claims (and those of unanswerable questions), citations (cited claims,
     fabricated citations), current SUPPORTED/UNSUPPORTED labels on cited
-    claims (resolved as in ``_answer_count_aggregates``). A fourth query finds the
+    claims (resolved as in ``_answer_count_aggregates``), and the adjudicated
+    claims (``_adjudicated_counts``). A fifth query finds the
     claims of abstaining answers, only when unanswerable questions exist. On the
     runs of ``blind_run_ids`` only ``reviewer``'s own labels count (blind labeling).
     """
@@ -307,10 +337,14 @@ def _runs_claim_counts(*, reviewer: Reviewer, run: Run | None = None, project: P
             Exists(Citation.objects.filter(claim__answer=OuterRef("pk"))))
         abstaining = dict(Claim.objects.filter(answer__in=answers).values("answer__run_id").order_by()
                           .annotate(n=Count("id")).values_list("answer__run_id", "n"))
+    # Blind labeling counts a reviewer's own labels only: no lead's verdict on those runs either.
+    adjudicated = _adjudicated_counts(
+        Adjudication.objects.filter(**{f"claim__answer__{k}": v for k, v in scope.items()})
+        .exclude(claim__answer__run_id__in=blind_run_ids), "claim__answer__run_id")
     counts = {}
     for run_id, row in claims.items():
         cited, judged = citations.get(run_id, {}), labels.get(run_id, {})
-        counts[run_id] = _counts({
+        counts[run_id] = _counts(adjudicated=adjudicated.get(run_id), row={
             "n_claims": row["n"], "n_abstaining": abstaining.get(run_id, 0), "n_cited": cited.get("cited", 0),
             "n_fabricated": cited.get("fabricated", 0), "n_judged": judged.get("judged", 0),
             "n_has_supported": judged.get("has_supported", 0), "n_has_unsupported": judged.get("has_unsupported", 0),
@@ -379,8 +413,8 @@ def answer_page(*, run: Run, reviewer: Reviewer, answer_filter: str = "", page_n
     reviewer has not labeled), ``"unsupported"`` (some reviewer's current
     label on one of its claims is UNSUPPORTED), ``"fabricated"`` (cites an id
     that was not among its passages). Unknown filters raise ValueError; a page
-    number out of range gives the last page. Three queries: count, the page's
-    ids, the page's rows with counts. On a run ``reviewer`` labels blind,
+    number out of range gives the last page. Four queries: count, the page's
+    ids, the page's rows with counts, their adjudicated claims. On a run ``reviewer`` labels blind,
     only their own labels count (and filter).
     """
     own_only = _blind_for(run, reviewer)
@@ -407,9 +441,11 @@ def answer_page(*, run: Run, reviewer: Reviewer, answer_filter: str = "", page_n
         .annotate(**_answer_count_aggregates(reviewer, own_only=own_only))
     )
     by_id = {answer.pk: answer for answer in rows}
+    adjudicated = {} if own_only else _adjudicated_counts(
+        Adjudication.objects.filter(claim__answer_id__in=page_ids), "claim__answer_id")
     return AnswerPage(
         page=page,
-        rows=[AnswerRow(answer=by_id[pk], counts=_counts(by_id[pk])) for pk in page_ids],
+        rows=[AnswerRow(answer=by_id[pk], counts=_counts(by_id[pk], adjudicated.get(pk))) for pk in page_ids],
         filter=answer_filter,
     )
 

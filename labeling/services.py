@@ -19,7 +19,18 @@ from django.db import transaction
 from django.db.models import Exists, F, Max, OuterRef
 
 from labeling.limits import MAX_JUSTIFICATION_CHARS
-from labeling.models import Citation, Claim, Label, LabelValue, Membership, Project, Reviewer, ReviewerKind, Role
+from labeling.models import (
+    Adjudication,
+    Citation,
+    Claim,
+    Label,
+    LabelValue,
+    Membership,
+    Project,
+    Reviewer,
+    ReviewerKind,
+    Role,
+)
 from scoring.labels import label_problem
 
 
@@ -169,7 +180,9 @@ def _check_revision(claim: Claim, base_revision: int | None) -> None:
 
 
 def _stale_labels(claim: Claim) -> int:
-    """Mark every label of ``claim`` stale (SPEC §3: kept in history, no longer current)."""
+    """Mark every label of ``claim`` stale (SPEC §3: kept in history, no longer current); a lead's
+    adjudication of the claim as it was ends too."""
+    Adjudication.objects.filter(claim=claim, is_current=True).update(is_current=False)
     return Label.objects.filter(claim=claim, is_stale=False).update(is_current=False, is_stale=True)
 
 

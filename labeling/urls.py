@@ -23,6 +23,8 @@ urlpatterns = [
     path("p/<slug:project_slug>/compare.xlsx", compare_views.run_compare_xlsx, name="run_compare_xlsx"),
     # Labeling screen
     path("p/<slug:project_slug>/runs/<str:run_name>/reviewers/", member_views.run_reviewers, name="run_reviewers"),
+    path("p/<slug:project_slug>/runs/<str:run_name>/adjudicate/", member_views.run_adjudicate,
+         name="run_adjudicate"),
     path("p/<slug:project_slug>/runs/<str:run_name>/next/", review_views.run_next, name="run_next"),
     path("p/<slug:project_slug>/runs/<str:run_name>/progress/", review_views.run_progress, name="run_progress"),
     path("p/<slug:project_slug>/runs/<str:run_name>/scatter/", projects.run_scatter, name="run_scatter"),

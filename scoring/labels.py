@@ -195,6 +195,35 @@ def resolve_labels(labels: pd.DataFrame, *, reviewer: str | None = None) -> pd.D
     return sort_by(resolved, ["claim_id"])
 
 
+def apply_adjudications(resolved: pd.DataFrame, adjudications: pd.DataFrame) -> pd.DataFrame:
+    """The label that counts per claim (SPEC §4.4): a lead's adjudication, else
+    the reviewers' resolved label (``resolve_labels``).
+
+    In: ``resolved`` as ``resolve_labels`` returns it; ``adjudications`` with
+    columns ``claim_id`` and ``label`` (the adjudicated value, one row per claim).
+    Out: ``resolved`` with every adjudicated claim's ``label`` replaced,
+    ``disagreement`` False there (settled), a claim adjudicated without any
+    counted label added (``reviewers`` 0), and a bool column ``adjudicated``;
+    sorted by ``claim_id``.
+
+    Example: reviewers split on claim 1 (label None, disagreement True) and a
+    lead says UNSUPPORTED → claim 1 is UNSUPPORTED, disagreement False,
+    adjudicated True.
+    """
+    adjudicated = adjudications.set_index("claim_id")["label"]
+    out = resolved.set_index("claim_id")
+    missing = adjudicated.index.difference(out.index)
+    if len(missing):
+        added = pd.DataFrame({"label": None, "reviewers": 0, "disagreement": False}, index=missing)
+        out = pd.concat([out, added.astype({"reviewers": "int64", "disagreement": bool})])
+    out["label"] = out["label"].astype(object)
+    out.loc[adjudicated.index, "label"] = adjudicated.to_numpy(dtype=object)
+    out["adjudicated"] = out.index.isin(adjudicated.index)
+    out.loc[out["adjudicated"], "disagreement"] = False
+    out.index.name = "claim_id"
+    return sort_by(out.reset_index(), ["claim_id"])
+
+
 def disagreements(labels: pd.DataFrame) -> pd.DataFrame:
     """The claims whose current reviewers disagree, one column per reviewer.
 

@@ -172,8 +172,8 @@ def test_run_scatter_of_real_answers_matches_the_readme(expertqa_project, django
     """rr_gs_gpt4 (``fixtures/README.md``): 29 answers, per-answer mean
     support 0.8092 over the answers whose support is defined."""
     run = Run.objects.select_related("project").get(project=expertqa_project, name="rr_gs_gpt4")
-    # claims, answers (abstention), labels, answers
-    with django_assert_max_num_queries(4):
+    # claims, answers (abstention), labels, adjudications, answers
+    with django_assert_max_num_queries(5):
         chart = run_scatter(run)
     assert chart.answers == 29
     assert chart.plotted + len(chart.not_plotted) == 29

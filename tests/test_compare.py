@@ -399,10 +399,10 @@ def test_comparison_page_query_budget_does_not_grow_with_answers(client, reviewe
     project = _project_with_answers(n)
     project.members.add(reviewer)
     _login(client, reviewer)
-    # 1 session, 1 user, 1 project, 1 runs for the form, then 6 per run (claims,
-    # answers for abstention, labels, citations, answers, gold ids) = 16, with 5
-    # answers per run as with 500.
-    with django_assert_max_num_queries(16):
+    # 1 session, 1 user, 1 project, 1 runs for the form, then 7 per run (claims,
+    # answers for abstention, labels, adjudications, citations, answers, gold ids) = 18,
+    # with 5 answers per run as with 500.
+    with django_assert_max_num_queries(18):
         response = client.get(reverse("run_compare", kwargs={"project_slug": project.slug}),
                               {"a": "a", "b": "b", "threshold": "0.85"})
     assert response.status_code == 200

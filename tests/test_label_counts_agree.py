@@ -131,3 +131,23 @@ def test_expertqa_with_second_opinions_covers_every_state():
 
     assert totals == {"runs": 4, "answers": 118, "supported": 181, "unsupported": 109, "disagreements": 218,
                       "pending": 349}
+
+
+def test_expertqa_with_adjudicated_disputes_counts_the_leads_verdicts():
+    """As above, then a lead adjudicates the first 20 disputed claims (by id), alternating
+    SUPPORTED / UNSUPPORTED: 10 more SUPPORTED (191), 10 more UNSUPPORTED (119), 20 fewer
+    disputes (198) and pending claims (329), in SQL and in pandas alike."""
+    from labeling.adjudication import adjudication_save, disputed_claims
+
+    project = _imported("expertqa_dev.jsonl")
+    _second_opinions(project)
+    lead = ReviewerFactory(username="lea")
+    disputed = sorted((claim for run in Run.objects.filter(project=project) for claim in disputed_claims(run=run)),
+                      key=lambda claim: claim.pk)[:20]
+    for claim, value in zip(disputed, cycle([LabelValue.SUPPORTED, LabelValue.UNSUPPORTED]), strict=False):
+        adjudication_save(claim=claim, lead=lead, value=value, reason="checked the passage")
+
+    totals = _assert_agree(project)
+
+    assert totals == {"runs": 4, "answers": 118, "supported": 191, "unsupported": 119, "disagreements": 198,
+                      "pending": 329}

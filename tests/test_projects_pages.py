@@ -168,8 +168,9 @@ def test_project_page_query_budget(client, reviewer, django_assert_max_num_queri
     client.force_login(reviewer)
 
     # 1 session, 1 user, 1 project (membership checked in the same query), 1 runs with answer counts,
-    # grouped by run: 1 claims, 1 citations, 1 current labels (a 4th only when unanswerable questions exist).
-    with django_assert_max_num_queries(7):
+    # grouped by run: 1 claims, 1 citations, 1 current labels, 1 adjudicated claims (one more only when
+    # unanswerable questions exist).
+    with django_assert_max_num_queries(8):
         response = client.get(project.get_absolute_url())
     assert len(response.context["rows"]) == runs
 
@@ -275,12 +276,13 @@ def test_run_page_query_budget(client, reviewer, django_assert_max_num_queries, 
     client.force_login(reviewer)
 
     # 1 session, 1 user, 1 run with its project (membership in the same query), answer page: 1 count,
-    # 1 ids of the page, 1 rows with their counts; run counts: 1 claims, 1 citations, 1 current labels;
-    # the coverage × support scatter (labeling.charts.run_scatter): 1 claims, 2 answers (the claims frame
-    # reads them too), 1 labels; 1 EXISTS: does any question of the run have gold (none here); with a filter,
+    # 1 ids of the page, 1 rows with their counts, 1 their adjudicated claims; run counts: 1 claims,
+    # 1 citations, 1 current labels, 1 adjudicated claims; the coverage × support scatter
+    # (labeling.charts.run_scatter): 1 claims, 2 answers (the claims frame reads them too), 1 labels,
+    # 1 adjudications; 1 EXISTS: does any question of the run have gold (none here); with a filter,
     # 1 count of the run's answers (is the run small enough for its totals inline?); the reviewers
     # section (labeling.assignments.run_reviewers): 1 claim totals, 1 labels per reviewer, 1 members.
-    with django_assert_max_num_queries(18 if answer_filter else 17):
+    with django_assert_max_num_queries(21 if answer_filter else 20):
         response = client.get(run.get_absolute_url(), {"filter": answer_filter})
     counts = response.context["counts"]
     assert (counts.claims, counts.cited, counts.labeled, counts.supported) == (3 * answers, 2 * answers, answers,
@@ -296,9 +298,9 @@ def test_large_run_loads_its_totals_and_scatter_lazily(client, reviewer, django_
     scatter_url = reverse("run_scatter", kwargs={"project_slug": "large", "run_name": "r"})
     summary_url = reverse("run_summary", kwargs={"project_slug": "large", "run_name": "r"})
 
-    # Without the run totals' 3 queries and the scatter's 4: 1 session, 1 user, 1 run with its project,
-    # 3 answer page, 1 EXISTS for gold.
-    with django_assert_max_num_queries(7):
+    # Without the run totals' 4 queries and the scatter's 5: 1 session, 1 user, 1 run with its project,
+    # 4 answer page, 1 EXISTS for gold.
+    with django_assert_max_num_queries(8):
         html = client.get(run.get_absolute_url()).content.decode()
     fragment = client.get(scatter_url, HTTP_HX_REQUEST="true").content.decode()
     page = client.get(scatter_url).content.decode()
@@ -374,10 +376,10 @@ def test_run_page_with_gold_keeps_a_constant_query_budget(client, reviewer, djan
     ExpectedSource.objects.bulk_create([ExpectedSource(question=q, source="doc.md") for q in questions])
     client.force_login(reviewer)
 
-    # The 17 of test_run_page_query_budget less the scatter's 4 (it reuses the gold panel's claim metrics),
+    # The 20 of test_run_page_query_budget less the scatter's 5 (it reuses the gold panel's claim metrics),
     # plus the gold panel (labeling.metrics.run_scores): 2 claims frame (claims, answers), 1 labels,
-    # 1 answers, 1 citations, 1 gold ids, 1 references, 1 expected sources.
-    with django_assert_max_num_queries(21):
+    # 1 adjudications, 1 answers, 1 citations, 1 gold ids, 1 references, 1 expected sources.
+    with django_assert_max_num_queries(24):
         response = client.get(run.get_absolute_url())
     rows = {(r.group, r.metric): r for r in response.context["gold"]["rows"]}
     assert str(rows[("Cited ids vs gold ids", "precision")].fraction) == f"{answers}/{answers} = 1.00"

@@ -1,4 +1,4 @@
-"""A project's members page (leads add, change and remove members) and a run's reviewers page."""
+"""Team pages: a project's members (leads add, change, remove), a run's reviewers, adjudication."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
-from labeling import assignments, selectors
+from labeling import adjudication, assignments, selectors
 from labeling.memberships import membership_remove, membership_set, run_assign, run_settings_set
 from labeling.models import Membership, Reviewer, ReviewerKind, Role
 from labeling.views.projects import project_for, run_for
@@ -76,4 +76,37 @@ def run_reviewers(request: HttpRequest, project_slug: str, run_name: str) -> Htt
         "project": run.project, "run": run, "team": team, "members": members, "assigned_ids": assigned,
         "is_lead": selectors.may(run.my_role, selectors.LEAD), "overlaps": range(1, 6),
         "blind_choice": next(k for k, v in BLIND_CHOICES.items() if v == run.blind),
+    })
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def run_adjudicate(request: HttpRequest, project_slug: str, run_name: str) -> HttpResponse:
+    """The lead's adjudication page: one disputed claim at a time, keys 1/2, a reason, Enter."""
+    run = run_for(request, project_slug, run_name, selectors.LEAD)
+    error, typed = "", {"value": "", "reason": ""}
+    claim_param = request.POST.get("claim") if request.method == "POST" else request.GET.get("claim", "")
+    claim_id = int(claim_param) if claim_param and claim_param.isdigit() else None
+    if request.method == "POST":
+        claim = adjudication.disputed_claims(run=run).filter(pk=claim_id).first() if claim_id else None
+        typed = {"value": request.POST.get("value", ""), "reason": request.POST.get("reason", "")}
+        try:
+            if claim is None:
+                raise ValidationError("That claim is no longer disputed (adjudicated meanwhile, or its labels "
+                                      "changed): here is the next one.")
+            verdict = adjudication.adjudication_save(claim=claim, lead=request.user, value=typed["value"],
+                                                     reason=typed["reason"])
+        except ValidationError as exc:
+            error = " ".join(exc.messages)
+        else:
+            messages.success(request, f"Claim {claim.index} of {claim.answer.question.question_id}: "
+                                      f"{verdict.value} (adjudicated).")
+            return redirect("run_adjudicate", project_slug=project_slug, run_name=run.name)
+    disputes = adjudication.disputed_claims(run=run)
+    listed = list(disputes[:adjudication.DISPUTES_LISTED])
+    dispute = adjudication.dispute_view(run=run, claim_id=claim_id)
+    return render(request, "labeling/run_adjudicate.html", {
+        "project": run.project, "run": run, "dispute": dispute, "disputes": listed,
+        "n_disputes": len(listed) if len(listed) < adjudication.DISPUTES_LISTED else disputes.count(),
+        "error": error, "typed": typed,
     })
