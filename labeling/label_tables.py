@@ -15,14 +15,19 @@ database and lists what would change; :func:`label_table_import_apply` does
 it atomically (all or nothing), adding a new current ``Label`` per changed
 row for the importing reviewer and keeping the previous one as history.
 
+Whose label a row is: an import never re-attributes a label. A row whose
+``reviewer`` column names someone other than the importing reviewer is
+refused — unless a lead imports with ``keep_reviewers``: then each row is
+recorded under the reviewer it names (an ``external`` reviewer is created for
+a new name). With ``adjudicate`` (leads only) each row is the lead's
+adjudication of the claim, its justification the reason.
+
 When a row changes something: a row with a blank label changes nothing (an
 import never removes a label); a row on a claim without citations changes
 nothing (UNCITED is automatic, SPEC §3); a row that reads exactly as the
-reviewer's own current label (label and justification), or exactly as the
-current label table shows the claim (label, justification and reviewer
-column), changes nothing — so an untouched row of an exported table never
-turns another reviewer's label into the importer's. Any other row becomes the
-importing reviewer's new label on that claim.
+current label of the reviewer it is recorded under (label and justification;
+never the agreed label of the table), or as the claim's current adjudication,
+changes nothing. Any other row becomes that reviewer's new label on the claim.
 """
 
 from __future__ import annotations
@@ -42,6 +47,7 @@ from django.utils.text import get_valid_filename
 
 from labeling.exports.csv_jsonl import write_csv, write_jsonl
 from labeling.exports.label_table import (
+    CITATION_SEPARATOR,
     canonical_bytes,
     label_count,
     label_table_frame,
@@ -54,7 +60,17 @@ from labeling.exports.xlsx import WorkbookInfo, spreadsheet_text, write_label_wo
 from labeling.importers.label_table import LabelTableFile
 from labeling.importers.records import ImportIssue
 from labeling.label_table_diff import LabelTableDiff, diff_label_tables
-from labeling.models import Claim, Label, LabelTableVersion, Reviewer, Run
+from labeling.models import (
+    Adjudication,
+    Claim,
+    Label,
+    LabelTableVersion,
+    Membership,
+    Reviewer,
+    ReviewerKind,
+    Role,
+    Run,
+)
 from scoring.claims import ClaimMetrics
 from scoring.labels import label_problem
 
@@ -270,6 +286,8 @@ class LabelChange:
     new_label: str
     old_justification: str
     new_justification: str
+    # Whom the label is recorded under (keep_reviewers); "" = the importing reviewer.
+    reviewer: str = ""
 
     @property
     def label_changed(self) -> bool:
@@ -310,9 +328,19 @@ def _comparable(text: str, fmt: str) -> str:
     return text.strip()
 
 
-def label_table_import_preview(*, run: Run, reviewer: Reviewer, table_file: LabelTableFile) -> LabelImportPreview:
+def _leads(run: Run, reviewer: Reviewer) -> bool:
+    return reviewer.is_superuser or Membership.objects.filter(
+        project_id=run.project_id, reviewer=reviewer, role=Role.LEAD).exists()
+
+
+def label_table_import_preview(*, run: Run, reviewer: Reviewer, table_file: LabelTableFile,
+                               keep_reviewers: bool = False, adjudicate: bool = False) -> LabelImportPreview:
     """Validate every row of ``table_file`` against ``run`` and list the
-    changes applying it would make for ``reviewer``. Writes nothing.
+    changes applying it would make for ``reviewer`` (see the module docstring
+    for ``keep_reviewers`` and ``adjudicate``). Writes nothing.
+
+    Raises ValidationError when ``keep_reviewers`` or ``adjudicate`` is asked
+    by someone who does not lead the run's project.
 
     Row problems reported (row, column, reason): a row for another run, a
     claim id not in this run (one message whether the id exists nowhere or
@@ -322,8 +350,13 @@ def label_table_import_preview(*, run: Run, reviewer: Reviewer, table_file: Labe
     (always for UNSUPPORTED; for SUPPORTED when the project requires it),
     plus the parser's own (unknown label, bad numbers …).
 
-    Queries: 2 (claims, reviewer's labels) + 6 (current label table).
+    Queries: 2 (claims, current labels or adjudications), one more for the role
+    with ``keep_reviewers``/``adjudicate``.
     """
+    if (keep_reviewers or adjudicate) and not _leads(run, reviewer):
+        raise ValidationError(f"{reviewer.username} does not lead project {run.project.slug}: only a lead may "
+                              f"import {'adjudications' if adjudicate else 'labels under the reviewers a file names'}.",
+                              code="not_lead")
     fmt = table_file.format
     preview = LabelImportPreview(run=run, reviewer=reviewer, format=fmt, rows=len(table_file.rows),
                                  issues=list(table_file.issues), file_problem=table_file.file_problem)
@@ -335,18 +368,17 @@ def label_table_import_preview(*, run: Run, reviewer: Reviewer, table_file: Labe
         .values_list("id", "answer__question__question_id", "index", "text", "revision", "n")
     }
     by_position = {(qid, index): pk for pk, (qid, index, _t, _r, _n) in claims.items()}
-    mine = {
-        claim_id: (value, justification)
-        for claim_id, value, justification in Label.objects.filter(
-            claim__answer__run=run, reviewer=reviewer, is_current=True
-        ).values_list("claim_id", "value", "justification")
-    }
-    table = label_table_frame(run, with_passages=False)
-    shown = {
-        int(pk): (label, justification, who)
-        for pk, label, justification, who in table[["claim_id", "label", "justification", "reviewer"]].itertuples(
-            index=False)
-    }
+    # What a row is compared with: the current label of the reviewer it is recorded under.
+    if adjudicate:
+        current = {(reviewer.username, claim_id): (value, reason) for claim_id, value, reason in
+                   Adjudication.objects.filter(claim__answer__run=run, is_current=True)
+                   .values_list("claim_id", "value", "reason")}
+    else:
+        labels = Label.objects.filter(claim__answer__run=run, is_current=True)
+        if not keep_reviewers:
+            labels = labels.filter(reviewer=reviewer)
+        current = {(who, claim_id): (value, justification) for who, claim_id, value, justification in
+                   labels.values_list("reviewer__username", "claim_id", "value", "justification")}
     require_supported = run.project.require_justification_for_supported
     seen: dict[int, int] = {}
     for row in table_file.rows:
@@ -368,6 +400,22 @@ def label_table_import_preview(*, run: Run, reviewer: Reviewer, table_file: Labe
             problem(ImportIssue(row.line, "claim_id", f"claim {claim_id} is also on row {seen[claim_id]}"))
             continue
         seen[claim_id] = row.line
+        named = [Reviewer.normalize_username(name) for name in (row.reviewer or "").split(CITATION_SEPARATOR.strip())
+                 if name.strip()]
+        owner = reviewer.username
+        if keep_reviewers and len(named) > 1:
+            problem(ImportIssue(row.line, "reviewer", f"the row names {len(named)} reviewers ({row.reviewer}); "
+                                                      "a label is recorded under one"))
+            continue
+        if keep_reviewers and named:
+            owner = named[0]
+        elif not adjudicate and any(name != reviewer.username for name in named):
+            problem(ImportIssue(row.line, "reviewer", (
+                f"the row is {row.reviewer}'s label, not {reviewer.username}'s: an import never gives one "
+                f"reviewer's label to another. Export your own labels (export_labels --reviewer "
+                f"{reviewer.username}), or a lead imports with --keep-reviewers to record each row under the "
+                "reviewer it names")))
+            continue
         question_id, index, text, revision, n_citations = claims[claim_id]
         if row.claim_revision is not None and row.claim_revision != revision:
             problem(ImportIssue(row.line, "claim_revision",
@@ -389,17 +437,16 @@ def label_table_import_preview(*, run: Run, reviewer: Reviewer, table_file: Labe
             preview.unchanged += 1  # UNCITED is automatic: nothing to record
             continue
         justification = row.justification.strip()
-        own = mine.get(claim_id)
+        own = current.get((owner, claim_id))
         if own and own[0] == row.label and _comparable(own[1], fmt) == _comparable(justification, fmt):
-            preview.unchanged += 1
-            continue
-        label, shown_justification, shown_reviewer = shown[claim_id]
-        if (label == row.label and row.reviewer == shown_reviewer
-                and _comparable(shown_justification, fmt) == _comparable(justification, fmt)):
             preview.unchanged += 1
             continue
         broken = label_problem(row.label, n_citations=n_citations, justification=justification,
                                supported_needs_justification=require_supported)
+        if broken is None and adjudicate and not justification:
+            problem(ImportIssue(row.line, "justification", "an adjudication needs its reason in the "
+                                                           "justification column"))
+            continue
         if broken is not None:
             problem(ImportIssue(row.line, broken.field, broken.message))
             continue
@@ -407,13 +454,16 @@ def label_table_import_preview(*, run: Run, reviewer: Reviewer, table_file: Labe
             line=row.line, claim_id=claim_id, claim_revision=revision, question_id=question_id, claim_index=index,
             claim=text, old_label=own[0] if own else None, new_label=row.label,
             old_justification=own[1] if own else "", new_justification=justification,
+            reviewer=owner if owner != reviewer.username else "",
         ))
     preview.issues.sort(key=lambda issue: issue.line)
     return preview
 
 
-def label_table_import_apply(*, run: Run, reviewer: Reviewer, table_file: LabelTableFile) -> LabelImportPreview:
-    """Apply ``table_file`` for ``reviewer`` on ``run``, all or nothing.
+def label_table_import_apply(*, run: Run, reviewer: Reviewer, table_file: LabelTableFile,
+                             keep_reviewers: bool = False, adjudicate: bool = False) -> LabelImportPreview:
+    """Apply ``table_file`` for ``reviewer`` on ``run``, all or nothing
+    (``keep_reviewers``, ``adjudicate``: see ``label_table_import_preview``).
 
     Re-validates under a row lock on the run (the database may have moved
     since the preview), then per change marks the reviewer's current label
@@ -426,18 +476,50 @@ def label_table_import_apply(*, run: Run, reviewer: Reviewer, table_file: LabelT
     try:
         with transaction.atomic():
             Run.objects.select_for_update().filter(pk=run.pk).exists()
-            preview = label_table_import_preview(run=run, reviewer=reviewer, table_file=table_file)
+            preview = label_table_import_preview(run=run, reviewer=reviewer, table_file=table_file,
+                                                 keep_reviewers=keep_reviewers, adjudicate=adjudicate)
             if preview.issues:
                 raise LabelImportError(preview.issues)
-            ids = [change.claim_id for change in preview.changes]
-            for start in range(0, len(ids), _BATCH):
-                Label.objects.filter(claim_id__in=ids[start:start + _BATCH], reviewer=reviewer,
-                                     is_current=True).update(is_current=False)
+            if adjudicate:
+                _apply_adjudications(reviewer, preview.changes)
+                return preview
+            owners = _owners({change.reviewer for change in preview.changes} - {""})
+            by_owner: dict[int, list[int]] = {}
+            for change in preview.changes:
+                by_owner.setdefault(owners.get(change.reviewer, reviewer).pk, []).append(change.claim_id)
+            for owner_id, ids in by_owner.items():
+                for start in range(0, len(ids), _BATCH):
+                    Label.objects.filter(claim_id__in=ids[start:start + _BATCH], reviewer_id=owner_id,
+                                         is_current=True).update(is_current=False)
             Label.objects.bulk_create([
-                Label(claim_id=change.claim_id, reviewer=reviewer, value=change.new_label,
-                      justification=change.new_justification, claim_revision=change.claim_revision)
+                Label(claim_id=change.claim_id, reviewer=owners.get(change.reviewer, reviewer),
+                      value=change.new_label, justification=change.new_justification,
+                      claim_revision=change.claim_revision)
                 for change in preview.changes
             ], batch_size=_BATCH)
     except IntegrityError:
         raise ValidationError("labels of this run changed while the import was applied; preview it again") from None
     return preview
+
+
+def _owners(names: set[str]) -> dict[str, Reviewer]:
+    """The reviewers ``names`` name, an ``external`` one (no usable password) created for a new name."""
+    owners = {r.username: r for r in Reviewer.objects.filter(username__in=names)}
+    for name in sorted(names - set(owners)):
+        owner = Reviewer(username=name, kind=ReviewerKind.EXTERNAL)
+        owner.set_unusable_password()
+        owner.save()
+        owners[name] = owner
+    return owners
+
+
+def _apply_adjudications(lead: Reviewer, changes: list[LabelChange]) -> None:
+    """Record each change as ``lead``'s current adjudication of its claim (history kept)."""
+    ids = [change.claim_id for change in changes]
+    for start in range(0, len(ids), _BATCH):
+        Adjudication.objects.filter(claim_id__in=ids[start:start + _BATCH], is_current=True).update(is_current=False)
+    Adjudication.objects.bulk_create([
+        Adjudication(claim_id=change.claim_id, lead=lead, value=change.new_label, reason=change.new_justification,
+                     claim_revision=change.claim_revision)
+        for change in changes
+    ], batch_size=_BATCH)

@@ -126,8 +126,9 @@ def preview_of(run: Run, reviewer, data: bytes, fmt: str):
 
 
 @pytest.mark.parametrize("fmt", ["xlsx", "csv", "jsonl"])
-def test_untouched_export_imports_as_no_change(seed_run, alice, fmt):
-    preview = preview_of(seed_run, alice, export(seed_run, fmt), fmt)
+def test_untouched_export_imports_as_no_change(seed_run, fmt):
+    seed_reviewer = Label.objects.filter(claim__answer__run=seed_run).first().reviewer
+    preview = preview_of(seed_run, seed_reviewer, export(seed_run, fmt), fmt)
 
     assert preview.issues == []
     assert (preview.rows, len(preview.changes), preview.unchanged, preview.blank) == (6, 0, 6, 0)
@@ -176,16 +177,20 @@ def test_reimported_xlsx_keeps_the_formula_text_as_text(seed_run, alice):
     assert sheet["J2"].value == HYPERLINK and sheet["J2"].data_type == "s"
 
 
-def test_untouched_rows_of_the_agreed_table_do_not_become_the_importers_labels(seed_run, alice):
-    """The agreed table shows seed-reviewer's labels; alice changes only
-    claim 2. Only claim 2 gets a label by alice."""
+def test_rows_of_another_reviewer_are_refused_never_reattributed(seed_run, alice):
+    """The agreed table shows seed-reviewer's labels on the 5 cited claims: imported by alice,
+    each of those rows is refused (an import never gives one reviewer's label to another) and
+    nothing is written; the uncited claim's row names nobody."""
     edited = edit_file(export(seed_run, "xlsx"), "xlsx", {2: ("UNSUPPORTED", "P1 says twice, not doubling")})
 
-    preview = label_table_import_apply(run=seed_run, reviewer=alice,
-                                       table_file=read_label_table(edited, format="xlsx"))
+    with pytest.raises(LabelImportError) as failure:
+        label_table_import_apply(run=seed_run, reviewer=alice, table_file=read_label_table(edited, format="xlsx"))
 
-    assert [(c.claim_index, c.old_label, c.new_label) for c in preview.changes] == [(2, None, "UNSUPPORTED")]
-    assert Label.objects.filter(reviewer=alice).count() == 1
+    assert [(issue.field, issue.line) for issue in failure.value.issues] == [("reviewer", line) for line in
+                                                                            range(2, 7)]
+    assert failure.value.issues[0].reason.startswith(
+        "the row is seed-reviewer's label, not alice's: an import never gives one reviewer's label to another.")
+    assert Label.objects.filter(reviewer=alice).count() == 0
 
 
 def test_apply_keeps_history_and_moves_the_current_label(seed_run, alice):
@@ -485,10 +490,12 @@ def test_import_preview_page_query_budget(client, reviewer, django_assert_max_nu
     run = bulk_run(claims)
     run.project.members.add(reviewer)
     client.force_login(reviewer)
-    edited = edit_file(export(run, "csv"), "csv", {i: ("UNSUPPORTED", "weaker") for i in range(1, claims + 1)})
+    # The reviewer's own table: rows naming another reviewer would be refused.
+    edited = edit_file(export(run, "csv", reviewer=reviewer.username), "csv",
+                       {i: ("UNSUPPORTED", "weaker") for i in range(1, claims + 1)})
     # session + user (2), run with project (1), membership (1), claims (1),
-    # reviewer's labels (1), current label table (6) = 12, whatever the rows.
-    with django_assert_max_num_queries(12):
+    # reviewer's labels (1) = 6, whatever the rows.
+    with django_assert_max_num_queries(6):
         page = client.post(import_url(run), {"file": upload(edited, "all.csv")}).content.decode()
     assert f'<strong id="change-count">{claims}</strong>' in page
     assert page.count('data-label="Your label"') == claims

@@ -1,7 +1,10 @@
-"""``python manage.py import_labels FILE --run NAME [--project SLUG] --reviewer NAME [--apply]``.
+"""``python manage.py import_labels FILE --run NAME [--project SLUG] --reviewer NAME
+[--keep-reviewers | --adjudicate] [--apply]``.
 
 Without ``--apply`` it only previews: every change and every bad row. With
-``--apply`` the changes are written all or nothing.
+``--apply`` the changes are written all or nothing. A row naming another
+reviewer is refused unless a lead passes ``--keep-reviewers``; with
+``--adjudicate`` (leads) each row is the lead's adjudication of its claim.
 """
 
 from __future__ import annotations
@@ -9,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from labeling.importers.label_table import label_table_format, read_label_table
@@ -33,9 +37,15 @@ class Command(BaseCommand):
         parser.add_argument("--reviewer", required=True, help="whose labels the file's rows become")
         parser.add_argument("--format", choices=["xlsx", "csv", "jsonl"], help="default: from the file name")
         parser.add_argument("--apply", action="store_true", help="write the changes (default: preview only)")
+        mode = parser.add_mutually_exclusive_group()
+        mode.add_argument("--keep-reviewers", action="store_true",
+                          help="(leads) record each row under the reviewer its reviewer column names "
+                               "(an external reviewer is created for a new name)")
+        mode.add_argument("--adjudicate", action="store_true",
+                          help="(leads) record each row as REVIEWER's adjudication, its justification the reason")
 
     def handle(self, *args, file: Path, run: str, project: str | None, reviewer: str, format: str | None,
-               apply: bool, **options) -> None:
+               apply: bool, keep_reviewers: bool = False, adjudicate: bool = False, **options) -> None:
         if not file.is_file():
             raise CommandError(f"{file}: no such file")
         if file.stat().st_size > settings.CITELAB_MAX_UPLOAD_BYTES:
@@ -52,8 +62,12 @@ class Command(BaseCommand):
         table_file = read_label_table(file.read_bytes(), format=fmt)
         if table_file.file_problem:
             raise CommandError(f"{file}: {table_file.file_problem}")
+        mode = {"keep_reviewers": keep_reviewers, "adjudicate": adjudicate}
         if not apply:
-            preview = label_table_import_preview(run=target, reviewer=who, table_file=table_file)
+            try:
+                preview = label_table_import_preview(run=target, reviewer=who, table_file=table_file, **mode)
+            except ValidationError as exc:
+                raise CommandError(" ".join(exc.messages)) from None
             self._report(preview)
             if preview.issues:
                 raise CommandError(f"{len(preview.issues)} bad row(s) in {file}; fix them, then run with --apply")
@@ -61,21 +75,26 @@ class Command(BaseCommand):
                                                  "run again with --apply to write them"))
             return
         try:
-            preview = label_table_import_apply(run=target, reviewer=who, table_file=table_file)
+            preview = label_table_import_apply(run=target, reviewer=who, table_file=table_file, **mode)
         except LabelImportError as failure:
             for issue in failure.issues:
                 self.stderr.write(f"{file}: row {issue.line}: {issue.field}: {issue.reason}")
             raise CommandError(f"{len(failure.issues)} bad row(s) in {file}; nothing was imported") from None
+        except ValidationError as exc:
+            raise CommandError(" ".join(exc.messages)) from None
         self._report(preview)
+        whose = ("adjudication(s) by " if adjudicate else "label(s) of ") + (
+            "the reviewers the file names" if keep_reviewers else who.username)
         self.stdout.write(self.style.SUCCESS(
-            f"{target.project.slug}/{target.name}: {len(preview.changes)} label(s) of {who.username} saved"
+            f"{target.project.slug}/{target.name}: {len(preview.changes)} {whose} saved"
         ))
 
     def _report(self, preview: LabelImportPreview) -> None:
         for change in preview.changes:
             old = change.old_label or "none"
             note = " (justification changed)" if change.justification_changed else ""
-            self.stdout.write(f"row {change.line}: {change.question_id} claim {change.claim_index}: "
+            who = f" ({change.reviewer})" if change.reviewer else ""
+            self.stdout.write(f"row {change.line}: {change.question_id} claim {change.claim_index}{who}: "
                               f"{old} → {change.new_label}{note}")
         for issue in preview.issues:
             self.stderr.write(f"row {issue.line}: {issue.field}: {issue.reason}")
