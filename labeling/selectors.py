@@ -537,6 +537,8 @@ class ReviewContext:
     previous_claim: ClaimView | None = None
     next_claim: ClaimView | None = None
     answer_counts: ClaimCounts = field(default_factory=ClaimCounts)
+    # Blind labeling: ``history`` holds the reviewer's own labels only.
+    blind: bool = False
 
     @property
     def more_after_current(self) -> bool:
@@ -625,6 +627,7 @@ def review_context(*, answer: Answer, reviewer: Reviewer, claim_id: int | None =
         )
     )
     overlap = answer.run.overlap
+    blind = _blind_for(answer.run, reviewer)
     views = [
         ClaimView(claim=c, citations=list(c.citations.all()), my_label=next(
             (label for label in c.all_labels if label.reviewer_id == reviewer.pk and label.is_current), None),
@@ -656,7 +659,7 @@ def review_context(*, answer: Answer, reviewer: Reviewer, claim_id: int | None =
             segments_, found = passage_segments(text, span=citation.span, claim=current.claim.text)
             passages.append(CitationView(citation=citation, segments=segments_, span_found=found))
         labels = current.claim.all_labels
-        if _blind_for(answer.run, reviewer):
+        if blind:
             labels = [label for label in labels if label.reviewer_id == reviewer.pk]
         history = history_entries(labels)
     cited = sum(1 for v in views if v.cited)
@@ -666,7 +669,7 @@ def review_context(*, answer: Answer, reviewer: Reviewer, claim_id: int | None =
     return ReviewContext(
         answer=answer, claims=views, segments=segments, unplaced=unplaced, current=current, passages=passages,
         history=history, gold=question_gold(question=answer.question, answer=answer), previous_claim=previous_claim,
-        next_claim=next_claim, answer_counts=counts,
+        next_claim=next_claim, answer_counts=counts, blind=blind,
     )
 
 
