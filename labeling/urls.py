@@ -2,13 +2,16 @@
 
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
-from django.urls import path
+from django.urls import path, register_converter
 
 from labeling.forms import LoginForm
 from labeling.views import compare as compare_views
 from labeling.views import label_tables as label_table_views
 from labeling.views import projects
 from labeling.views import review as review_views
+from labeling.views.params import IdConverter
+
+register_converter(IdConverter, "id")
 
 urlpatterns = [
     path("admin/", admin.site.urls),
@@ -26,15 +29,15 @@ urlpatterns = [
     path("p/<slug:project_slug>/runs/<str:run_name>/summary/", projects.run_summary, name="run_summary"),
     path("p/<slug:project_slug>/runs/<str:run_name>/gold/", projects.run_gold, name="run_gold"),
     path("p/<slug:project_slug>/runs/<str:run_name>/undo/", review_views.label_undo, name="label_undo"),
-    path("p/<slug:project_slug>/runs/<str:run_name>/answers/<int:answer_id>/", review_views.answer_review,
+    path("p/<slug:project_slug>/runs/<str:run_name>/answers/<id:answer_id>/", review_views.answer_review,
          name="answer_review"),
-    path("p/<slug:project_slug>/runs/<str:run_name>/claims/<int:claim_id>/label/", review_views.claim_label,
+    path("p/<slug:project_slug>/runs/<str:run_name>/claims/<id:claim_id>/label/", review_views.claim_label,
          name="claim_label"),
-    path("p/<slug:project_slug>/runs/<str:run_name>/claims/<int:claim_id>/split/", review_views.claim_split,
+    path("p/<slug:project_slug>/runs/<str:run_name>/claims/<id:claim_id>/split/", review_views.claim_split,
          name="claim_split"),
-    path("p/<slug:project_slug>/runs/<str:run_name>/claims/<int:claim_id>/merge/", review_views.claim_merge,
+    path("p/<slug:project_slug>/runs/<str:run_name>/claims/<id:claim_id>/merge/", review_views.claim_merge,
          name="claim_merge"),
-    path("p/<slug:project_slug>/runs/<str:run_name>/claims/<int:claim_id>/edit/", review_views.claim_edit,
+    path("p/<slug:project_slug>/runs/<str:run_name>/claims/<id:claim_id>/edit/", review_views.claim_edit,
          name="claim_edit"),
     # Label table versions, exports and imports
     path("p/<slug:project_slug>/runs/<str:run_name>/versions/", label_table_views.version_list, name="version_list"),
@@ -42,7 +45,7 @@ urlpatterns = [
          name="version_create"),
     path("p/<slug:project_slug>/runs/<str:run_name>/versions/diff/", label_table_views.version_diff_page,
          name="version_diff"),
-    path("p/<slug:project_slug>/runs/<str:run_name>/versions/<int:number>.jsonl", label_table_views.version_file,
+    path("p/<slug:project_slug>/runs/<str:run_name>/versions/<id:number>.jsonl", label_table_views.version_file,
          name="version_file"),
     path("p/<slug:project_slug>/runs/<str:run_name>/labels/export/", label_table_views.label_export,
          name="label_export"),

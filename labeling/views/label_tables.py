@@ -40,6 +40,7 @@ from labeling.label_tables import (
     version_scores,
 )
 from labeling.models import LabelTableVersion, Run
+from labeling.views.params import int_param
 from labeling.views.projects import run_for as _run_for
 from scoring.claims import ClaimMetrics
 
@@ -114,8 +115,8 @@ def version_diff_page(request: HttpRequest, project_slug: str, run_name: str) ->
     versions = list(run.versions.select_related("author").order_by("number"))
     by_number = {version.number: version for version in versions}
     context = {"project": run.project, "run": run, "versions": versions, "diff": None, "error": ""}
-    old_number = _int(request.GET.get("old")) or (versions[-2].number if len(versions) > 1 else None)
-    new_number = _int(request.GET.get("new")) or (versions[-1].number if versions else None)
+    old_number = int_param(request.GET.get("old")) or (versions[-2].number if len(versions) > 1 else None)
+    new_number = int_param(request.GET.get("new")) or (versions[-1].number if versions else None)
     old, new = by_number.get(old_number), by_number.get(new_number)
     context |= {"old": old, "new": new}
     if len(versions) < 2:
@@ -133,10 +134,6 @@ def version_diff_page(request: HttpRequest, project_slug: str, run_name: str) ->
     return render(request, template, context)
 
 
-def _int(value: str | None) -> int | None:
-    return int(value) if value and value.isdigit() else None
-
-
 @login_required
 @require_GET
 def label_export(request: HttpRequest, project_slug: str, run_name: str) -> HttpResponse:
@@ -146,7 +143,7 @@ def label_export(request: HttpRequest, project_slug: str, run_name: str) -> Http
         raise Http404("Unknown export format")
     version = None
     if request.GET.get("version"):
-        version = get_object_or_404(LabelTableVersion, run=run, number=_int(request.GET["version"]) or 0)
+        version = get_object_or_404(LabelTableVersion, run=run, number=int_param(request.GET["version"]) or 0)
     reviewer = request.GET.get("reviewer") or None
     if reviewer == "me":
         reviewer = request.user.username
