@@ -9,7 +9,7 @@ import json
 import pytest
 from django.urls import reverse
 
-from labeling import queue
+from labeling import queue, selectors
 from labeling.highlight import Segment, answer_segments, passage_segments, suggest_split
 from labeling.models import (
     Answer,
@@ -850,6 +850,57 @@ def test_answer_segments_list_claims_without_offsets_or_overlapping():
 
     assert [(s.text, s.claim_id) for s in segments] == [("One.", 1), (" Two. ", None), ("Three.", 4)]
     assert unplaced == [3, 2]
+
+
+def test_claim_list_marks_exactly_the_claims_the_answer_text_cannot_on_every_fixture_answer(
+        expertqa_project, reviewer, client):
+    """The claim list used to find its "not in text" claims by searching ``review.unplaced``
+    for every claim (quadratic: 20,000 such claims took 164 s); each claim now carries
+    ``in_text``. On all 118 real answers the two agree, the answer text marks every other
+    claim exactly once, and the page tags exactly the 5 claims the importer could not
+    locate (one in each of 5 answers, all without offsets)."""
+    expertqa_project.members.add(reviewer)
+    client.force_login(reviewer)
+    answers = Answer.objects.filter(run__project=expertqa_project).select_related("question", "run__project")
+    unplaced = {}
+    for answer in answers:
+        review = selectors.review_context(answer=answer, reviewer=reviewer)
+        assert [not view.in_text for view in review.claims] == [view in review.unplaced for view in review.claims]
+        marked = [view.claim.pk for _text, view in review.segments if view is not None]
+        assert sorted(marked + [view.claim.pk for view in review.unplaced]) == [view.claim.pk for view in review.claims]
+        if review.unplaced:
+            unplaced[answer.pk] = [view.claim.pk for view in review.unplaced]
+    assert len(answers) == 118
+    assert sorted(len(pks) for pks in unplaced.values()) == [1, 1, 1, 1, 1]
+    assert Claim.objects.filter(pk__in=[pk for pks in unplaced.values() for pk in pks], start=None).count() == 5
+
+    for answer_pk, pks in unplaced.items():
+        answer = answers.get(pk=answer_pk)
+        html = client.get(reverse("answer_review", kwargs={"project_slug": "expertqa", "run_name": answer.run.name,
+                                                           "answer_id": answer.pk})).content.decode()
+        rows = html.split('<ol class="rv-claims">', 1)[1].split("</ol>", 1)[0].split("<li ")[1:]
+        tagged = [int(row.split("?claim=", 1)[1].split('"', 1)[0]) for row in rows if "not in text</span>" in row]
+        assert tagged == pks
+        assert "1 claim could not be located in the answer text" in html
+
+
+def test_review_page_work_is_linear_in_claims_not_in_the_answer_text(alice, site, monkeypatch):
+    """300 cited claims without offsets: the page used to compare each claim with each
+    unplaced claim (300 × 300 / 2 ≈ 45,000 ClaimView comparisons; at 20,000 claims 164 s).
+    Now it compares none (tests/bench/test_bench_review_unplaced.py prints the times)."""
+    claims = Claim.objects.bulk_create([Claim(answer=site.a2, index=k, text=f"Paraphrase {k}.") for k in range(3, 303)])
+    Citation.objects.bulk_create([Citation(claim=c, position=0, cited_id="P3",
+                                           passage=site.d1.citations.get().passage) for c in claims])
+    comparisons = []
+    compare = selectors.ClaimView.__eq__
+    monkeypatch.setattr(selectors.ClaimView, "__eq__",
+                        lambda self, other: comparisons.append(1) or compare(self, other))
+
+    html = alice.get(site.review(site.a2)).content.decode()
+
+    assert html.count("not in text</span>") == 300
+    assert "300 claims could not be located in the answer text" in html
+    assert len(comparisons) == 0
 
 
 def test_split_suggestion_cuts_at_the_clause_break():
