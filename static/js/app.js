@@ -97,9 +97,11 @@
     form.querySelectorAll("button[name=value]").forEach(function (button) {
       button.classList.toggle("armed", button.value === value);
     });
-    hint(form, value
-      ? "Enter saves " + value + " with this justification and moves on · Esc cancels."
-      : "Press 1 for SUPPORTED, 2 for UNSUPPORTED.");
+    var conflict = form.querySelector(".conflict");
+    hint(form, !value ? "Press 1 for SUPPORTED, 2 for UNSUPPORTED."
+      : conflict ? "Enter saves " + value + " with your justification in place of the newer label · " +
+        "Esc keeps the newer label."
+      : "Enter saves " + value + " with this justification and moves on · Esc cancels.");
   }
 
   function focusJustification(form) {
