@@ -126,7 +126,7 @@
 
   function saveArmed(form) {
     if (form.dataset.armed) { save(form, form.dataset.armed); }
-    else { hint(form, "Choose the label first: Esc, then 1 (SUPPORTED) or 2 (UNSUPPORTED)."); }
+    else { status("Choose the label first: Esc, then 1 (SUPPORTED) or 2 (UNSUPPORTED)."); }
   }
 
   function onJustificationKey(event, form) {

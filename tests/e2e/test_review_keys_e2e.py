@@ -18,7 +18,15 @@ from django.urls import reverse
 
 from labeling import services
 from labeling.models import Claim, Label
-from tests.factories import AnswerFactory, CitationFactory, ClaimFactory, ProjectFactory, QuestionFactory, RunFactory
+from tests.factories import (
+    AnswerFactory,
+    CitationFactory,
+    ClaimFactory,
+    LabelFactory,
+    ProjectFactory,
+    QuestionFactory,
+    RunFactory,
+)
 
 pytestmark = pytest.mark.e2e
 
@@ -164,6 +172,24 @@ def test_one_while_unsupported_is_armed_drops_the_text_typed_for_it(live_server,
     wait_for_claim_after(page, claims[0].pk)
 
     assert labels_of(reviewer, claims[0]) == [("SUPPORTED", "", True)]
+
+
+def test_e_edits_the_justification_of_the_label_you_gave(live_server, reviewer, logged_in_page):
+    """e arms the reviewer's own label: Enter saves the new text with it, not another label."""
+    run, [(answer, claims)] = labeling_run(reviewer, {"q1": 2})
+    LabelFactory(claim=claims[0], reviewer=reviewer, value="UNSUPPORTED", justification="old reason")
+    page = logged_in_page
+    page.goto(live_server.url + review_url(run, answer, claims[0]))
+
+    page.keyboard.press("e")
+    assert page.get_attribute("#label-form", "data-armed") == "UNSUPPORTED"
+    page.keyboard.press("Control+A")
+    page.keyboard.type("The passage gives no figure.")
+    page.keyboard.press("Enter")
+    wait_for_claim_after(page, claims[0].pk)
+
+    assert labels_of(reviewer, claims[0]) == [("UNSUPPORTED", "old reason", False),
+                                              ("UNSUPPORTED", "The passage gives no figure.", True)]
 
 
 # Records, in the page, the claim on screen at each keydown and each label save
