@@ -40,6 +40,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Count, Max
 from django.utils.text import get_valid_filename
 
+from labeling.exports.cells import spreadsheet_text
 from labeling.exports.csv_jsonl import write_csv, write_jsonl
 from labeling.exports.label_table import (
     canonical_bytes,
@@ -50,7 +51,7 @@ from labeling.exports.label_table import (
     table_claim_metrics,
     table_from_canonical,
 )
-from labeling.exports.xlsx import WorkbookInfo, spreadsheet_text, write_label_workbook
+from labeling.exports.xlsx import WorkbookInfo, write_label_workbook
 from labeling.importers.label_table import LabelTableFile
 from labeling.importers.records import ImportIssue
 from labeling.label_table_diff import LabelTableDiff, diff_label_tables
@@ -152,11 +153,6 @@ def version_read(version: LabelTableVersion) -> bytes:
                      f"{version.sha256[:16]}…: the file was changed after the snapshot",
         )
     return data
-
-
-def version_verify(version: LabelTableVersion) -> None:
-    """Check ``version``'s file against its hash; VersionIntegrityError if not."""
-    version_read(version)
 
 
 def version_table(version: LabelTableVersion) -> pd.DataFrame:

@@ -12,9 +12,9 @@ from django.core.management import CommandError, call_command
 from django.urls import reverse
 from openpyxl import load_workbook
 
+from labeling.exports.cells import EXCEL_MAX_CELL_CHARS, spreadsheet_text
 from labeling.exports.csv_jsonl import csv_cell
 from labeling.exports.label_table import LABEL_TABLE_COLUMNS, label_table_frame
-from labeling.exports.xlsx import EXCEL_MAX_CELL_CHARS, spreadsheet_text
 from labeling.label_tables import label_table_export, label_table_snapshot
 from labeling.models import Claim, Label, Passage, Run
 from tests.conftest import FIXTURES_DIR

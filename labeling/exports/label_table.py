@@ -68,8 +68,6 @@ LABEL_TABLE_COLUMNS = (
 )
 CANONICAL_COLUMNS = tuple(column for column in LABEL_TABLE_COLUMNS if column != "passage")
 INT_COLUMNS = ("answer_id", "claim_index", "claim_id", "claim_revision")
-# Columns that may be None; every other text column holds "" when empty.
-NULLABLE_COLUMNS = ("label", "labeled_at")
 CITATION_SEPARATOR = ", "
 FABRICATED_PASSAGE = "(not among the passages sent with this answer)"
 
