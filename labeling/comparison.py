@@ -24,7 +24,6 @@ from openpyxl.styles import Font
 
 from labeling.exports import frames
 from labeling.exports.cells import spreadsheet_text, text_cell
-from labeling.metrics import resolved_claims_frame
 from labeling.models import Run
 from scoring.compare import DEFAULT_THRESHOLD, Comparison, RunFrames, compare_runs
 from scoring.deltas import format_delta
@@ -62,11 +61,11 @@ def answer_review_url(*, project_slug: str, run_name: str, answer_id: Any) -> st
 def run_frames(run: Run) -> RunFrames:
     """The frames ``scoring.compare`` takes for ``run`` (6 queries).
 
-    Claims carry the resolved label of ``labeling.metrics.resolved_claims_frame``;
+    Claims carry the resolved label of ``labeling.exports.frames.resolved_claims_frame``;
     citations the id as cited, the passage's source and the fabricated flag;
     answers the gold flag; gold ids per answer.
     """
-    claims, _disagreements = resolved_claims_frame(run)
+    claims, _disagreements = frames.resolved_claims_frame(run)
     citations = frames.citations_frame(run)
     answers = frames.answers_frame(run)
     return RunFrames(

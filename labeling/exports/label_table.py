@@ -32,7 +32,7 @@ claim_revision  int, the claim's revision when the table was read (an
 ==============  ==========================================================
 
 Which label a row shows: the label that counts for scoring, as decided by
-:func:`labeling.metrics.resolved_claims_frame` — the value every current
+:func:`labeling.exports.frames.resolved_claims_frame` — the value every current
 reviewer agrees on (pending when they disagree), UNCITED for a claim without
 citations — or, with ``reviewer=NAME``, that one reviewer's current label.
 ``justification`` is the counted reviewer's, or, when several reviewers
@@ -58,7 +58,6 @@ from typing import Any
 import pandas as pd
 
 from labeling.exports import frames
-from labeling.metrics import resolved_claims_frame
 from labeling.models import Citation, Claim, Passage, Run
 from scoring.claims import ClaimMetrics, claim_metrics, to_native
 
@@ -105,7 +104,7 @@ def label_table_frame(run: Run, *, reviewer: str | None = None, with_passages: b
     with times + claim revisions + citations (+ passages) = 6 or 7, whatever
     the number of claims.
     """
-    claims, _disagreements = resolved_claims_frame(run, reviewer=reviewer)
+    claims, _disagreements = frames.resolved_claims_frame(run, reviewer=reviewer)
     labels = frames.labels_frame(run)
     if reviewer is not None:
         labels = labels[labels["reviewer"] == reviewer]
