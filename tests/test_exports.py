@@ -227,6 +227,30 @@ def test_export_labels_command_rejects_unknown_version(seed_run, tmp_path):
     assert not (tmp_path / "x.csv").exists()
 
 
+def test_export_labels_command_refuses_a_missing_folder(seed_run, tmp_path):
+    output = tmp_path / "no-such-folder" / "labels.csv"
+    with pytest.raises(CommandError, match=r"the folder '.*no-such-folder' does not exist; create it first"):
+        call_command("export_labels", run=seed_run.name, project="seed", output=output)
+    assert not (tmp_path / "no-such-folder").exists()
+
+
+def test_export_labels_command_refuses_a_format_the_file_name_contradicts(seed_run, tmp_path):
+    with pytest.raises(CommandError, match=r"--format csv but -o .*x\.xlsx ends in \.xlsx"):
+        call_command("export_labels", run=seed_run.name, project="seed", format="csv", output=tmp_path / "x.xlsx")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_export_labels_command_takes_the_format_from_the_suffix(seed_run, tmp_path):
+    call_command("export_labels", "--run", seed_run.name, "--project", "seed", "-o", str(tmp_path / "labels.xlsx"),
+                 stdout=io.StringIO())
+    call_command("export_labels", "--run", seed_run.name, "--project", "seed", "-o", str(tmp_path / "labels.csv"),
+                 stdout=io.StringIO())
+    assert load_workbook(tmp_path / "labels.xlsx").sheetnames == ["Labels", "Answers", "Summary", "Passages"]
+    assert (tmp_path / "labels.csv").read_bytes().startswith(b"\xef\xbb\xbfrun,question_id,")
+    with pytest.raises(CommandError, match="cannot tell the format from the suffix"):
+        call_command("export_labels", run=seed_run.name, project="seed", output=tmp_path / "labels.txt")
+
+
 def test_download_view_sends_the_file_with_a_name(client, seed_run, reviewer):
     seed_run.project.members.add(reviewer)
     client.force_login(reviewer)
