@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from urllib.parse import quote
 
 import pytest
 from django.core.files.storage import default_storage
@@ -411,3 +412,32 @@ def test_diff_page_query_budget(client, reviewer, django_assert_max_num_queries,
     with django_assert_max_num_queries(5):
         response = client.get(urls(run)["version_diff"])
     assert response.content.decode().count('class="diff-changed"') == claims
+
+
+def test_downloads_name_non_ascii_runs_with_rfc_6266_filename_star(client, seed_run, member):
+    """A run named "Prüfung – 日本": the name goes through
+    get_valid_filename (spaces → "_", the dash dropped) and then into
+    ``filename*=utf-8''…`` percent-encoded UTF-8 (RFC 6266/5987), which
+    browsers decode; a bare ``filename="…"`` with those characters came out
+    MIME-encoded (garbled) in the header."""
+    from labeling.importing import run_import
+
+    run_import(project=seed_run.project, source=SEED, run_name="Prüfung – 日本")
+    run = Run.objects.get(project=seed_run.project, name="Prüfung – 日本")
+    label_table_snapshot(run=run, note="")
+    client.force_login(member)
+    stem = "seed_Prüfung__日本"
+    encoded = "seed_Pr%C3%BCfung__%E6%97%A5%E6%9C%AC"
+    assert quote(stem) == encoded
+
+    version = client.get(reverse("version_file", kwargs={"project_slug": "seed", "run_name": run.name, "number": 1}))
+    export = client.get(reverse("label_export", kwargs={"project_slug": "seed", "run_name": run.name}),
+                        {"format": "csv"})
+    compare = client.get(reverse("run_compare_xlsx", kwargs={"project_slug": "seed"}),
+                         {"a": seed_run.name, "b": run.name, "threshold": "0.85"})
+
+    assert version["Content-Disposition"] == f"attachment; filename*=utf-8''{encoded}_canonical_v1.jsonl"
+    assert export["Content-Disposition"] == f"attachment; filename*=utf-8''{encoded}_labels.csv"
+    assert compare["Content-Disposition"] == (
+        "attachment; filename*=utf-8''seed-seed-coverage-support-vs-Pr%C3%BCfung__%E6%97%A5%E6%9C%AC.xlsx")
+    assert b"".join(export.streaming_content).startswith(b"\xef\xbb\xbfrun,")

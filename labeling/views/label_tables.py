@@ -20,6 +20,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.template.defaultfilters import filesizeformat
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.http import content_disposition_header
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from labeling.exports.label_table import label_table_frame, table_claim_metrics
@@ -103,7 +104,8 @@ def version_file(request: HttpRequest, project_slug: str, run_name: str, number:
         return redirect("version_list", project_slug=project_slug, run_name=run_name)
     response = HttpResponse(data, content_type=CONTENT_TYPES["jsonl"])
     name = export_filename(run, "jsonl", version=number).replace("_labels_", "_canonical_")
-    response["Content-Disposition"] = f'attachment; filename="{name}"'
+    # RFC 6266: filename*=utf-8''… for names beyond ASCII (a run named "Prüfung – 日本").
+    response["Content-Disposition"] = content_disposition_header(True, name)
     return response
 
 
