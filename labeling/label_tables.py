@@ -37,7 +37,7 @@ from django.core.cache import cache
 from django.core.exceptions import ValidationError
 from django.core.files.base import ContentFile
 from django.db import IntegrityError, transaction
-from django.db.models import Count, Max
+from django.db.models import Count
 from django.utils.text import get_valid_filename
 
 from labeling.exports.cells import spreadsheet_text
@@ -66,6 +66,7 @@ CONTENT_TYPES = {
     "jsonl": "application/x-ndjson; charset=utf-8",
 }
 MAX_NOTE_CHARS = 2000
+SNAPSHOT_UNCHANGED = "unchanged"  # ValidationError code of label_table_snapshot
 _SNAPSHOT_ATTEMPTS = 3
 _BATCH = 500
 
@@ -92,7 +93,11 @@ def label_table_snapshot(*, run: Run, author: Reviewer | None = None, note: str 
     constraint if two snapshots still race). ``row_count`` = claims,
     ``label_count`` = claims with a label (UNCITED included), ``sha256`` = hash
     of the canonical serialization (labeling.exports.label_table) stored in
-    ``file``. Raises ValidationError for a note over 2000 characters.
+    ``file``. Raises ValidationError for a note over 2000 characters, and
+    (code ``SNAPSHOT_UNCHANGED``) when the table is byte for byte the latest
+    version's (same SHA-256): a second, identical version would only make
+    the list longer and hide which version saved the labels. Nothing is
+    created then.
     """
     note = note.strip()
     if len(note) > MAX_NOTE_CHARS:
@@ -105,7 +110,13 @@ def label_table_snapshot(*, run: Run, author: Reviewer | None = None, note: str 
                 table = label_table_frame(run, with_passages=False)
                 data = canonical_bytes(table)
                 digest = hashlib.sha256(data).hexdigest()
-                number = (LabelTableVersion.objects.filter(run=run).aggregate(n=Max("number"))["n"] or 0) + 1
+                latest = LabelTableVersion.objects.filter(run=run).order_by("-number").first()
+                if latest is not None and latest.sha256 == digest:
+                    raise ValidationError(
+                        f"The label table is unchanged since version {latest.number} (SHA-256 {digest[:12]}…): "
+                        "no new version saved.", code=SNAPSHOT_UNCHANGED,
+                    )
+                number = (latest.number if latest else 0) + 1
                 version = LabelTableVersion(
                     run=run, number=number, author=author, note=note, row_count=len(table),
                     label_count=label_count(table), sha256=digest,
