@@ -33,6 +33,7 @@ from labeling.models import (
     ReviewerKind,
     Run,
 )
+from labeling.names import normalize_name, validate_run_name
 from scoring.labels import label_problem
 
 
@@ -441,24 +442,20 @@ def run_manage_allowed(*, user: Reviewer, run: Run) -> bool:
     return run.project.members.filter(pk=user.pk).exists()
 
 
-def validate_run_name(name: str, *, project: Project, run: Run | None = None) -> str:
-    """``name`` stripped, if it can name a run of ``project``; else ValidationError.
+def run_name_clean(name: str, *, project: Project, run: Run | None = None) -> str:
+    """``name`` in normal form, if it can name a run of ``project``; else ValidationError.
 
-    A run name is not empty, at most ``Run.name``'s max_length characters,
-    holds no ``/`` (run URLs are ``/p/<project>/runs/<name>/``: a slash would
-    split the path) and is unique in the project (``run``, when given, is the
-    run being renamed and may keep its name).
+    The rules of every run name (``labeling.names``: normal form, 1–200
+    characters, no ``/`` or ``\\``, not ``.``/``..``, no control
+    characters), plus: unique in the project (``run``, when given, is the run
+    being renamed and may keep its name).
     """
-    name = (name or "").strip()
-    if not name:
-        raise ValidationError("Give the run a name.", code="empty_name")
-    limit = Run._meta.get_field("name").max_length
-    if len(name) > limit:
-        raise ValidationError(f"A run name has at most {limit} characters; this one has {len(name)}.",
-                              code="too_long")
-    if "/" in name:
-        raise ValidationError(f"A run name cannot contain “/” (it would split the run's web address): {name!r}.",
-                              code="slash")
+    name = normalize_name(name or "")
+    try:
+        validate_run_name(name)
+    except ValidationError as exc:
+        message = " ".join(exc.messages)
+        raise ValidationError(message[:1].upper() + message[1:] + ".", code=exc.code) from None
     taken = Run.objects.filter(project=project, name=name)
     if run is not None:
         taken = taken.exclude(pk=run.pk)
@@ -468,7 +465,7 @@ def validate_run_name(name: str, *, project: Project, run: Run | None = None) ->
 
 
 def run_rename(*, run: Run, user: Reviewer, name: str) -> Run:
-    """Rename ``run`` to ``name`` (validated by :func:`validate_run_name`).
+    """Rename ``run`` to ``name`` (checked by :func:`run_name_clean`).
 
     Only the name changes: answers, labels and versions stay attached to the
     run (version files are named by the run's id, not its name). Raises
@@ -479,7 +476,7 @@ def run_rename(*, run: Run, user: Reviewer, name: str) -> Run:
         raise PermissionDenied("Only a member of the project can rename its runs.")
     with transaction.atomic():
         locked = Run.objects.select_for_update().select_related("project").get(pk=run.pk)
-        name = validate_run_name(name, project=locked.project, run=locked)
+        name = run_name_clean(name, project=locked.project, run=locked)
         if name != locked.name:
             locked.name = name
             try:

@@ -431,7 +431,7 @@ def test_downloads_name_non_ascii_runs_with_rfc_6266_filename_star(client, seed_
     ``filename*=utf-8''…`` percent-encoded UTF-8 (RFC 6266/5987), which
     browsers decode; a bare ``filename="…"`` with those characters came out
     MIME-encoded (garbled) in the header."""
-    from labeling.importing import run_import
+    from labeling.answers_import import run_import
 
     run_import(project=seed_run.project, source=SEED, run_name="Prüfung – 日本")
     run = Run.objects.get(project=seed_run.project, name="Prüfung – 日本")

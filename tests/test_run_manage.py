@@ -1,5 +1,5 @@
 """Renaming and deleting a run from its page: the services (run_rename,
-run_delete, validate_run_name, run_manage_allowed), the POST-only views with
+run_delete, run_name_clean, run_manage_allowed), the POST-only views with
 and without htmx, and the confirmation page that says what will be lost."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from django.urls import reverse
 
 from labeling.label_tables import label_table_snapshot
 from labeling.models import Answer, Claim, Label, LabelTableVersion, LabelValue, Question, Run
-from labeling.services import run_contents, run_delete, run_manage_allowed, run_rename, validate_run_name
+from labeling.services import run_contents, run_delete, run_manage_allowed, run_name_clean, run_rename
 from tests.conftest import FIXTURES_DIR
 from tests.factories import ReviewerFactory, RunFactory
 
@@ -27,7 +27,7 @@ def media_root(settings, tmp_path):
 def seed_run(db, reviewer):
     """The seed example (1 answer, 5 claims, 5 labels by seed-reviewer), the
     ``reviewer`` fixture a member of its project, and a second run "other"."""
-    from labeling.importing import project_for_import, run_import
+    from labeling.answers_import import project_for_import, run_import
 
     project = project_for_import(slug="seed")
     run_import(project=project, source=SEED)
@@ -57,11 +57,13 @@ def test_members_and_superusers_may_manage_a_run_others_may_not(seed_run, review
 
 
 @pytest.mark.parametrize(("name", "message"), [
-    ("   ", "Give the run a name."),
-    ("x" * 201, "A run name has at most 200 characters; this one has 201."),
-    ("gpt4o/prompt-v2", "A run name cannot contain “/” (it would split the run's web address): 'gpt4o/prompt-v2'."),
+    ("   ", "The run name is blank."),
+    ("x" * 201, "The run name is 201 characters long; the limit is 200."),
+    ("gpt4o/prompt-v2", "The run name 'gpt4o/prompt-v2' contains '/' or '\\': a run name is one part of the run's "
+                        "address; use '-' instead, e.g. 'gpt4o-prompt-v2'."),
     ("other", "Project 'seed' already has a run named 'other'."),
-    (" other ", "Project 'seed' already has a run named 'other'."),
+    # Normal form first (labeling.names): fullwidth letters and surrounding spaces.
+    (" ｏｔｈｅｒ ", "Project 'seed' already has a run named 'other'."),
 ])
 def test_bad_run_names_are_refused_with_a_reason(seed_run, reviewer, name, message):
     with pytest.raises(ValidationError) as refused:
@@ -84,7 +86,7 @@ def test_rename_keeps_answers_labels_and_versions(seed_run, reviewer):
     assert list(renamed.versions.values_list("number", flat=True)) == [1]
     assert default_storage.exists(version.file.name)
     # Its own name is not "taken" by itself.
-    assert validate_run_name("Prüfung – 日本", project=renamed.project, run=renamed) == "Prüfung – 日本"
+    assert run_name_clean("Prüfung – 日本", project=renamed.project, run=renamed) == "Prüfung – 日本"
 
 
 def test_delete_removes_the_run_and_what_it_holds_but_keeps_questions_and_version_files(seed_run, reviewer):
@@ -141,7 +143,7 @@ def test_rename_with_htmx_redirects_the_page_or_returns_the_form_with_the_error(
     refused = client.post(url("run_rename", seed_run), {"name": "a/b"}, HTTP_HX_REQUEST="true")
     body = refused.content.decode()
     assert refused.status_code == 200 and "<html" not in body
-    assert "cannot contain “/”" in body and 'value="a/b"' in body
+    assert "contains &#x27;/&#x27; or" in body and 'value="a/b"' in body
     done = client.post(url("run_rename", seed_run), {"name": "v2"}, HTTP_HX_REQUEST="true")
     assert done.status_code == 200 and done["HX-Redirect"] == url("run_detail", seed_run, "v2")
 

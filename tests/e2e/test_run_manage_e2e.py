@@ -22,7 +22,7 @@ SEED = FIXTURES_DIR / "seed_coverage_support.jsonl"
 
 @pytest.fixture
 def seed_run(transactional_db, reviewer, settings, tmp_path):
-    from labeling.importing import project_for_import, run_import
+    from labeling.answers_import import project_for_import, run_import
 
     settings.MEDIA_ROOT = tmp_path / "media"
     project = project_for_import(slug="seed")
@@ -46,7 +46,7 @@ def test_rename_then_delete_a_run_in_the_browser(live_server, seed_run, logged_i
     page.click("summary:has-text('Rename…')")
     page.fill("input[name=name]", "gpt4o/prompt-v2")
     page.click("button:has-text('Rename')")
-    expect(page.locator(".rename-form .message.error")).to_contain_text("cannot contain “/”")
+    expect(page.locator(".rename-form .message.error")).to_contain_text("contains '/' or")
     _shot(page, "run-rename-error.png")
 
     page.fill("input[name=name]", "Prüfung – 日本")
