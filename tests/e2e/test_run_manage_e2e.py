@@ -12,24 +12,13 @@ from pathlib import Path
 import pytest
 from django.urls import reverse
 
-from labeling.models import Label, Run
-from tests.conftest import FIXTURES_DIR
+from labeling.models import Run
+from tests.e2e import test_label_tables_e2e
 
 pytestmark = pytest.mark.e2e
 
-SEED = FIXTURES_DIR / "seed_coverage_support.jsonl"
-
-
-@pytest.fixture
-def seed_run(transactional_db, reviewer, settings, tmp_path):
-    from labeling.answers_import import project_for_import, run_import
-
-    settings.MEDIA_ROOT = tmp_path / "media"
-    project = project_for_import(slug="seed")
-    run_import(project=project, source=SEED, default_reviewer="alice")
-    Label.objects.update(reviewer=reviewer)
-    project.members.add(reviewer)
-    return Run.objects.select_related("project").get(project=project, name="seed-coverage-support")
+# The seed run (5 claims labeled by alice, alice a member of its project).
+alices_run = test_label_tables_e2e.alices_run
 
 
 def _shot(page, name: str) -> None:
@@ -38,7 +27,8 @@ def _shot(page, name: str) -> None:
         page.screenshot(path=str(Path(folder) / name), full_page=True)
 
 
-def test_rename_then_delete_a_run_in_the_browser(live_server, seed_run, logged_in_page):
+def test_rename_then_delete_a_run_in_the_browser(live_server, alices_run, logged_in_page):
+    seed_run = alices_run
     from playwright.sync_api import expect
 
     page = logged_in_page
