@@ -34,6 +34,7 @@ from labeling.models import (
     Run,
 )
 from labeling.names import normalize_name, validate_run_name
+from labeling.selectors import visible_projects
 from scoring.labels import label_problem
 
 
@@ -433,13 +434,12 @@ def reviewer_create(
 
 
 def run_manage_allowed(*, user: Reviewer, run: Run) -> bool:
-    """Whether ``user`` may rename or delete ``run``: a superuser, or a member
-    of its project. The one place that decides it (the run page shows the
+    """Whether ``user`` may rename or delete ``run``: today whoever may open
+    its project (``labeling.selectors.visible_projects``: a member, or a
+    superuser). The one place that decides it (the run page shows the
     buttons by it, the services refuse by it): when project roles come, this
-    becomes "a lead of the project" here and nowhere else."""
-    if user.is_superuser:
-        return True
-    return run.project.members.filter(pk=user.pk).exists()
+    becomes "a lead of the project" here and nowhere else. One query."""
+    return visible_projects(user=user).filter(pk=run.project_id).exists()
 
 
 def run_name_clean(name: str, *, project: Project, run: Run | None = None) -> str:
