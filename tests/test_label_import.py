@@ -915,3 +915,20 @@ def test_upload_then_reword_then_apply_is_refused_naming_the_row(client, seed_ru
     assert "Nothing was imported" in refused
     assert "the claim changed since the preview (revision 1 → 2" in refused
     assert not Label.objects.filter(reviewer=alice).exists()
+
+
+def test_a_token_without_the_previews_checks_is_refused_not_applied(client, seed_run, alice):
+    """A token signed before previews recorded their checks names only the
+    file: apply refuses it (upload again) instead of applying unchecked rows."""
+    from django.core import signing
+
+    name = default_storage.save("label_imports/old.csv", ContentFile(edit_file(
+        export(seed_run, "csv", reviewer="alice"), "csv", {1: ("UNSUPPORTED", "no")})))
+    token = signing.dumps({"name": name, "run": seed_run.pk, "user": alice.pk, "format": "csv",
+                           "filename": "old.csv"}, salt="citelab.label-import")
+    client.force_login(alice)
+
+    response = client.post(import_url(seed_run, "label_import_apply"), {"token": token}, follow=True)
+
+    assert "That preview expired or is not yours: upload the file again." in response.content.decode()
+    assert not Label.objects.filter(reviewer=alice).exists()

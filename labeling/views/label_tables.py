@@ -241,7 +241,7 @@ def label_import_apply(request: HttpRequest, project_slug: str, run_name: str) -
         messages.error(request, "That preview expired or is not yours: upload the file again.")
         return redirect("label_import", project_slug=project_slug, run_name=run_name)
     if (stored["run"] != run.pk or stored["user"] != request.user.pk or not default_storage.exists(stored["name"])
-            or not default_storage.exists(stored.get("checked", ""))):
+            or not stored.get("checked") or not default_storage.exists(stored["checked"])):
         messages.error(request, "That preview expired or is not yours: upload the file again.")
         return redirect("label_import", project_slug=project_slug, run_name=run_name)
     with default_storage.open(stored["name"], "rb") as handle:
