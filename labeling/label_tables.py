@@ -23,6 +23,22 @@ current label table shows the claim (label, justification and reviewer
 column), changes nothing — so an untouched row of an exported table never
 turns another reviewer's label into the importer's. Any other row becomes the
 importing reviewer's new label on that claim.
+
+Newer labels: a file is a picture of the labels when it was exported, and
+re-uploading an old one must not quietly turn back what was labeled since.
+When the file has a ``labeled_at`` column, a change is *newer in the app*
+when the importer's own current label, or the current label of a reviewer
+the row's ``reviewer`` column names, was made after the row's ``labeled_at``
+(to the second, as exported; a blank ``labeled_at`` means the row showed no
+label, so any such label is newer). The preview marks and counts those rows;
+applying needs an explicit choice: ``overwrite_newer=True`` writes them,
+``False`` skips them (the others are written).
+
+Preview then apply: the preview records, per row, the claim it matched and
+that claim's revision (``LabelImportPreview.checked``); apply given those
+refuses any row whose claim is no longer that claim at that revision (split,
+merged, reworded or re-cited since the preview), naming the row — also when
+the file has no ``claim_revision`` column to catch it.
 """
 
 from __future__ import annotations
@@ -37,9 +53,10 @@ from django.core.cache import cache
 from django.core.exceptions import ValidationError
 from django.core.files.base import ContentFile
 from django.db import IntegrityError, transaction
-from django.db.models import Count, Max
+from django.db.models import Count
 from django.utils.text import get_valid_filename
 
+from labeling.exports.cells import spreadsheet_text
 from labeling.exports.csv_jsonl import write_csv, write_jsonl
 from labeling.exports.label_table import (
     canonical_bytes,
@@ -47,11 +64,12 @@ from labeling.exports.label_table import (
     label_table_frame,
     passage_texts,
     passages_frame,
+    split_citations,
     table_claim_metrics,
     table_from_canonical,
 )
-from labeling.exports.xlsx import WorkbookInfo, spreadsheet_text, write_label_workbook
-from labeling.importers.label_table import LabelTableFile
+from labeling.exports.xlsx import WorkbookInfo, write_label_workbook
+from labeling.importers.label_table import LabelTableFile, LabelTableRow
 from labeling.importers.records import ImportIssue
 from labeling.label_table_diff import LabelTableDiff, diff_label_tables
 from labeling.models import Claim, Label, LabelTableVersion, Reviewer, Run
@@ -65,6 +83,8 @@ CONTENT_TYPES = {
     "jsonl": "application/x-ndjson; charset=utf-8",
 }
 MAX_NOTE_CHARS = 2000
+NEWER_LABELS = "newer_labels"  # ValidationError code of label_table_import_apply
+SNAPSHOT_UNCHANGED = "unchanged"  # ValidationError code of label_table_snapshot
 _SNAPSHOT_ATTEMPTS = 3
 _BATCH = 500
 
@@ -91,7 +111,11 @@ def label_table_snapshot(*, run: Run, author: Reviewer | None = None, note: str 
     constraint if two snapshots still race). ``row_count`` = claims,
     ``label_count`` = claims with a label (UNCITED included), ``sha256`` = hash
     of the canonical serialization (labeling.exports.label_table) stored in
-    ``file``. Raises ValidationError for a note over 2000 characters.
+    ``file``. Raises ValidationError for a note over 2000 characters, and
+    (code ``SNAPSHOT_UNCHANGED``) when the table is byte for byte the latest
+    version's (same SHA-256): a second, identical version would only make
+    the list longer and hide which version saved the labels. Nothing is
+    created then.
     """
     note = note.strip()
     if len(note) > MAX_NOTE_CHARS:
@@ -104,7 +128,13 @@ def label_table_snapshot(*, run: Run, author: Reviewer | None = None, note: str 
                 table = label_table_frame(run, with_passages=False)
                 data = canonical_bytes(table)
                 digest = hashlib.sha256(data).hexdigest()
-                number = (LabelTableVersion.objects.filter(run=run).aggregate(n=Max("number"))["n"] or 0) + 1
+                latest = LabelTableVersion.objects.filter(run=run).order_by("-number").first()
+                if latest is not None and latest.sha256 == digest:
+                    raise ValidationError(
+                        f"The label table is unchanged since version {latest.number} (SHA-256 {digest[:12]}…): "
+                        "no new version saved.", code=SNAPSHOT_UNCHANGED,
+                    )
+                number = (latest.number if latest else 0) + 1
                 version = LabelTableVersion(
                     run=run, number=number, author=author, note=note, row_count=len(table),
                     label_count=label_count(table), sha256=digest,
@@ -152,11 +182,6 @@ def version_read(version: LabelTableVersion) -> bytes:
                      f"{version.sha256[:16]}…: the file was changed after the snapshot",
         )
     return data
-
-
-def version_verify(version: LabelTableVersion) -> None:
-    """Check ``version``'s file against its hash; VersionIntegrityError if not."""
-    version_read(version)
 
 
 def version_table(version: LabelTableVersion) -> pd.DataFrame:
@@ -270,6 +295,9 @@ class LabelChange:
     new_label: str
     old_justification: str
     new_justification: str
+    # The label made after the file's labeled_at that this row would turn
+    # back: (reviewer, value, when), or None.
+    newer: tuple[str, str, datetime] | None = None
 
     @property
     def label_changed(self) -> bool:
@@ -287,7 +315,12 @@ class LabelImportPreview:
     ``rows``: rows read; ``changes``: one per row that changes a label;
     ``unchanged``: rows that change nothing (see the module docstring);
     ``blank``: rows without a label; ``issues``: every bad row, sorted by row;
-    ``file_problem``: why the whole file is unreadable ("" when it is not).
+    ``file_problem``: why the whole file is unreadable ("" when it is not);
+    ``checked``: row number → ``(claim_id, claim revision)`` of every row
+    matched to a claim (what apply holds the database to);
+    ``newer_checked``: False when the file has no ``labeled_at`` column (newer
+    labels cannot be told apart); ``skipped_newer``: changes left out by
+    ``overwrite_newer=False``.
     """
 
     run: Run
@@ -299,10 +332,18 @@ class LabelImportPreview:
     blank: int = 0
     issues: list[ImportIssue] = field(default_factory=list)
     file_problem: str = ""
+    checked: dict[int, tuple[int, int]] = field(default_factory=dict)
+    newer_checked: bool = True
+    skipped_newer: list[LabelChange] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
         return not self.issues
+
+    @property
+    def newer(self) -> list[LabelChange]:
+        """Changes that would turn back a label made after the file's (module docstring)."""
+        return [change for change in self.changes if change.newer is not None]
 
 
 def _comparable(text: str, fmt: str) -> str:
@@ -310,9 +351,16 @@ def _comparable(text: str, fmt: str) -> str:
     return text.strip()
 
 
-def label_table_import_preview(*, run: Run, reviewer: Reviewer, table_file: LabelTableFile) -> LabelImportPreview:
+def label_table_import_preview(
+    *, run: Run, reviewer: Reviewer, table_file: LabelTableFile, checked: dict[int, tuple[int, int]] | None = None,
+) -> LabelImportPreview:
     """Validate every row of ``table_file`` against ``run`` and list the
     changes applying it would make for ``reviewer``. Writes nothing.
+
+    ``checked``: an earlier preview's ``checked`` (row → claim id, revision);
+    a row whose claim is now another claim or at another revision is a bad
+    row then (the claim changed since that preview). Changes that would
+    turn back a newer label carry ``newer`` (module docstring).
 
     Row problems reported (row, column, reason): a row for another run, a
     claim id not in this run (one message whether the id exists nowhere or
@@ -326,7 +374,8 @@ def label_table_import_preview(*, run: Run, reviewer: Reviewer, table_file: Labe
     """
     fmt = table_file.format
     preview = LabelImportPreview(run=run, reviewer=reviewer, format=fmt, rows=len(table_file.rows),
-                                 issues=list(table_file.issues), file_problem=table_file.file_problem)
+                                 issues=list(table_file.issues), file_problem=table_file.file_problem,
+                                 newer_checked=table_file.has_labeled_at)
     problem = preview.issues.append
     claims = {
         pk: (qid, index, text, revision, n)
@@ -342,6 +391,13 @@ def label_table_import_preview(*, run: Run, reviewer: Reviewer, table_file: Labe
         ).values_list("claim_id", "value", "justification")
     }
     table = label_table_frame(run, with_passages=False)
+    # Every reviewer's current label with its time (to the second, as exported).
+    made: dict[int, dict[str, tuple[str, datetime]]] = {}
+    if table_file.has_labeled_at:
+        made = {
+            int(pk): {item["reviewer"]: (item["label"], _exported_time(item["labeled_at"])) for item in labels}
+            for pk, labels in table[["claim_id", "reviewer_labels"]].itertuples(index=False) if labels
+        }
     shown = {
         int(pk): (label, justification, who)
         for pk, label, justification, who in table[["claim_id", "label", "justification", "reviewer"]].itertuples(
@@ -369,6 +425,12 @@ def label_table_import_preview(*, run: Run, reviewer: Reviewer, table_file: Labe
             continue
         seen[claim_id] = row.line
         question_id, index, text, revision, n_citations = claims[claim_id]
+        if checked is not None:
+            before = checked.get(row.line)
+            if before != (claim_id, revision):
+                problem(ImportIssue(row.line, "claim", _changed_since_preview(before, claim_id, revision)))
+                continue
+        preview.checked[row.line] = (claim_id, revision)
         if row.claim_revision is not None and row.claim_revision != revision:
             problem(ImportIssue(row.line, "claim_revision",
                                 f"the claim changed since this file was exported (revision {row.claim_revision} "
@@ -407,28 +469,78 @@ def label_table_import_preview(*, run: Run, reviewer: Reviewer, table_file: Labe
             line=row.line, claim_id=claim_id, claim_revision=revision, question_id=question_id, claim_index=index,
             claim=text, old_label=own[0] if own else None, new_label=row.label,
             old_justification=own[1] if own else "", new_justification=justification,
+            newer=_newer_label(row, made.get(claim_id, {}), reviewer.username) if made else None,
         ))
     preview.issues.sort(key=lambda issue: issue.line)
     return preview
 
 
-def label_table_import_apply(*, run: Run, reviewer: Reviewer, table_file: LabelTableFile) -> LabelImportPreview:
+def _exported_time(text: str) -> datetime:
+    """``"2025-01-31T09:15:00Z"`` (``format_labeled_at``) → aware UTC datetime."""
+    return datetime.fromisoformat(text.replace("Z", "+00:00"))
+
+
+def _newer_label(row: LabelTableRow, current: dict[str, tuple[str, datetime]],
+                 importer: str) -> tuple[str, str, datetime] | None:
+    """The newest current label, among the importer's own and those of the
+    reviewers the row names, made after the row's ``labeled_at`` (module
+    docstring), as ``(reviewer, value, when)``; None when there is none.
+    ``current``: reviewer → (value, when), times to the second as exported."""
+    names = {importer, *split_citations(row.reviewer)}
+    newest = None
+    for name in sorted(names & current.keys()):
+        value, moment = current[name]
+        if (row.labeled_at is None or moment > row.labeled_at) and (newest is None or moment > newest[2]):
+            newest = (name, value, moment)
+    return newest
+
+
+def _changed_since_preview(before: tuple[int, int] | None, claim_id: int, revision: int) -> str:
+    if before is None:
+        return "the row names another claim than at the preview; upload the file again"
+    if before[0] != claim_id:
+        return (f"the row named claim {before[0]} at the preview and names claim {claim_id} now (claims were "
+                "split or merged since); upload the file again")
+    return (f"the claim changed since the preview (revision {before[1]} → {revision}: its text or citations "
+            "were edited); nothing was imported: upload the file again to see it as it is now")
+
+
+def label_table_import_apply(
+    *, run: Run, reviewer: Reviewer, table_file: LabelTableFile, checked: dict[int, tuple[int, int]] | None = None,
+    overwrite_newer: bool | None = None,
+) -> LabelImportPreview:
     """Apply ``table_file`` for ``reviewer`` on ``run``, all or nothing.
 
     Re-validates under a row lock on the run (the database may have moved
-    since the preview), then per change marks the reviewer's current label
-    on the claim not current (history kept) and adds the new current label
-    at the claim's revision. Returns the preview that was applied.
+    since the preview; ``checked`` is that preview's, see
+    :func:`label_table_import_preview`), then per change marks the
+    reviewer's current label on the claim not current (history kept) and
+    adds the new current label at the claim's revision. Changes that would
+    turn back a newer label are written when ``overwrite_newer`` is True,
+    left out (``skipped_newer``) when False. Returns the preview that was
+    applied.
 
     Raises LabelImportError (a ValidationError) listing every bad row when
-    any row is bad; nothing is written then.
+    any row is bad, and ValidationError (code ``NEWER_LABELS``) when some
+    change would turn back a newer label and ``overwrite_newer`` is None;
+    nothing is written then.
     """
     try:
         with transaction.atomic():
             Run.objects.select_for_update().filter(pk=run.pk).exists()
-            preview = label_table_import_preview(run=run, reviewer=reviewer, table_file=table_file)
+            preview = label_table_import_preview(run=run, reviewer=reviewer, table_file=table_file, checked=checked)
             if preview.issues:
                 raise LabelImportError(preview.issues)
+            newer = preview.newer
+            if newer and overwrite_newer is None:
+                rows = ", ".join(str(change.line) for change in newer[:20]) + (" …" if len(newer) > 20 else "")
+                raise ValidationError(
+                    f"{len(newer)} row(s) would turn back a label made after this file was exported (rows {rows}): "
+                    "choose to overwrite those labels or to skip those rows.", code=NEWER_LABELS,
+                )
+            if newer and not overwrite_newer:
+                preview.skipped_newer = newer
+                preview.changes = [change for change in preview.changes if change.newer is None]
             ids = [change.claim_id for change in preview.changes]
             for start in range(0, len(ids), _BATCH):
                 Label.objects.filter(claim_id__in=ids[start:start + _BATCH], reviewer=reviewer,

@@ -9,6 +9,7 @@ from labeling.views import compare as compare_views
 from labeling.views import label_tables as label_table_views
 from labeling.views import projects
 from labeling.views import review as review_views
+from labeling.views import runs as run_views
 from labeling.views.params import IdConverter
 
 register_converter(IdConverter, "id")
@@ -20,6 +21,8 @@ urlpatterns = [
     path("", projects.project_list, name="project_list"),
     path("p/<slug:project_slug>/", projects.project_detail, name="project_detail"),
     path("p/<slug:project_slug>/runs/<str:run_name>/", projects.run_detail, name="run_detail"),
+    path("p/<slug:project_slug>/runs/<str:run_name>/rename/", run_views.run_rename_view, name="run_rename"),
+    path("p/<slug:project_slug>/runs/<str:run_name>/delete/", run_views.run_delete_view, name="run_delete"),
     path("p/<slug:project_slug>/compare/", compare_views.run_compare, name="run_compare"),
     path("p/<slug:project_slug>/compare.xlsx", compare_views.run_compare_xlsx, name="run_compare_xlsx"),
     # Labeling screen

@@ -2,8 +2,15 @@
 the shapes ``scoring`` documents (SPEC §4).
 
 Every function here returns plain pandas DataFrames; none of them computes a
-metric. Column names follow the contracts in ``scoring.claims``,
-``scoring.labels``, ``scoring.citation_ids`` and ``scoring.gold``.
+metric. :func:`resolved_claims_frame` is the one place that decides which
+label counts for a claim (SPEC §3): a claim without citations is UNCITED; a
+cited claim takes the label its current reviewers agree on (or only
+``reviewer``'s when given); disagreement leaves it pending. It lives here, in
+the lowest layer, so the label table exports, the metrics and the run
+comparison all read it without an export importing a higher module.
+
+Column names follow the contracts in ``scoring.claims``, ``scoring.labels``,
+``scoring.citation_ids`` and ``scoring.gold``.
 """
 
 from __future__ import annotations
@@ -19,8 +26,10 @@ from labeling.models import (
     GoldPassageId,
     GoldReference,
     Label,
+    LabelValue,
     Run,
 )
+from scoring.labels import resolve_labels
 
 
 def answers_frame(run: Run) -> pd.DataFrame:
@@ -125,3 +134,25 @@ def expected_sources_frame(run: Run) -> pd.DataFrame:
     """Expected sources per answer. Columns ``answer_id``, ``source``."""
     rows = ExpectedSource.objects.filter(question__answers__run=run).values_list("question__answers__id", "source")
     return pd.DataFrame.from_records(list(rows), columns=["answer_id", "source"])
+
+
+def resolved_claims_frame(run: Run, *, reviewer: str | None = None) -> tuple[pd.DataFrame, int]:
+    """Claims of ``run`` with the label that counts.
+
+    Returns ``(frame, disagreements)``: the claims frame of
+    :func:`claims_frame` plus ``label`` (value or None = pending) and
+    ``disagreement`` (bool), and the number of cited claims whose current
+    reviewers disagree. Two queries (+1 for the answers in claims_frame).
+    """
+    claims = claims_frame(run)
+    labels = labels_frame(run)
+    resolved = resolve_labels(labels[["claim_id", "reviewer", "label"]], reviewer=reviewer)
+    merged = claims.merge(resolved[["claim_id", "label", "disagreement"]], on="claim_id", how="left")
+    merged["disagreement"] = merged["disagreement"].fillna(False).astype(bool)
+    uncited = merged["n_citations"] == 0
+    labels_col = merged["label"].astype(object).where(merged["label"].notna(), None)
+    # SPEC §3: a claim without citations is UNCITED, whoever labeled it.
+    labels_col[uncited] = LabelValue.UNCITED.value
+    merged["label"] = labels_col
+    merged.loc[uncited, "disagreement"] = False
+    return merged, int(merged["disagreement"].sum())
