@@ -163,6 +163,22 @@ def pairwise_agreement(labels: pd.DataFrame, reviewer_a: str, reviewer_b: str, *
     if reviewer_a == reviewer_b:
         raise ValueError(f"agreement needs two different reviewers, got {reviewer_a!r} twice")
     _check(labels, categories)
+    return _pair(labels, reviewer_a, reviewer_b, categories)
+
+
+def all_pairs(labels: pd.DataFrame, *, categories: Sequence[str] = LABEL_VALUES) -> list[Agreement]:
+    """:func:`pairwise_agreement` for every pair of reviewers in ``labels``,
+    reviewers sorted by name (a before b), pairs sharing no claim included
+    (n = 0, nulls). Raises ``ValueError`` as :func:`pairwise_agreement`."""
+    _check(labels, categories)
+    reviewers = sorted(labels["reviewer"].unique().tolist())
+    by_reviewer = dict(tuple(labels.groupby("reviewer", sort=False)))
+    return [_pair(pd.concat([by_reviewer[a], by_reviewer[b]]), a, b, categories)
+            for a, b in combinations(reviewers, 2)]
+
+
+def _pair(labels: pd.DataFrame, reviewer_a: str, reviewer_b: str, categories: Sequence[str]) -> Agreement:
+    """:func:`pairwise_agreement` on a checked labels frame."""
 
     def labels_of(reviewer: str) -> pd.Series:
         rows = labels[labels["reviewer"] == reviewer]
@@ -170,13 +186,11 @@ def pairwise_agreement(labels: pd.DataFrame, reviewer_a: str, reviewer_b: str, *
 
     both = pd.concat({"a": labels_of(reviewer_a), "b": labels_of(reviewer_b)}, axis=1)
     both = both.dropna().rename_axis("claim_id").reset_index()
-    confusion = (
-        pd.crosstab(both["a"], both["b"])
-        .reindex(index=list(categories), columns=list(categories), fill_value=0)
-        .astype("int64")
-    )
-    confusion.index.name = reviewer_a
-    confusion.columns.name = reviewer_b
+    q = len(categories)
+    codes = _codes(both["a"], categories) * q + _codes(both["b"], categories)
+    confusion = pd.DataFrame(np.bincount(codes, minlength=q * q).reshape(q, q).astype("int64"),
+                             index=pd.Index(list(categories), name=reviewer_a),
+                             columns=pd.Index(list(categories), name=reviewer_b))
 
     cells = confusion.to_numpy()
     n = len(both)
@@ -196,15 +210,6 @@ def pairwise_agreement(labels: pd.DataFrame, reviewer_a: str, reviewer_b: str, *
         confusion=confusion,
         disagreements=differ[["claim_id", "a", "b"]],
     )
-
-
-def all_pairs(labels: pd.DataFrame, *, categories: Sequence[str] = LABEL_VALUES) -> list[Agreement]:
-    """:func:`pairwise_agreement` for every pair of reviewers in ``labels``,
-    reviewers sorted by name (a before b), pairs sharing no claim included
-    (n = 0, nulls). Raises ``ValueError`` as :func:`pairwise_agreement`."""
-    _check(labels, categories)
-    reviewers = sorted(labels["reviewer"].unique().tolist())
-    return [pairwise_agreement(labels, a, b, categories=categories) for a, b in combinations(reviewers, 2)]
 
 
 def krippendorff_alpha(labels: pd.DataFrame, *, reviewers: Iterable[str] | None = None,
@@ -315,8 +320,16 @@ def _value_counts(labels: pd.DataFrame, *, reviewers: Iterable[str] | None,
     _check(labels, categories)
     if reviewers is not None:
         labels = labels[labels["reviewer"].isin(list(reviewers))]
-    counts = pd.crosstab(labels["claim_id"], labels["label"])
-    return counts.reindex(columns=list(categories), fill_value=0).to_numpy(dtype="int64")
+    # np.bincount on factorized ids: pd.crosstab takes ~1 s on 120k labels
+    claims, _ = pd.factorize(labels["claim_id"])
+    q = len(categories)
+    flat = np.bincount(claims * q + _codes(labels["label"], categories), minlength=(claims.max(initial=-1) + 1) * q)
+    return flat.reshape(-1, q).astype("int64")
+
+
+def _codes(values: pd.Series, categories: Sequence[str]) -> np.ndarray:
+    """Position of each label in ``categories`` (checked by :func:`_check` first)."""
+    return pd.Categorical(values, categories=list(categories)).codes.astype("int64")
 
 
 def _alpha_value(counts: np.ndarray) -> float | None:
