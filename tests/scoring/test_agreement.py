@@ -164,6 +164,10 @@ def test_agreement_ignores_row_order_and_stays_in_range(pairs, random):
     alpha = krippendorff_alpha(labels)
     assert alpha is None or alpha <= 1.0
     assert krippendorff_alpha(shuffled) == pytest.approx(alpha)
+    ac1 = gwet_ac1(labels)
+    assert ac1 is None or ac1 <= 1.0
+    # the bootstrap draws from the claims' label patterns, not from row positions
+    assert reliability(shuffled) == reliability(labels)
 
 
 # Gwet's AC1, specific agreement per label and the bootstrap intervals.
