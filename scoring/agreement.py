@@ -85,10 +85,10 @@ class Agreement:
     n: int
     agreement: Ratio
     kappa: float | None
-    kappa_ci95: Interval | None = None
-    per_label: dict[str, Ratio] = field(default_factory=dict)
-    confusion: pd.DataFrame = field(default=None, repr=False, compare=False)
-    disagreements: pd.DataFrame = field(default=None, repr=False, compare=False)
+    kappa_ci95: Interval | None
+    per_label: dict[str, Ratio]
+    confusion: pd.DataFrame = field(repr=False, compare=False)
+    disagreements: pd.DataFrame = field(repr=False, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready: ``reviewer_a, reviewer_b, n, agreement`` (float or None),

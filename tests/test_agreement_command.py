@@ -187,3 +187,16 @@ def test_table_reports_intervals_and_method(flipped, capsys):
     assert "percentile bootstrap over claims, 2000 resamples, fixed seed" in table
     assert f"Krippendorff alpha over 2 reviewers {ALPHA:.2f} (95% CI" in table
     assert "raw agreement  160/175 = 0.91" in table
+
+
+def test_reviewer_typed_in_a_look_alike_spelling_is_found(flipped, capsys):
+    """Fullwidth ｆｌｉｐｐｅｒ is flipper in the names' normal form (NFKC)."""
+    result = agreement_json(capsys, "--reviewer", EXPERT, "--reviewer", "ｆｌｉｐｐｅｒ")
+
+    assert result["reviewer_b"] == "flipper" and result["n"] == 175
+
+
+@pytest.mark.parametrize("flag", ["--min-alpha", "--min-kappa"])
+def test_gate_minimum_outside_minus_one_to_one_refused(seed_run, flag):
+    with pytest.raises(CommandError, match=f"{flag} 67.0: must be between -1 and 1"):
+        call_command("agreement", "--run", "seed-coverage-support", flag, "67")

@@ -24,6 +24,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from labeling.agreement import CATEGORIES, run_agreement
 from labeling.management.lookup import find_project, find_run
 from labeling.models import Claim
+from labeling.names import normalize_name
 from scoring.agreement import Agreement, Coefficient, Interval, pairwise_agreement
 from scoring.labels import LABEL_VALUES
 from scoring.ratio import format_value
@@ -61,12 +62,14 @@ class Command(BaseCommand):
         if len(reviewer) not in (0, 2):
             raise CommandError("give --reviewer exactly twice (reviewer A and reviewer B), or not at all for "
                                "every reviewer of the run")
-        if reviewer and reviewer[0] == reviewer[1]:
-            raise CommandError(f"--reviewer {reviewer[0]!r} given twice: name two different reviewers")
         for flag, value in (("--min-alpha", min_alpha), ("--min-kappa", min_kappa)):
             if value is not None and not -1 <= value <= 1:
                 raise CommandError(f"{flag} {value}: must be between -1 and 1")
+        # Names are stored in their normal form (labeling.names); typed ones meet them there.
+        reviewer = [normalize_name(name) for name in reviewer]
         target = find_run(find_project(project), run)
+        if reviewer and reviewer[0] == reviewer[1]:
+            raise CommandError(f"--reviewer {reviewer[0]!r} given twice: name two different reviewers")
         result = run_agreement(run=target)
         overall = result.overall
         for name in reviewer:
