@@ -203,7 +203,7 @@ def _pair(labels: pd.DataFrame, reviewer_a: str, reviewer_b: str, categories: Se
         reviewer_b=reviewer_b,
         n=n,
         agreement=Ratio(int(np.trace(cells)), n),
-        kappa=None if np.isnan(kappa) else kappa,
+        kappa=None if np.isnan(kappa) else float(kappa),
         kappa_ci95=None if np.isnan(kappa) else _bootstrap(cells.ravel(), lambda draws: _kappa(
             draws.reshape(-1, *cells.shape))),
         per_label=per_label,
