@@ -5,6 +5,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import path, register_converter
 
 from labeling.forms import LoginForm
+from labeling.views import agreement as agreement_views
 from labeling.views import compare as compare_views
 from labeling.views import label_tables as label_table_views
 from labeling.views import projects
@@ -31,6 +32,8 @@ urlpatterns = [
     path("p/<slug:project_slug>/runs/<str:run_name>/scatter/", projects.run_scatter, name="run_scatter"),
     path("p/<slug:project_slug>/runs/<str:run_name>/summary/", projects.run_summary, name="run_summary"),
     path("p/<slug:project_slug>/runs/<str:run_name>/gold/", projects.run_gold, name="run_gold"),
+    path("p/<slug:project_slug>/runs/<str:run_name>/agreement/", agreement_views.run_agreement_page,
+         name="run_agreement"),
     path("p/<slug:project_slug>/runs/<str:run_name>/undo/", review_views.label_undo, name="label_undo"),
     path("p/<slug:project_slug>/runs/<str:run_name>/answers/<id:answer_id>/", review_views.answer_review,
          name="answer_review"),
