@@ -23,7 +23,7 @@ from openpyxl.cell import WriteOnlyCell
 from openpyxl.styles import Font
 
 from labeling.exports import frames
-from labeling.metrics import resolved_claims_frame
+from labeling.exports.cells import spreadsheet_text, text_cell
 from labeling.models import Run
 from scoring.compare import DEFAULT_THRESHOLD, Comparison, RunFrames, compare_runs
 from scoring.deltas import format_delta
@@ -61,11 +61,11 @@ def answer_review_url(*, project_slug: str, run_name: str, answer_id: Any) -> st
 def run_frames(run: Run) -> RunFrames:
     """The frames ``scoring.compare`` takes for ``run`` (6 queries).
 
-    Claims carry the resolved label of ``labeling.metrics.resolved_claims_frame``;
+    Claims carry the resolved label of ``labeling.exports.frames.resolved_claims_frame``;
     citations the id as cited, the passage's source and the fabricated flag;
     answers the gold flag; gold ids per answer.
     """
-    claims, _disagreements = resolved_claims_frame(run)
+    claims, _disagreements = frames.resolved_claims_frame(run)
     citations = frames.citations_frame(run)
     answers = frames.answers_frame(run)
     return RunFrames(
@@ -200,17 +200,14 @@ def run_comparison(*, run_a: Run, run_b: Run, threshold: float = DEFAULT_THRESHO
 
 # --- xlsx -----------------------------------------------------------------
 
-_FORMULA_START = ("=", "+", "-", "@")
-
-
 def comparison_xlsx(comparison: RunComparison) -> bytes:
     """The whole comparison as an xlsx workbook (bytes).
 
     Sheets: ``Summary`` (metric, A, B, delta B − A), ``Per question``,
     ``Label flips``, ``Citation changes``, ``Added claims``, ``Removed claims``
     (every row, no page limit). Numbers are numeric cells, undefined values
-    empty cells; text starting with ``=``, ``+``, ``-`` or ``@`` is written as
-    text (never a formula, SPEC §7).
+    empty cells; text goes through ``labeling.exports.cells.text_cell``
+    (control characters, length, formulas written as text; SPEC §7).
     """
     result = comparison.result
     workbook = Workbook(write_only=True)
@@ -221,7 +218,7 @@ def comparison_xlsx(comparison: RunComparison) -> bytes:
         worksheet.freeze_panes = "A2"
         header_cells = []
         for name in header:
-            cell = WriteOnlyCell(worksheet, value=name)
+            cell = WriteOnlyCell(worksheet, value=spreadsheet_text(name))
             cell.font = bold
             header_cells.append(cell)
         worksheet.append(header_cells)
@@ -261,12 +258,8 @@ def _cell(worksheet, value: Any) -> Any:
     value = _clean(value)
     if isinstance(value, tuple | list):
         value = "; ".join(str(item) for item in value)
-    if isinstance(value, str) and value.startswith(_FORMULA_START):
-        cell = WriteOnlyCell(worksheet, value=value)
-        # Stored as a string cell with Excel's quote prefix: shown and kept as text.
-        cell.data_type = "s"
-        cell.quotePrefix = True
-        return cell
+    if isinstance(value, str):
+        return text_cell(worksheet, value)
     return value
 
 

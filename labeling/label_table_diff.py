@@ -12,6 +12,10 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 DIFF_FIELDS = ("claim", "claim_index", "citations", "cited_span", "label", "justification", "reviewer")
+# Each reviewer's own current label (labeling.exports.label_table): compared
+# when both tables carry it, so one reviewer's change shows even where the
+# agreed label (pending on a disagreement, say) reads the same before and after.
+REVIEWER_LABELS = "reviewer_labels"
 
 
 @dataclass(frozen=True)
@@ -58,7 +62,8 @@ class RowDiff:
     @property
     def other_changes(self) -> list[str]:
         """Changed fields besides claim, label, justification, in words:
-        ``"position 3 → 4"``, ``"citations 1 → 1, 2"``, ``"reviewer ann → ann, bob"``, ``"spans"``."""
+        ``"position 3 → 4"``, ``"citations 1 → 1, 2"``, ``"reviewer ann → ann, bob"``, ``"spans"``,
+        then one entry per reviewer whose own label changed (:attr:`reviewer_changes`)."""
         words = {"claim_index": "position", "citations": "citations", "reviewer": "reviewer"}
         described = []
         for change in self.changes:
@@ -66,6 +71,30 @@ class RowDiff:
                 described.append(f"{words[change.field]} {change.old or '—'} → {change.new or '—'}")
             elif change.field == "cited_span":
                 described.append("spans")
+        return described + self.reviewer_changes
+
+    @property
+    def reviewer_changes(self) -> list[str]:
+        """Each reviewer's own label change, in reviewer order:
+        ``"bob: SUPPORTED → UNSUPPORTED"``, ``"bob: justification edited"``,
+        ``"carol: UNSUPPORTED (new)"``, ``"ann: SUPPORTED withdrawn"``."""
+        change = self.change(REVIEWER_LABELS)
+        if change is None:
+            return []
+        before, after = _by_reviewer(change.old), _by_reviewer(change.new)
+        described = []
+        for name in sorted(before.keys() | after.keys()):
+            old, new = before.get(name), after.get(name)
+            if old == new:
+                continue
+            if old is None:
+                described.append(f"{name}: {new[0]} (new)")
+            elif new is None:
+                described.append(f"{name}: {old[0]} withdrawn")
+            elif old[0] != new[0]:
+                described.append(f"{name}: {old[0]} → {new[0]}")
+            else:
+                described.append(f"{name}: justification edited")
         return described
 
 
@@ -101,10 +130,17 @@ def diff_label_tables(old: pd.DataFrame, new: pd.DataFrame) -> LabelTableDiff:
 
     Rows are matched on ``claim_id``; a claim only in ``new`` is ``added``,
     only in ``old`` ``removed``; a claim in both is ``changed`` when any of
-    DIFF_FIELDS differs (None and "" are different: pending is not a value).
+    DIFF_FIELDS differs (None and "" are different: pending is not a value),
+    or — when both tables carry ``reviewer_labels`` (versions saved before
+    it was stored do not) — when any reviewer's own label or justification
+    differs.
     """
+    fields = DIFF_FIELDS
+    if _has_reviewer_labels(old) and _has_reviewer_labels(new):
+        fields = (*DIFF_FIELDS, REVIEWER_LABELS)
+
     def rows_of(table: pd.DataFrame) -> dict[int, dict]:
-        columns = ["claim_id", "question_id", *DIFF_FIELDS]
+        columns = ["claim_id", "question_id", *fields]
         data = {c: table[c].tolist() for c in columns}
         return {int(data["claim_id"][i]): {c: data[c][i] for c in columns} for i in range(len(table))}
 
@@ -115,7 +151,7 @@ def diff_label_tables(old: pd.DataFrame, new: pd.DataFrame) -> LabelTableDiff:
         if previous is None:
             diff.rows.append(_row_diff("added", claim_id, row, None, row["label"]))
             continue
-        changes = tuple(FieldChange(name, previous[name], row[name]) for name in DIFF_FIELDS
+        changes = tuple(FieldChange(name, previous[name], row[name]) for name in fields
                         if _value(previous[name]) != _value(row[name]))
         if changes:
             diff.rows.append(_row_diff("changed", claim_id, row, previous["label"], row["label"], changes))
@@ -131,7 +167,17 @@ def diff_label_tables(old: pd.DataFrame, new: pd.DataFrame) -> LabelTableDiff:
 def _value(value: object) -> object:
     if isinstance(value, float) and value != value:  # NaN from a frame column
         return None
+    if isinstance(value, list):  # reviewer_labels: what each reviewer chose, not when
+        return sorted(_by_reviewer(value).items())
     return int(value) if hasattr(value, "item") else value
+
+
+def _has_reviewer_labels(table: pd.DataFrame) -> bool:
+    return REVIEWER_LABELS in table.columns and not table[REVIEWER_LABELS].isna().any()
+
+
+def _by_reviewer(labels: list[dict] | None) -> dict[str, tuple[str, str]]:
+    return {item["reviewer"]: (item["label"], item["justification"]) for item in labels or []}
 
 
 def _row_diff(kind: str, claim_id: int, row: dict, old_label, new_label, changes=()) -> RowDiff:

@@ -28,6 +28,22 @@ nothing (UNCITED is automatic, SPEC §3); a row that reads exactly as the
 current label of the reviewer it is recorded under (label and justification;
 never the agreed label of the table), or as the claim's current adjudication,
 changes nothing. Any other row becomes that reviewer's new label on the claim.
+
+Newer labels: a file is a picture of the labels when it was exported, and
+re-uploading an old one must not quietly turn back what was labeled since.
+When the file has a ``labeled_at`` column, a change is *newer in the app*
+when the importer's own current label, or the current label of a reviewer
+the row's ``reviewer`` column names, was made after the row's ``labeled_at``
+(to the second, as exported; a blank ``labeled_at`` means the row showed no
+label, so any such label is newer). The preview marks and counts those rows;
+applying needs an explicit choice: ``overwrite_newer=True`` writes them,
+``False`` skips them (the others are written).
+
+Preview then apply: the preview records, per row, the claim it matched and
+that claim's revision (``LabelImportPreview.checked``); apply given those
+refuses any row whose claim is no longer that claim at that revision (split,
+merged, reworded or re-cited since the preview), naming the row — also when
+the file has no ``claim_revision`` column to catch it.
 """
 
 from __future__ import annotations
@@ -42,22 +58,23 @@ from django.core.cache import cache
 from django.core.exceptions import ValidationError
 from django.core.files.base import ContentFile
 from django.db import IntegrityError, transaction
-from django.db.models import Count, Max
+from django.db.models import Count
 from django.utils.text import get_valid_filename
 
+from labeling.exports.cells import spreadsheet_text
 from labeling.exports.csv_jsonl import write_csv, write_jsonl
 from labeling.exports.label_table import (
-    CITATION_SEPARATOR,
     canonical_bytes,
     label_count,
     label_table_frame,
     passage_texts,
     passages_frame,
+    split_citations,
     table_claim_metrics,
     table_from_canonical,
 )
-from labeling.exports.xlsx import WorkbookInfo, spreadsheet_text, write_label_workbook
-from labeling.importers.label_table import LabelTableFile
+from labeling.exports.xlsx import WorkbookInfo, write_label_workbook
+from labeling.importers.label_table import LabelTableFile, LabelTableRow
 from labeling.importers.records import ImportIssue
 from labeling.label_table_diff import LabelTableDiff, diff_label_tables
 from labeling.models import (
@@ -81,6 +98,8 @@ CONTENT_TYPES = {
     "jsonl": "application/x-ndjson; charset=utf-8",
 }
 MAX_NOTE_CHARS = 2000
+NEWER_LABELS = "newer_labels"  # ValidationError code of label_table_import_apply
+SNAPSHOT_UNCHANGED = "unchanged"  # ValidationError code of label_table_snapshot
 _SNAPSHOT_ATTEMPTS = 3
 _BATCH = 500
 
@@ -107,7 +126,11 @@ def label_table_snapshot(*, run: Run, author: Reviewer | None = None, note: str 
     constraint if two snapshots still race). ``row_count`` = claims,
     ``label_count`` = claims with a label (UNCITED included), ``sha256`` = hash
     of the canonical serialization (labeling.exports.label_table) stored in
-    ``file``. Raises ValidationError for a note over 2000 characters.
+    ``file``. Raises ValidationError for a note over 2000 characters, and
+    (code ``SNAPSHOT_UNCHANGED``) when the table is byte for byte the latest
+    version's (same SHA-256): a second, identical version would only make
+    the list longer and hide which version saved the labels. Nothing is
+    created then.
     """
     note = note.strip()
     if len(note) > MAX_NOTE_CHARS:
@@ -120,7 +143,13 @@ def label_table_snapshot(*, run: Run, author: Reviewer | None = None, note: str 
                 table = label_table_frame(run, with_passages=False)
                 data = canonical_bytes(table)
                 digest = hashlib.sha256(data).hexdigest()
-                number = (LabelTableVersion.objects.filter(run=run).aggregate(n=Max("number"))["n"] or 0) + 1
+                latest = LabelTableVersion.objects.filter(run=run).order_by("-number").first()
+                if latest is not None and latest.sha256 == digest:
+                    raise ValidationError(
+                        f"The label table is unchanged since version {latest.number} (SHA-256 {digest[:12]}…): "
+                        "no new version saved.", code=SNAPSHOT_UNCHANGED,
+                    )
+                number = (latest.number if latest else 0) + 1
                 version = LabelTableVersion(
                     run=run, number=number, author=author, note=note, row_count=len(table),
                     label_count=label_count(table), sha256=digest,
@@ -168,11 +197,6 @@ def version_read(version: LabelTableVersion) -> bytes:
                      f"{version.sha256[:16]}…: the file was changed after the snapshot",
         )
     return data
-
-
-def version_verify(version: LabelTableVersion) -> None:
-    """Check ``version``'s file against its hash; VersionIntegrityError if not."""
-    version_read(version)
 
 
 def version_table(version: LabelTableVersion) -> pd.DataFrame:
@@ -286,6 +310,9 @@ class LabelChange:
     new_label: str
     old_justification: str
     new_justification: str
+    # The label made after the file's labeled_at that this row would turn
+    # back: (reviewer, value, when), or None.
+    newer: tuple[str, str, datetime] | None = None
     # Whom the label is recorded under (keep_reviewers); "" = the importing reviewer.
     reviewer: str = ""
 
@@ -305,7 +332,12 @@ class LabelImportPreview:
     ``rows``: rows read; ``changes``: one per row that changes a label;
     ``unchanged``: rows that change nothing (see the module docstring);
     ``blank``: rows without a label; ``issues``: every bad row, sorted by row;
-    ``file_problem``: why the whole file is unreadable ("" when it is not).
+    ``file_problem``: why the whole file is unreadable ("" when it is not);
+    ``checked``: row number → ``(claim_id, claim revision)`` of every row
+    matched to a claim (what apply holds the database to);
+    ``newer_checked``: False when the file has no ``labeled_at`` column (newer
+    labels cannot be told apart); ``skipped_newer``: changes left out by
+    ``overwrite_newer=False``.
     """
 
     run: Run
@@ -317,10 +349,18 @@ class LabelImportPreview:
     blank: int = 0
     issues: list[ImportIssue] = field(default_factory=list)
     file_problem: str = ""
+    checked: dict[int, tuple[int, int]] = field(default_factory=dict)
+    newer_checked: bool = True
+    skipped_newer: list[LabelChange] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
         return not self.issues
+
+    @property
+    def newer(self) -> list[LabelChange]:
+        """Changes that would turn back a label made after the file's (module docstring)."""
+        return [change for change in self.changes if change.newer is not None]
 
 
 def _comparable(text: str, fmt: str) -> str:
@@ -333,14 +373,21 @@ def _leads(run: Run, reviewer: Reviewer) -> bool:
         project_id=run.project_id, reviewer=reviewer, role=Role.LEAD).exists()
 
 
-def label_table_import_preview(*, run: Run, reviewer: Reviewer, table_file: LabelTableFile,
-                               keep_reviewers: bool = False, adjudicate: bool = False) -> LabelImportPreview:
+def label_table_import_preview(
+    *, run: Run, reviewer: Reviewer, table_file: LabelTableFile, checked: dict[int, tuple[int, int]] | None = None,
+    keep_reviewers: bool = False, adjudicate: bool = False,
+) -> LabelImportPreview:
     """Validate every row of ``table_file`` against ``run`` and list the
     changes applying it would make for ``reviewer`` (see the module docstring
     for ``keep_reviewers`` and ``adjudicate``). Writes nothing.
 
     Raises ValidationError when ``keep_reviewers`` or ``adjudicate`` is asked
     by someone who does not lead the run's project.
+
+    ``checked``: an earlier preview's ``checked`` (row → claim id, revision);
+    a row whose claim is now another claim or at another revision is a bad
+    row then (the claim changed since that preview). Changes that would
+    turn back a newer label carry ``newer`` (module docstring).
 
     Row problems reported (row, column, reason): a row for another run, a
     claim id not in this run (one message whether the id exists nowhere or
@@ -350,8 +397,9 @@ def label_table_import_preview(*, run: Run, reviewer: Reviewer, table_file: Labe
     (always for UNSUPPORTED; for SUPPORTED when the project requires it),
     plus the parser's own (unknown label, bad numbers …).
 
-    Queries: 2 (claims, current labels or adjudications), one more for the role
-    with ``keep_reviewers``/``adjudicate``.
+    Queries: 2 (claims, current labels or adjudications), + 6 (current label
+    table) when the file has ``labeled_at``, + 1 for the role with
+    ``keep_reviewers``/``adjudicate``.
     """
     if (keep_reviewers or adjudicate) and not _leads(run, reviewer):
         raise ValidationError(f"{reviewer.username} does not lead project {run.project.slug}: only a lead may "
@@ -359,7 +407,8 @@ def label_table_import_preview(*, run: Run, reviewer: Reviewer, table_file: Labe
                               code="not_lead")
     fmt = table_file.format
     preview = LabelImportPreview(run=run, reviewer=reviewer, format=fmt, rows=len(table_file.rows),
-                                 issues=list(table_file.issues), file_problem=table_file.file_problem)
+                                 issues=list(table_file.issues), file_problem=table_file.file_problem,
+                                 newer_checked=table_file.has_labeled_at)
     problem = preview.issues.append
     claims = {
         pk: (qid, index, text, revision, n)
@@ -379,6 +428,14 @@ def label_table_import_preview(*, run: Run, reviewer: Reviewer, table_file: Labe
             labels = labels.filter(reviewer=reviewer)
         current = {(who, claim_id): (value, justification) for who, claim_id, value, justification in
                    labels.values_list("reviewer__username", "claim_id", "value", "justification")}
+    # Every reviewer's current label with its time (to the second, as exported).
+    made: dict[int, dict[str, tuple[str, datetime]]] = {}
+    if table_file.has_labeled_at:
+        table = label_table_frame(run, with_passages=False)
+        made = {
+            int(pk): {item["reviewer"]: (item["label"], _exported_time(item["labeled_at"])) for item in labels}
+            for pk, labels in table[["claim_id", "reviewer_labels"]].itertuples(index=False) if labels
+        }
     require_supported = run.project.require_justification_for_supported
     seen: dict[int, int] = {}
     for row in table_file.rows:
@@ -400,8 +457,7 @@ def label_table_import_preview(*, run: Run, reviewer: Reviewer, table_file: Labe
             problem(ImportIssue(row.line, "claim_id", f"claim {claim_id} is also on row {seen[claim_id]}"))
             continue
         seen[claim_id] = row.line
-        named = [Reviewer.normalize_username(name) for name in (row.reviewer or "").split(CITATION_SEPARATOR.strip())
-                 if name.strip()]
+        named = [Reviewer.normalize_username(name) for name in split_citations(row.reviewer)]
         owner = reviewer.username
         if keep_reviewers and len(named) > 1:
             problem(ImportIssue(row.line, "reviewer", f"the row names {len(named)} reviewers ({row.reviewer}); "
@@ -417,6 +473,12 @@ def label_table_import_preview(*, run: Run, reviewer: Reviewer, table_file: Labe
                 "reviewer it names")))
             continue
         question_id, index, text, revision, n_citations = claims[claim_id]
+        if checked is not None:
+            before = checked.get(row.line)
+            if before != (claim_id, revision):
+                problem(ImportIssue(row.line, "claim", _changed_since_preview(before, claim_id, revision)))
+                continue
+        preview.checked[row.line] = (claim_id, revision)
         if row.claim_revision is not None and row.claim_revision != revision:
             problem(ImportIssue(row.line, "claim_revision",
                                 f"the claim changed since this file was exported (revision {row.claim_revision} "
@@ -443,43 +505,92 @@ def label_table_import_preview(*, run: Run, reviewer: Reviewer, table_file: Labe
             continue
         broken = label_problem(row.label, n_citations=n_citations, justification=justification,
                                supported_needs_justification=require_supported)
-        if broken is None and adjudicate and not justification:
-            problem(ImportIssue(row.line, "justification", "an adjudication needs its reason in the "
-                                                           "justification column"))
-            continue
         if broken is not None:
             problem(ImportIssue(row.line, broken.field, broken.message))
+            continue
+        if adjudicate and not justification:
+            problem(ImportIssue(row.line, "justification", "an adjudication needs its reason in the "
+                                                           "justification column"))
             continue
         preview.changes.append(LabelChange(
             line=row.line, claim_id=claim_id, claim_revision=revision, question_id=question_id, claim_index=index,
             claim=text, old_label=own[0] if own else None, new_label=row.label,
             old_justification=own[1] if own else "", new_justification=justification,
+            newer=_newer_label(row, made.get(claim_id, {}), owner) if made and not adjudicate else None,
             reviewer=owner if owner != reviewer.username else "",
         ))
     preview.issues.sort(key=lambda issue: issue.line)
     return preview
 
 
-def label_table_import_apply(*, run: Run, reviewer: Reviewer, table_file: LabelTableFile,
-                             keep_reviewers: bool = False, adjudicate: bool = False) -> LabelImportPreview:
+def _exported_time(text: str) -> datetime:
+    """``"2025-01-31T09:15:00Z"`` (``format_labeled_at``) → aware UTC datetime."""
+    return datetime.fromisoformat(text.replace("Z", "+00:00"))
+
+
+def _newer_label(row: LabelTableRow, current: dict[str, tuple[str, datetime]],
+                 importer: str) -> tuple[str, str, datetime] | None:
+    """The newest current label, among the importer's own and those of the
+    reviewers the row names, made after the row's ``labeled_at`` (module
+    docstring), as ``(reviewer, value, when)``; None when there is none.
+    ``current``: reviewer → (value, when), times to the second as exported."""
+    names = {importer, *split_citations(row.reviewer)}
+    newest = None
+    for name in sorted(names & current.keys()):
+        value, moment = current[name]
+        if (row.labeled_at is None or moment > row.labeled_at) and (newest is None or moment > newest[2]):
+            newest = (name, value, moment)
+    return newest
+
+
+def _changed_since_preview(before: tuple[int, int] | None, claim_id: int, revision: int) -> str:
+    if before is None:
+        return "the row names another claim than at the preview; upload the file again"
+    if before[0] != claim_id:
+        return (f"the row named claim {before[0]} at the preview and names claim {claim_id} now (claims were "
+                "split or merged since); upload the file again")
+    return (f"the claim changed since the preview (revision {before[1]} → {revision}: its text or citations "
+            "were edited); nothing was imported: upload the file again to see it as it is now")
+
+
+def label_table_import_apply(
+    *, run: Run, reviewer: Reviewer, table_file: LabelTableFile, checked: dict[int, tuple[int, int]] | None = None,
+    overwrite_newer: bool | None = None, keep_reviewers: bool = False, adjudicate: bool = False,
+) -> LabelImportPreview:
     """Apply ``table_file`` for ``reviewer`` on ``run``, all or nothing
-    (``keep_reviewers``, ``adjudicate``: see ``label_table_import_preview``).
+    (``keep_reviewers``, ``adjudicate``: see :func:`label_table_import_preview`).
 
     Re-validates under a row lock on the run (the database may have moved
-    since the preview), then per change marks the reviewer's current label
-    on the claim not current (history kept) and adds the new current label
-    at the claim's revision. Returns the preview that was applied.
+    since the preview; ``checked`` is that preview's, see
+    :func:`label_table_import_preview`), then per change marks the
+    reviewer's current label on the claim not current (history kept) and
+    adds the new current label at the claim's revision. Changes that would
+    turn back a newer label are written when ``overwrite_newer`` is True,
+    left out (``skipped_newer``) when False. Returns the preview that was
+    applied.
 
     Raises LabelImportError (a ValidationError) listing every bad row when
-    any row is bad; nothing is written then.
+    any row is bad, and ValidationError (code ``NEWER_LABELS``) when some
+    change would turn back a newer label and ``overwrite_newer`` is None;
+    nothing is written then.
     """
     try:
         with transaction.atomic():
             Run.objects.select_for_update().filter(pk=run.pk).exists()
-            preview = label_table_import_preview(run=run, reviewer=reviewer, table_file=table_file,
+            preview = label_table_import_preview(run=run, reviewer=reviewer, table_file=table_file, checked=checked,
                                                  keep_reviewers=keep_reviewers, adjudicate=adjudicate)
             if preview.issues:
                 raise LabelImportError(preview.issues)
+            newer = preview.newer
+            if newer and overwrite_newer is None:
+                rows = ", ".join(str(change.line) for change in newer[:20]) + (" …" if len(newer) > 20 else "")
+                raise ValidationError(
+                    f"{len(newer)} row(s) would turn back a label made after this file was exported (rows {rows}): "
+                    "choose to overwrite those labels or to skip those rows.", code=NEWER_LABELS,
+                )
+            if newer and not overwrite_newer:
+                preview.skipped_newer = newer
+                preview.changes = [change for change in preview.changes if change.newer is None]
             if adjudicate:
                 _apply_adjudications(reviewer, preview.changes)
                 return preview

@@ -2,10 +2,12 @@
 
 Which label counts for a claim (SPEC §3, §4.4): a claim without citations is
 UNCITED; a cited claim takes the label its current reviewers agree on (or
-only ``reviewer``'s when given); disagreement leaves it pending. The pages
-count the same in SQL (``labeling.selectors``, a fixed number of aggregate
-queries at any size); ``tests/test_label_counts_agree.py`` holds the two to
-each other on every answers file in ``fixtures/``.
+only ``reviewer``'s when given); disagreement leaves it pending. Computed in
+``labeling.exports.frames.resolved_claims_frame`` (re-exported here; the
+label table exports read it too, and exports never import this higher
+layer). The pages count the same in SQL (``labeling.selectors``, a fixed
+number of aggregate queries at any size); ``tests/test_label_counts_agree.py``
+holds the two to each other on every answers file in ``fixtures/``.
 """
 
 from __future__ import annotations
@@ -17,7 +19,8 @@ import pandas as pd
 from django.db.models import Q
 
 from labeling.exports import frames
-from labeling.models import Adjudication, Answer, LabelValue, Run
+from labeling.exports.frames import resolved_claims_frame
+from labeling.models import Answer, Run
 from scoring.citation_ids import (
     AbstentionMetrics,
     CitationIdMetrics,
@@ -26,7 +29,6 @@ from scoring.citation_ids import (
 )
 from scoring.claims import ClaimMetrics, claim_metrics
 from scoring.gold import GoldMetrics, gold_metrics
-from scoring.labels import apply_adjudications, resolve_labels
 from scoring.matching import DEFAULT_MATCH_METHOD, get_matcher
 from scoring.ratio import Ratio
 
@@ -88,36 +90,6 @@ class RunScores:
                 merged.update({k: v for k, v in gold_row.items() if k.startswith(("context_", "source_"))})
             records.append(merged)
         return records
-
-
-def resolved_claims_frame(run: Run, *, reviewer: str | None = None) -> tuple[pd.DataFrame, int]:
-    """Claims of ``run`` with the label that counts (SPEC §4.4).
-
-    Returns ``(frame, disagreements)``: the claims frame of
-    ``labeling.exports.frames.claims_frame`` plus ``label`` (value or None =
-    pending), ``disagreement`` (bool) and ``adjudicated`` (bool), and the number
-    of cited claims whose current reviewers disagree and no lead adjudicated.
-    A lead's current adjudication is the claim's label; with ``reviewer``
-    (one reviewer's labels) adjudications are left out.
-    """
-    claims = frames.claims_frame(run)
-    labels = frames.labels_frame(run)
-    resolved = resolve_labels(labels[["claim_id", "reviewer", "label"]], reviewer=reviewer)
-    adjudications = pd.DataFrame(
-        list(Adjudication.objects.filter(claim__answer__run=run, is_current=True).values_list("claim_id", "value"))
-        if reviewer is None else [], columns=["claim_id", "label"])
-    resolved = apply_adjudications(resolved, adjudications)
-    merged = claims.merge(resolved[["claim_id", "label", "disagreement", "adjudicated"]], on="claim_id", how="left")
-    merged["disagreement"] = merged["disagreement"].fillna(False).astype(bool)
-    merged["adjudicated"] = merged["adjudicated"].fillna(False).astype(bool)
-    uncited = merged["n_citations"] == 0
-    labels_col = merged["label"].astype(object).where(merged["label"].notna(), None)
-    # SPEC §3: a claim without citations is UNCITED, whoever labeled it.
-    labels_col[uncited] = LabelValue.UNCITED.value
-    merged["label"] = labels_col
-    merged.loc[uncited, "disagreement"] = False
-    merged.loc[uncited, "adjudicated"] = False
-    return merged, int(merged["disagreement"].sum())
 
 
 def run_scores(

@@ -484,6 +484,9 @@ class ClaimView:
     claim: Claim
     citations: list[Citation]
     my_label: Label | None
+    # False when the answer text cannot mark the claim (see ReviewContext.unplaced): the
+    # claim list says so per claim in constant time, not by searching that list.
+    in_text: bool = True
     # Still needs a reviewer: fewer current human labels than the run's overlap (labeling.queue).
     open: bool = True
 
@@ -647,6 +650,8 @@ def review_context(*, answer: Answer, reviewer: Reviewer, claim_id: int | None =
     )
     segments = [(s.text, by_id.get(s.claim_id) if s.claim_id is not None else None) for s in raw_segments]
     unplaced = [by_id[pk] for pk in sorted(unplaced_ids, key=lambda pk: by_id[pk].claim.index)]
+    for view in unplaced:
+        view.in_text = False
     passages: list[CitationView] = []
     history: list[HistoryEntry] = []
     previous_claim = next_claim = None

@@ -1,4 +1,5 @@
-"""Writes of the labeling screen (STYLE §3): labels, undo, claim edits, reviewers.
+"""Writes of the labeling screen (STYLE §3): labels, undo, claim edits, reviewers,
+and renaming or deleting a run.
 
 Every service is keyword-only, runs inside ``transaction.atomic`` and raises
 ``ValidationError`` with a message a reviewer can act on; nothing is written
@@ -12,25 +13,31 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 from django.contrib.auth.password_validation import validate_password
-from django.core.exceptions import ValidationError
-from django.db import transaction
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.db import IntegrityError, transaction
 from django.db.models import Exists, F, Max, OuterRef
 
 from labeling.limits import MAX_JUSTIFICATION_CHARS
 from labeling.models import (
     Adjudication,
+    Answer,
     Citation,
     Claim,
     Label,
+    LabelTableVersion,
     LabelValue,
     Membership,
     Project,
     Reviewer,
     ReviewerKind,
     Role,
+    Run,
 )
+from labeling.names import normalize_name, validate_run_name
+from labeling.selectors import LEAD, may, visible_projects
 from scoring.labels import label_problem
 
 
@@ -430,3 +437,108 @@ def reviewer_create(
         reviewer.save()
         Membership.objects.bulk_create([Membership(project=p, reviewer=reviewer, role=role) for p in projects])
         return reviewer, password
+
+
+# ------------------------------------------------------------------ runs
+
+
+def run_manage_allowed(*, user: Reviewer, run: Run) -> bool:
+    """Whether ``user`` may rename or delete ``run``: a lead of its project
+    (or a superuser), by the role table of ``labeling.selectors.may``. The one
+    place that decides it (the run page shows the buttons by it, the services
+    refuse by it). One query."""
+    role = visible_projects(user=user).filter(pk=run.project_id).values_list("my_role", flat=True).first()
+    return may(role, LEAD)
+
+
+def run_name_clean(name: str, *, project: Project, run: Run | None = None) -> str:
+    """``name`` in normal form, if it can name a run of ``project``; else ValidationError.
+
+    The rules of every run name (``labeling.names``: normal form, 1–200
+    characters, no ``/`` or ``\\``, not ``.``/``..``, no control
+    characters), plus: unique in the project (``run``, when given, is the run
+    being renamed and may keep its name).
+    """
+    name = normalize_name(name or "")
+    try:
+        validate_run_name(name)
+    except ValidationError as exc:
+        message = " ".join(exc.messages)
+        raise ValidationError(message[:1].upper() + message[1:] + ".", code=exc.code) from None
+    taken = Run.objects.filter(project=project, name=name)
+    if run is not None:
+        taken = taken.exclude(pk=run.pk)
+    if taken.exists():
+        raise ValidationError(f"Project {project.slug!r} already has a run named {name!r}.", code="exists")
+    return name
+
+
+def run_rename(*, run: Run, user: Reviewer, name: str) -> Run:
+    """Rename ``run`` to ``name`` (checked by :func:`run_name_clean`).
+
+    Only the name changes: answers, labels and versions stay attached to the
+    run (version files are named by the run's id, not its name). Raises
+    PermissionDenied when :func:`run_manage_allowed` says no, ValidationError
+    for a bad or taken name; nothing changes then.
+    """
+    if not run_manage_allowed(user=user, run=run):
+        raise PermissionDenied("Only a lead of the project can rename its runs.")
+    with transaction.atomic():
+        locked = Run.objects.select_for_update().select_related("project").get(pk=run.pk)
+        name = run_name_clean(name, project=locked.project, run=locked)
+        if name != locked.name:
+            locked.name = name
+            try:
+                with transaction.atomic():
+                    locked.save(update_fields=["name"])
+            except IntegrityError:  # the same name taken by a concurrent rename or import
+                raise ValidationError(f"Project {locked.project.slug!r} already has a run named {name!r}.",
+                                      code="exists") from None
+        return locked
+
+
+@dataclass(frozen=True)
+class RunContents:
+    """What deleting a run removes: its answers, claims, labels (every label,
+    history included, and how many of them are current) and label table
+    versions."""
+
+    answers: int
+    claims: int
+    labels: int
+    current_labels: int
+    versions: int
+
+
+def run_contents(*, run: Run) -> RunContents:
+    """Counts of :class:`RunContents` for ``run`` (5 queries)."""
+    labels = Label.objects.filter(claim__answer__run=run)
+    return RunContents(
+        answers=Answer.objects.filter(run=run).count(),
+        claims=Claim.objects.filter(answer__run=run).count(),
+        labels=labels.count(),
+        current_labels=labels.filter(is_current=True).count(),
+        versions=LabelTableVersion.objects.filter(run=run).count(),
+    )
+
+
+def run_delete(*, run: Run, user: Reviewer) -> RunContents:
+    """Delete ``run`` with its answers, passages, claims, citations, labels
+    and label table version records, all or nothing; returns what was
+    removed. Questions stay (they belong to the project and other runs).
+
+    The version *files* stay in storage (``label_tables/<project>/run-<id>/``):
+    a version is an immutable, hashed artifact, and keeping its file means a
+    deletion never destroys the record of what was labeled (an administrator
+    removes them by hand if wanted). Raises PermissionDenied when
+    :func:`run_manage_allowed` says no.
+    """
+    if not run_manage_allowed(user=user, run=run):
+        raise PermissionDenied("Only a lead of the project can delete its runs.")
+    with transaction.atomic():
+        locked = Run.objects.select_for_update().get(pk=run.pk)
+        contents = run_contents(run=locked)
+        # Versions protect their run (no version disappears by accident): remove them on purpose.
+        LabelTableVersion.objects.filter(run=locked).delete()
+        locked.delete()
+    return contents

@@ -2,14 +2,19 @@
 
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
-from django.urls import path
+from django.urls import path, register_converter
 
 from labeling.forms import LoginForm
+from labeling.views import agreement as agreement_views
 from labeling.views import compare as compare_views
 from labeling.views import label_tables as label_table_views
 from labeling.views import members as member_views
 from labeling.views import projects
 from labeling.views import review as review_views
+from labeling.views import runs as run_views
+from labeling.views.params import IdConverter
+
+register_converter(IdConverter, "id")
 
 urlpatterns = [
     path("admin/", admin.site.urls),
@@ -19,6 +24,8 @@ urlpatterns = [
     path("p/<slug:project_slug>/", projects.project_detail, name="project_detail"),
     path("p/<slug:project_slug>/members/", member_views.project_members, name="project_members"),
     path("p/<slug:project_slug>/runs/<str:run_name>/", projects.run_detail, name="run_detail"),
+    path("p/<slug:project_slug>/runs/<str:run_name>/rename/", run_views.run_rename_view, name="run_rename"),
+    path("p/<slug:project_slug>/runs/<str:run_name>/delete/", run_views.run_delete_view, name="run_delete"),
     path("p/<slug:project_slug>/compare/", compare_views.run_compare, name="run_compare"),
     path("p/<slug:project_slug>/compare.xlsx", compare_views.run_compare_xlsx, name="run_compare_xlsx"),
     # Labeling screen
@@ -30,16 +37,18 @@ urlpatterns = [
     path("p/<slug:project_slug>/runs/<str:run_name>/scatter/", projects.run_scatter, name="run_scatter"),
     path("p/<slug:project_slug>/runs/<str:run_name>/summary/", projects.run_summary, name="run_summary"),
     path("p/<slug:project_slug>/runs/<str:run_name>/gold/", projects.run_gold, name="run_gold"),
+    path("p/<slug:project_slug>/runs/<str:run_name>/agreement/", agreement_views.run_agreement_page,
+         name="run_agreement"),
     path("p/<slug:project_slug>/runs/<str:run_name>/undo/", review_views.label_undo, name="label_undo"),
-    path("p/<slug:project_slug>/runs/<str:run_name>/answers/<int:answer_id>/", review_views.answer_review,
+    path("p/<slug:project_slug>/runs/<str:run_name>/answers/<id:answer_id>/", review_views.answer_review,
          name="answer_review"),
-    path("p/<slug:project_slug>/runs/<str:run_name>/claims/<int:claim_id>/label/", review_views.claim_label,
+    path("p/<slug:project_slug>/runs/<str:run_name>/claims/<id:claim_id>/label/", review_views.claim_label,
          name="claim_label"),
-    path("p/<slug:project_slug>/runs/<str:run_name>/claims/<int:claim_id>/split/", review_views.claim_split,
+    path("p/<slug:project_slug>/runs/<str:run_name>/claims/<id:claim_id>/split/", review_views.claim_split,
          name="claim_split"),
-    path("p/<slug:project_slug>/runs/<str:run_name>/claims/<int:claim_id>/merge/", review_views.claim_merge,
+    path("p/<slug:project_slug>/runs/<str:run_name>/claims/<id:claim_id>/merge/", review_views.claim_merge,
          name="claim_merge"),
-    path("p/<slug:project_slug>/runs/<str:run_name>/claims/<int:claim_id>/edit/", review_views.claim_edit,
+    path("p/<slug:project_slug>/runs/<str:run_name>/claims/<id:claim_id>/edit/", review_views.claim_edit,
          name="claim_edit"),
     # Label table versions, exports and imports
     path("p/<slug:project_slug>/runs/<str:run_name>/versions/", label_table_views.version_list, name="version_list"),
@@ -47,7 +56,7 @@ urlpatterns = [
          name="version_create"),
     path("p/<slug:project_slug>/runs/<str:run_name>/versions/diff/", label_table_views.version_diff_page,
          name="version_diff"),
-    path("p/<slug:project_slug>/runs/<str:run_name>/versions/<int:number>.jsonl", label_table_views.version_file,
+    path("p/<slug:project_slug>/runs/<str:run_name>/versions/<id:number>.jsonl", label_table_views.version_file,
          name="version_file"),
     path("p/<slug:project_slug>/runs/<str:run_name>/labels/export/", label_table_views.label_export,
          name="label_export"),

@@ -52,6 +52,7 @@ def _pages(blind):
         "version diff": (reverse("version_diff", args=args), {}),
         "compare": (reverse("run_compare", args=["team"]) + "?a=r&b=r", {}),
         "admin labels": (reverse("admin:labeling_label_changelist"), {}),
+        "agreement page": (reverse("run_agreement", args=args), {}),
     }
 
 

@@ -515,3 +515,27 @@ def test_compare_link_without_threshold_uses_the_default(client, db):
     assert response.context["form"].cleaned_data["threshold"] == DEFAULT_THRESHOLD
     # The v2 fixture turns claim 5 (UNSUPPORTED) into an uncited claim: one label flip.
     assert len(response.context["label_flips"]) == 1
+
+
+def test_comparison_xlsx_keeps_control_characters_long_text_and_formulas_as_safe_text(client, reviewer):
+    """Run b rewords claim 2 of q0000 (so it is added on b and removed on a):
+    with a vertical tab it used to end the download in openpyxl's
+    IllegalCharacterError (a 500). The same text function as the label table
+    workbook now writes every cell: the vertical tab is dropped, a
+    40,000-character claim is cut to 32,767 characters ending in "…", and a
+    claim starting with "-" is a text cell."""
+    project = _project_with_answers(1)
+    project.members.add(reviewer)
+    b = Run.objects.get(project=project, name="b")
+    Claim.objects.filter(answer__run=b, index=2).update(text="line one\x0bline two [P1] " + "x" * 40_000)
+    Claim.objects.filter(answer__run=b, index=3).update(text="-1 is negative\x07.")
+    _login(client, reviewer)
+    response = client.get(reverse("run_compare_xlsx", kwargs={"project_slug": project.slug}),
+                          {"a": "a", "b": "b", "threshold": "0.85"})
+    assert response.status_code == 200
+    added = openpyxl.load_workbook(io.BytesIO(response.content))["Added claims"]
+    texts = {row[2].value: row[2].data_type for row in added.iter_rows(min_row=2)}
+    long_text = next(text for text in texts if text.startswith("line one"))
+    assert long_text.startswith("line oneline two [P1] xxx")
+    assert len(long_text) == 32_767 and long_text.endswith("x…")
+    assert texts["-1 is negative."] == "s"

@@ -12,9 +12,9 @@ from django.core.management import CommandError, call_command
 from django.urls import reverse
 from openpyxl import load_workbook
 
+from labeling.exports.cells import EXCEL_MAX_CELL_CHARS, spreadsheet_text
 from labeling.exports.csv_jsonl import csv_cell
 from labeling.exports.label_table import LABEL_TABLE_COLUMNS, label_table_frame
-from labeling.exports.xlsx import EXCEL_MAX_CELL_CHARS, spreadsheet_text
 from labeling.label_tables import label_table_export, label_table_snapshot
 from labeling.models import Claim, Label, Passage, Run
 from tests.conftest import FIXTURES_DIR
@@ -225,6 +225,30 @@ def test_export_labels_command_rejects_unknown_version(seed_run, tmp_path):
         call_command("export_labels", run=seed_run.name, project="seed", format="csv", output=tmp_path / "x.csv",
                      version=3)
     assert not (tmp_path / "x.csv").exists()
+
+
+def test_export_labels_command_refuses_a_missing_folder(seed_run, tmp_path):
+    output = tmp_path / "no-such-folder" / "labels.csv"
+    with pytest.raises(CommandError, match=r"the folder '.*no-such-folder' does not exist; create it first"):
+        call_command("export_labels", run=seed_run.name, project="seed", output=output)
+    assert not (tmp_path / "no-such-folder").exists()
+
+
+def test_export_labels_command_refuses_a_format_the_file_name_contradicts(seed_run, tmp_path):
+    with pytest.raises(CommandError, match=r"--format csv but -o .*x\.xlsx ends in \.xlsx"):
+        call_command("export_labels", run=seed_run.name, project="seed", format="csv", output=tmp_path / "x.xlsx")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_export_labels_command_takes_the_format_from_the_suffix(seed_run, tmp_path):
+    call_command("export_labels", "--run", seed_run.name, "--project", "seed", "-o", str(tmp_path / "labels.xlsx"),
+                 stdout=io.StringIO())
+    call_command("export_labels", "--run", seed_run.name, "--project", "seed", "-o", str(tmp_path / "labels.csv"),
+                 stdout=io.StringIO())
+    assert load_workbook(tmp_path / "labels.xlsx").sheetnames == ["Labels", "Answers", "Summary", "Passages"]
+    assert (tmp_path / "labels.csv").read_bytes().startswith(b"\xef\xbb\xbfrun,question_id,")
+    with pytest.raises(CommandError, match="cannot tell the format from the suffix"):
+        call_command("export_labels", run=seed_run.name, project="seed", output=tmp_path / "labels.txt")
 
 
 def test_download_view_sends_the_file_with_a_name(client, seed_run, reviewer):

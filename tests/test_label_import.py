@@ -11,8 +11,10 @@ import os
 import re
 import time
 import zipfile
+from datetime import UTC, datetime
 
 import pytest
+from django.core.exceptions import ValidationError
 from django.core.files.base import ContentFile
 from django.core.files.storage import default_storage
 from django.core.management import CommandError, call_command
@@ -25,12 +27,13 @@ from labeling.exports.label_table import LABEL_TABLE_COLUMNS, label_table_frame,
 from labeling.importers.label_table import read_label_table
 from labeling.importers.records import ImportFailed
 from labeling.label_tables import (
+    NEWER_LABELS,
     LabelImportError,
     label_table_export,
     label_table_import_apply,
     label_table_import_preview,
 )
-from labeling.models import Answer, Claim, Label, Run
+from labeling.models import Answer, Claim, Label, LabelValue, Reviewer, Run
 from labeling.services import claim_edit
 from tests.conftest import FIXTURES_DIR
 from tests.factories import ClaimFactory, ReviewerFactory, RunFactory
@@ -494,8 +497,8 @@ def test_import_preview_page_query_budget(client, reviewer, django_assert_max_nu
     edited = edit_file(export(run, "csv", reviewer=reviewer.username), "csv",
                        {i: ("UNSUPPORTED", "weaker") for i in range(1, claims + 1)})
     # session + user (2), run with project (1), membership (1), claims (1),
-    # reviewer's labels (1) = 6, whatever the rows.
-    with django_assert_max_num_queries(6):
+    # reviewer's labels (1), current label table for the labeled_at check (6) = 12, whatever the rows.
+    with django_assert_max_num_queries(12):
         page = client.post(import_url(run), {"file": upload(edited, "all.csv")}).content.decode()
     assert f'<strong id="change-count">{claims}</strong>' in page
     assert page.count('data-label="Your label"') == claims
@@ -735,7 +738,8 @@ def test_applied_upload_is_deleted_from_storage(client, seed_run, alice):
     assert stored_uploads() == []
 
     page = client.post(import_url(seed_run), {"file": upload(edited, "mine.csv")}).content.decode()
-    assert len(stored_uploads()) == 1
+    # The file and what its preview checked (row → claim, revision).
+    assert [name.split(".", 1)[1] for name in stored_uploads()] == ["checked.json", "csv"]
     token = re.search(r'name="token" value="([^"]+)"', page).group(1)
     client.post(import_url(seed_run, "label_import_apply"), {"token": token})
 
@@ -773,4 +777,185 @@ def test_new_preview_deletes_previews_older_than_a_day(client, seed_run, alice):
     client.post(import_url(seed_run), {"file": upload(edited, "mine.csv")})
 
     left = stored_uploads()
-    assert "old.csv" not in left and "recent.csv" in left and len(left) == 2
+    assert "old.csv" not in left and "recent.csv" in left and len(left) == 3  # + the new file and its checks
+
+
+# ------------------------------------------- newer labels and moved claims
+
+EXPORTED_AT = datetime(2025, 1, 31, 9, 15, tzinfo=UTC)
+
+
+def export_then_relabel_claim_2(run: Run) -> bytes:
+    """The agreed table exported while seed-reviewer's labels date from
+    2025-01-31 09:15 UTC (every row's labeled_at); then seed-reviewer turns
+    claim 2 from SUPPORTED to UNSUPPORTED in the app (now, so newer)."""
+    Label.objects.filter(claim__answer__run=run).update(created_at=EXPORTED_AT)
+    exported = export(run, "csv")
+    claim = Claim.objects.get(answer__run=run, index=2)
+    old = Label.objects.get(claim=claim, is_current=True)
+    Label.objects.filter(pk=old.pk).update(is_current=False)
+    Label.objects.create(claim=claim, reviewer=old.reviewer, value=LabelValue.UNSUPPORTED,
+                         justification="P1 says twice as long.", claim_revision=claim.revision)
+    return exported
+
+
+def seed_reviewer():
+    """The reviewer whose labels the seed run's table shows: the one who may re-upload its rows
+    (a row naming another reviewer is refused)."""
+    return Reviewer.objects.get(username="seed-reviewer")
+
+
+def test_reupload_of_an_older_export_marks_each_row_that_would_turn_back_a_newer_label(seed_run):
+    """Row 3 (claim 2) still reads SUPPORTED by seed-reviewer at 09:15; the app
+    now has seed-reviewer's UNSUPPORTED, made later: a change, and newer.
+    Row 5 (claim 4) was edited offline: a change, not newer."""
+    exported = export_then_relabel_claim_2(seed_run)
+    edited = edit_file(exported, "csv", {4: ("UNSUPPORTED", "only a weaker claim")})
+
+    preview = preview_of(seed_run, seed_reviewer(), edited, "csv")
+
+    assert [(change.line, change.new_label) for change in preview.changes] == [(3, "SUPPORTED"), (5, "UNSUPPORTED")]
+    assert [change.line for change in preview.newer] == [3]
+    name, value, when = preview.changes[0].newer
+    assert (name, value) == ("seed-reviewer", "UNSUPPORTED") and when > EXPORTED_AT
+    assert preview.changes[1].newer is None
+
+
+def test_apply_needs_a_choice_about_newer_labels_then_skips_or_overwrites_them(seed_run):
+    seed = seed_reviewer()
+    exported = export_then_relabel_claim_2(seed_run)
+    table_file = read_label_table(edit_file(exported, "csv", {4: ("UNSUPPORTED", "only a weaker claim")}),
+                                  format="csv")
+
+    def current():
+        return sorted(Label.objects.filter(reviewer=seed, is_current=True).values_list("claim__index", "value"))
+
+    before = current()
+    assert before == [(1, "SUPPORTED"), (2, "UNSUPPORTED"), (3, "UNSUPPORTED"), (4, "SUPPORTED"),
+                      (5, "UNSUPPORTED")]
+    with pytest.raises(ValidationError) as refused:
+        label_table_import_apply(run=seed_run, reviewer=seed, table_file=table_file)
+    assert refused.value.code == NEWER_LABELS
+    assert refused.value.messages == ["1 row(s) would turn back a label made after this file was exported (rows 3): "
+                                      "choose to overwrite those labels or to skip those rows."]
+    assert current() == before
+
+    skipped = label_table_import_apply(run=seed_run, reviewer=seed, table_file=table_file, overwrite_newer=False)
+    assert [change.line for change in skipped.skipped_newer] == [3]
+    assert current() == [(1, "SUPPORTED"), (2, "UNSUPPORTED"), (3, "UNSUPPORTED"), (4, "UNSUPPORTED"),
+                         (5, "UNSUPPORTED")]
+
+    label_table_import_apply(run=seed_run, reviewer=seed, table_file=table_file, overwrite_newer=True)
+    assert current() == [(1, "SUPPORTED"), (2, "SUPPORTED"), (3, "UNSUPPORTED"), (4, "UNSUPPORTED"),
+                         (5, "UNSUPPORTED")]
+
+
+def test_reviewers_own_label_changed_in_the_app_after_their_import_is_newer(seed_run, alice):
+    """alice labels claim 5 offline and imports it; later she relabels it in
+    the app. Her old file, uploaded again, would turn that back: line 5 is
+    marked newer (her own label, made after the row's blank labeled_at)."""
+    mine = edit_file(export(seed_run, "jsonl", reviewer="alice"), "jsonl", {5: ("SUPPORTED", "fine")})
+    label_table_import_apply(run=seed_run, reviewer=alice, table_file=read_label_table(mine, format="jsonl"))
+    claim = Claim.objects.get(answer__run=seed_run, index=5)
+    Label.objects.filter(reviewer=alice).update(is_current=False)
+    Label.objects.create(claim=claim, reviewer=alice, value=LabelValue.UNSUPPORTED, justification="no",
+                         claim_revision=claim.revision)
+
+    preview = preview_of(seed_run, alice, mine, "jsonl")
+
+    assert [(change.line, change.old_label, change.new_label, change.newer[:2]) for change in preview.changes] == [
+        (5, "UNSUPPORTED", "SUPPORTED", ("alice", "UNSUPPORTED"))]
+
+
+def test_import_page_shows_newer_rows_and_asks_which_way(client, seed_run):
+    seed = seed_reviewer()
+    seed_run.project.members.add(seed)
+    exported = export_then_relabel_claim_2(seed_run)
+    edited = edit_file(exported, "csv", {4: ("UNSUPPORTED", "only a weaker claim")})
+    client.force_login(seed)
+
+    page = client.post(import_url(seed_run), {"file": upload(edited, "old.csv")}).content.decode()
+
+    assert '<strong id="newer-count">1</strong> newer in the app' in page
+    assert "newer in the app: seed-reviewer's UNSUPPORTED of" in page
+    assert page.count('type="radio" name="newer"') == 2
+    token = re.search(r'name="token" value="([^"]+)"', page).group(1)
+    again = client.post(import_url(seed_run, "label_import_apply"), {"token": token}).content.decode()
+    assert "1 row(s) would turn back a label made after this file was exported (rows 3)" in again
+    assert Label.objects.get(reviewer=seed, is_current=True, claim__index=4).value == "SUPPORTED"
+    token = re.search(r'name="token" value="([^"]+)"', again).group(1)
+    done = client.post(import_url(seed_run, "label_import_apply"), {"token": token, "newer": "skip"}, follow=True)
+    assert ("Imported 1 label as seed-reviewer from old.csv; skipped 1 row with a newer label in the app."
+            in done.content.decode())
+    assert Label.objects.get(reviewer=seed, is_current=True, claim__index=4).value == "UNSUPPORTED"
+    assert Label.objects.get(reviewer=seed, is_current=True, claim__index=2).value == "UNSUPPORTED"
+
+
+def test_import_labels_command_needs_overwrite_or_skip_for_newer_labels(seed_run, tmp_path, capsys):
+    path = tmp_path / "old.csv"
+    path.write_bytes(export_then_relabel_claim_2(seed_run))
+    seed = seed_reviewer()
+    labels = Label.objects.filter(reviewer=seed).count()
+
+    call_command("import_labels", str(path), run=seed_run.name, project="seed", reviewer="seed-reviewer")
+    assert ("row 3: seed-support-1 claim 2: UNSUPPORTED → SUPPORTED (justification changed) [newer in the app: "
+            "seed-reviewer's UNSUPPORTED of ") in capsys.readouterr().out
+    with pytest.raises(CommandError, match="Run again with --overwrite-newer or --skip-newer"):
+        call_command("import_labels", str(path), run=seed_run.name, project="seed", reviewer="seed-reviewer",
+                     apply=True)
+    call_command("import_labels", str(path), run=seed_run.name, project="seed", reviewer="seed-reviewer",
+                 apply=True, skip_newer=True)
+    assert "0 label(s) of seed-reviewer saved, 1 row(s) with a newer label skipped" in capsys.readouterr().out
+    assert Label.objects.filter(reviewer=seed).count() == labels
+
+
+def test_apply_refuses_a_row_whose_claim_was_reworded_after_the_preview_without_a_revision_column(seed_run, alice):
+    """A file made by another tool: claim_id, label, justification, no
+    claim_revision or claim text to catch a rewording. The preview checked
+    claim 3 at revision 1; it is reworded before apply: row 2 is refused."""
+    ids = claim_ids(seed_run)
+    data = csv_bytes([["claim_id", "label", "justification"], [ids[3], "SUPPORTED", "P2 says so"]])
+    preview = preview_of(seed_run, alice, data, "csv")
+    assert preview.checked == {2: (ids[3], 1)} and len(preview.changes) == 1
+    claim_edit(claim=Claim.objects.get(pk=ids[3]), text="Tokens never expire.")
+
+    with pytest.raises(LabelImportError) as refused:
+        label_table_import_apply(run=seed_run, reviewer=alice, table_file=read_label_table(data, format="csv"),
+                                 checked=preview.checked)
+
+    assert [str(issue) for issue in refused.value.issues] == [
+        "line 2: claim: the claim changed since the preview (revision 1 → 2: its text or citations were edited); "
+        "nothing was imported: upload the file again to see it as it is now"]
+    assert not Label.objects.filter(reviewer=alice).exists()
+
+
+def test_upload_then_reword_then_apply_is_refused_naming_the_row(client, seed_run, alice):
+    ids = claim_ids(seed_run)
+    data = csv_bytes([["claim_id", "label", "justification"], [ids[3], "SUPPORTED", "P2 says so"]])
+    client.force_login(alice)
+    page = client.post(import_url(seed_run), {"file": upload(data, "tool.csv")}).content.decode()
+    token = re.search(r'name="token" value="([^"]+)"', page).group(1)
+    claim_edit(claim=Claim.objects.get(pk=ids[3]), text="Tokens never expire.")
+
+    refused = client.post(import_url(seed_run, "label_import_apply"), {"token": token}).content.decode()
+
+    assert "Nothing was imported" in refused
+    assert "the claim changed since the preview (revision 1 → 2" in refused
+    assert not Label.objects.filter(reviewer=alice).exists()
+
+
+def test_a_token_without_the_previews_checks_is_refused_not_applied(client, seed_run, alice):
+    """A token signed before previews recorded their checks names only the
+    file: apply refuses it (upload again) instead of applying unchecked rows."""
+    from django.core import signing
+
+    name = default_storage.save("label_imports/old.csv", ContentFile(edit_file(
+        export(seed_run, "csv", reviewer="alice"), "csv", {1: ("UNSUPPORTED", "no")})))
+    token = signing.dumps({"name": name, "run": seed_run.pk, "user": alice.pk, "format": "csv",
+                           "filename": "old.csv"}, salt="citelab.label-import")
+    client.force_login(alice)
+
+    response = client.post(import_url(seed_run, "label_import_apply"), {"token": token}, follow=True)
+
+    assert "That preview expired or is not yours: upload the file again." in response.content.decode()
+    assert not Label.objects.filter(reviewer=alice).exists()

@@ -5,14 +5,22 @@ from __future__ import annotations
 
 import hashlib
 import json
+from urllib.parse import quote
 
 import pytest
+from django.core.exceptions import ValidationError
 from django.core.files.storage import default_storage
 from django.core.management import CommandError, call_command
 from django.urls import reverse
 
-from labeling.exports.label_table import CANONICAL_COLUMNS, canonical_bytes, label_table_frame
+from labeling.exports.label_table import (
+    CANONICAL_COLUMNS,
+    canonical_bytes,
+    label_table_frame,
+    table_from_canonical,
+)
 from labeling.label_tables import (
+    SNAPSHOT_UNCHANGED,
     VersionIntegrityError,
     diff_label_tables,
     label_table_snapshot,
@@ -65,6 +73,7 @@ def test_snapshot_numbers_versions_per_run_and_stores_the_hashed_canonical_file(
     assert LabelTableVersion.objects.count() == 0
 
     first = label_table_snapshot(run=seed_run, note="first pass")
+    relabel(Claim.objects.get(answer__run=seed_run, index=1), "seed-reviewer", LabelValue.SUPPORTED, "checked")
     second = label_table_snapshot(run=seed_run, note="second pass")
     other_first = label_table_snapshot(run=other, note="empty run")
 
@@ -74,9 +83,8 @@ def test_snapshot_numbers_versions_per_run_and_stores_the_hashed_canonical_file(
     assert (other_first.row_count, other_first.label_count) == (0, 0)
     stored = default_storage.open(first.file.name, "rb").read()
     assert hashlib.sha256(stored).hexdigest() == first.sha256
-    assert stored == canonical_bytes(label_table_frame(seed_run))
-    # Nothing changed between the two snapshots: same bytes, same hash.
-    assert second.sha256 == first.sha256
+    assert default_storage.open(second.file.name, "rb").read() == canonical_bytes(label_table_frame(seed_run))
+    assert second.sha256 != first.sha256
     assert first.note == "first pass" and first.author is None
 
 
@@ -116,10 +124,12 @@ def test_snapshot_relabel_snapshot_diff_shows_exactly_the_changed_rows(seed_run)
         ("changed", 2), ("changed", 3), ("removed", 5), ("added", 6)]
     assert diff.unchanged == 2  # claims 1 and 4
     flip = diff.rows[0]
-    assert flip.changed_fields == ["label", "justification"]
+    assert flip.changed_fields == ["label", "justification", "reviewer_labels"]
+    assert flip.reviewer_changes == ["seed-reviewer: SUPPORTED → UNSUPPORTED"]
     assert (flip.old_label, flip.new_label) == ("SUPPORTED", "UNSUPPORTED")
     assert flip.justification_change.new == "P1 says twice as long, not doubling."
-    assert diff.rows[1].changed_fields == ["justification"]
+    assert diff.rows[1].changed_fields == ["justification", "reviewer_labels"]
+    assert diff.rows[1].reviewer_changes == ["seed-reviewer: justification edited"]
     assert diff.rows[3].claim_id == added.pk and diff.rows[3].new_label == "UNCITED"
     assert diff.label_flips == [("SUPPORTED", "UNSUPPORTED", 1)]
 
@@ -257,6 +267,7 @@ def test_versions_cannot_be_changed_or_deleted_through_the_app(client, seed_run,
 
 def test_version_list_shows_altered_files_and_refuses_their_download(client, seed_run, member):
     good = label_table_snapshot(run=seed_run, note="good")
+    relabel(Claim.objects.get(answer__run=seed_run, index=1), "seed-reviewer", LabelValue.SUPPORTED, "checked")
     bad = label_table_snapshot(run=seed_run, note="bad")
     with open(default_storage.path(bad.file.name), "ab") as handle:
         handle.write(b"{}\n")
@@ -278,6 +289,7 @@ def test_missing_version_file_error_names_the_storage_file_never_the_server_path
     """The message shows the storage name (label_tables/seed/run-N/v1-….jsonl)
     and why it failed, on the version list, the download and the diff page."""
     first = label_table_snapshot(run=seed_run, note="")
+    relabel(Claim.objects.get(answer__run=seed_run, index=1), "seed-reviewer", LabelValue.SUPPORTED, "checked")
     label_table_snapshot(run=seed_run, note="")
     default_storage.delete(first.file.name)
     assert first.file.name.startswith("label_tables/seed/")
@@ -411,3 +423,100 @@ def test_diff_page_query_budget(client, reviewer, django_assert_max_num_queries,
     with django_assert_max_num_queries(5):
         response = client.get(urls(run)["version_diff"])
     assert response.content.decode().count('class="diff-changed"') == claims
+
+
+def test_downloads_name_non_ascii_runs_with_rfc_6266_filename_star(client, seed_run, member):
+    """A run named "Prüfung – 日本": the name goes through
+    get_valid_filename (spaces → "_", the dash dropped) and then into
+    ``filename*=utf-8''…`` percent-encoded UTF-8 (RFC 6266/5987), which
+    browsers decode; a bare ``filename="…"`` with those characters came out
+    MIME-encoded (garbled) in the header."""
+    from labeling.answers_import import run_import
+
+    run_import(project=seed_run.project, source=SEED, run_name="Prüfung – 日本")
+    run = Run.objects.get(project=seed_run.project, name="Prüfung – 日本")
+    label_table_snapshot(run=run, note="")
+    client.force_login(member)
+    stem = "seed_Prüfung__日本"
+    encoded = "seed_Pr%C3%BCfung__%E6%97%A5%E6%9C%AC"
+    assert quote(stem) == encoded
+
+    version = client.get(reverse("version_file", kwargs={"project_slug": "seed", "run_name": run.name, "number": 1}))
+    export = client.get(reverse("label_export", kwargs={"project_slug": "seed", "run_name": run.name}),
+                        {"format": "csv"})
+    compare = client.get(reverse("run_compare_xlsx", kwargs={"project_slug": "seed"}),
+                         {"a": seed_run.name, "b": run.name, "threshold": "0.85"})
+
+    assert version["Content-Disposition"] == f"attachment; filename*=utf-8''{encoded}_canonical_v1.jsonl"
+    assert export["Content-Disposition"] == f"attachment; filename*=utf-8''{encoded}_labels.csv"
+    assert compare["Content-Disposition"] == (
+        "attachment; filename*=utf-8''seed-seed-coverage-support-vs-Pr%C3%BCfung__%E6%97%A5%E6%9C%AC.xlsx")
+    assert b"".join(export.streaming_content).startswith(b"\xef\xbb\xbfrun,")
+
+
+def test_snapshot_of_an_unchanged_table_is_refused_and_creates_nothing(seed_run):
+    first = label_table_snapshot(run=seed_run, note="first")
+
+    with pytest.raises(ValidationError) as refused:
+        label_table_snapshot(run=seed_run, note="again")
+
+    assert refused.value.code == SNAPSHOT_UNCHANGED
+    assert refused.value.messages == [
+        f"The label table is unchanged since version 1 (SHA-256 {first.sha256[:12]}…): no new version saved."]
+    assert list(LabelTableVersion.objects.values_list("number", flat=True)) == [1]
+    assert sorted(default_storage.listdir(f"label_tables/seed/run-{seed_run.pk}")[1]) == [
+        f"v1-{first.sha256[:12]}.jsonl"]
+    relabel(Claim.objects.get(answer__run=seed_run, index=1), "seed-reviewer", LabelValue.SUPPORTED, "checked")
+    assert label_table_snapshot(run=seed_run, note="after a change").number == 2
+
+
+def test_snapshot_command_and_button_say_unchanged_since_version_n(client, seed_run, member):
+    label_table_snapshot(run=seed_run, note="first")
+    with pytest.raises(CommandError, match=r"unchanged since version 1 \(SHA-256 [0-9a-f]{12}…\): no new version"):
+        call_command("snapshot", run=seed_run.name, project="seed", note="again")
+    client.force_login(member)
+
+    page = client.post(urls(seed_run)["version_create"], {"note": "again"}, follow=True).content.decode()
+
+    assert "The label table is unchanged since version 1" in page
+    assert LabelTableVersion.objects.filter(run=seed_run).count() == 1
+
+
+def test_diff_shows_a_reviewers_change_that_the_agreed_label_hides(client, seed_run, member):
+    """Claim 1: seed-reviewer SUPPORTED, bob UNSUPPORTED, carol SUPPORTED →
+    the reviewers disagree, the row is pending. Carol switches to UNSUPPORTED:
+    still a disagreement, so label, justification and reviewer columns read
+    the same in both versions; the diff still names carol's change."""
+    claim = Claim.objects.get(answer__run=seed_run, index=1)
+    relabel(claim, "bob", LabelValue.UNSUPPORTED, "P1 is about restores.")
+    relabel(claim, "carol", LabelValue.SUPPORTED, "")
+    old = label_table_snapshot(run=seed_run, note="before")
+    relabel(claim, "carol", LabelValue.UNSUPPORTED, "On second reading, no.")
+    new = label_table_snapshot(run=seed_run, note="after")
+
+    diff = version_diff(old=old, new=new)
+
+    assert [(row.kind, row.claim_index, row.changed_fields) for row in diff.rows] == [
+        ("changed", 1, ["reviewer_labels"])]
+    row = diff.rows[0]
+    assert (row.old_label, row.new_label) == (None, None)
+    assert row.reviewer_changes == ["carol: SUPPORTED → UNSUPPORTED"]
+    assert diff.unchanged == 4
+    client.force_login(member)
+    page = client.get(urls(seed_run)["version_diff"], {"old": 1, "new": 2}).content.decode()
+    assert "carol: SUPPORTED → UNSUPPORTED" in page
+
+
+def test_versions_saved_without_reviewer_labels_still_read_and_diff(seed_run):
+    """A version file written before reviewer_labels was stored reads back
+    with reviewer_labels None, and a diff against it compares the agreed
+    columns only (no row differs merely for lacking the per-reviewer data)."""
+    table = label_table_frame(seed_run, with_passages=False)
+    earlier = table_from_canonical(b"".join(
+        json.dumps({k: v for k, v in json.loads(line).items() if k != "reviewer_labels"}).encode() + b"\n"
+        for line in canonical_bytes(table).splitlines()
+    ))
+
+    assert earlier["reviewer_labels"].tolist() == [None] * 5
+    diff = diff_label_tables(earlier, table)
+    assert (diff.rows, diff.unchanged) == ([], 5)

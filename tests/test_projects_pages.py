@@ -279,10 +279,11 @@ def test_run_page_query_budget(client, reviewer, django_assert_max_num_queries, 
     # 1 ids of the page, 1 rows with their counts, 1 their adjudicated claims; run counts: 1 claims,
     # 1 citations, 1 current labels, 1 adjudicated claims; the coverage × support scatter
     # (labeling.charts.run_scatter): 1 claims, 2 answers (the claims frame reads them too), 1 labels,
-    # 1 adjudications; 1 EXISTS: does any question of the run have gold (none here); with a filter,
-    # 1 count of the run's answers (is the run small enough for its totals inline?); the reviewers
-    # section (labeling.assignments.run_reviewers): 1 claim totals, 1 labels per reviewer, 1 members.
-    with django_assert_max_num_queries(21 if answer_filter else 20):
+    # 1 adjudications; 1 EXISTS: does any question of the run have gold (none here); 1 EXISTS: may the
+    # user rename or delete the run (services.run_manage_allowed); with a filter, 1 count of the run's
+    # answers (is the run small enough for its totals inline?); the reviewers section
+    # (labeling.assignments.run_reviewers): 1 claim totals, 1 labels per reviewer, 1 members.
+    with django_assert_max_num_queries(22 if answer_filter else 21):
         response = client.get(run.get_absolute_url(), {"filter": answer_filter})
     counts = response.context["counts"]
     assert (counts.claims, counts.cited, counts.labeled, counts.supported) == (3 * answers, 2 * answers, answers,
@@ -299,8 +300,8 @@ def test_large_run_loads_its_totals_and_scatter_lazily(client, reviewer, django_
     summary_url = reverse("run_summary", kwargs={"project_slug": "large", "run_name": "r"})
 
     # Without the run totals' 4 queries and the scatter's 5: 1 session, 1 user, 1 run with its project,
-    # 4 answer page, 1 EXISTS for gold.
-    with django_assert_max_num_queries(8):
+    # 4 answer page, 1 EXISTS for gold, 1 EXISTS for rename/delete (services.run_manage_allowed).
+    with django_assert_max_num_queries(9):
         html = client.get(run.get_absolute_url()).content.decode()
     fragment = client.get(scatter_url, HTTP_HX_REQUEST="true").content.decode()
     page = client.get(scatter_url).content.decode()
@@ -376,10 +377,10 @@ def test_run_page_with_gold_keeps_a_constant_query_budget(client, reviewer, djan
     ExpectedSource.objects.bulk_create([ExpectedSource(question=q, source="doc.md") for q in questions])
     client.force_login(reviewer)
 
-    # The 20 of test_run_page_query_budget less the scatter's 5 (it reuses the gold panel's claim metrics),
+    # The 21 of test_run_page_query_budget less the scatter's 5 (it reuses the gold panel's claim metrics),
     # plus the gold panel (labeling.metrics.run_scores): 2 claims frame (claims, answers), 1 labels,
     # 1 adjudications, 1 answers, 1 citations, 1 gold ids, 1 references, 1 expected sources.
-    with django_assert_max_num_queries(24):
+    with django_assert_max_num_queries(25):
         response = client.get(run.get_absolute_url())
     rows = {(r.group, r.metric): r for r in response.context["gold"]["rows"]}
     assert str(rows[("Cited ids vs gold ids", "precision")].fraction) == f"{answers}/{answers} = 1.00"

@@ -39,7 +39,8 @@ def _writes(site):
     args = [run.project.slug, run.name]
     return {
         "claim_label": (selectors.LABEL, reverse("claim_label", args=[*args, first.pk]),
-                        {"value": "SUPPORTED", "justification": "", "revision": first.revision}),
+                        {"value": "SUPPORTED", "justification": "", "revision": first.revision,
+                         "claim": first.pk}),
         "claim_split": (selectors.LABEL, reverse("claim_split", args=[*args, first.pk]),
                         {"first": "The sky", "second": "is blue.", "revision": first.revision}),
         "claim_merge": (selectors.LABEL, reverse("claim_merge", args=[*args, first.pk]),

@@ -127,8 +127,9 @@ def test_ci_gate_fails_naming_metric_and_numbers_when_support_drops(seeds, capsy
     assert failure.value.returncode == 1
     message = str(failure.value)
     expected = "support: prompt-v2 0.4000 vs baseline seed-coverage-support 0.6000: dropped 0.2000 > allowed 0.0500"
-    assert expected in message
-    assert "coverage" not in message.replace("seed-coverage-support", "")
+    verdict, failures = message.split(":\n", 1)
+    assert verdict.endswith("(support may drop ≤ 0.05, coverage may drop ≤ 0.05)")
+    assert failures == expected
 
 
 def test_ci_gate_passes_when_within_the_allowed_drop(seeds, capsys):
@@ -136,6 +137,27 @@ def test_ci_gate_passes_when_within_the_allowed_drop(seeds, capsys):
     call_command("score", "--run", "prompt-v2", "--baseline", "seed-coverage-support",
                  "--max-drop", "support=0.05", "--max-drop", "coverage=0")
     assert "CI gate passed" in capsys.readouterr().err
+
+
+def test_ci_gate_without_a_bound_is_refused_even_when_coverage_fell(seeds, capsys):
+    """The candidate loses the citations of one of the five claims: coverage
+    5/5 → 4/5, a drop of 0.2. Without --max-drop the gate used to print "CI
+    gate passed"; now it refuses to run, naming the flag it needs."""
+    candidate = _copy_run(seeds, "seed-coverage-support", "prompt-v2")
+    Claim.objects.get(answer__run=candidate, index=1).citations.all().delete()
+    assert score_json("--run", "prompt-v2", capsys=capsys)["claims"]["coverage"] == 0.8
+    with pytest.raises(CommandError, match=r"--baseline needs at least one --max-drop METRIC=X") as failure:
+        call_command("score", "--run", "prompt-v2", "--baseline", "seed-coverage-support")
+    assert failure.value.returncode == 1
+    assert "CI gate passed" not in capsys.readouterr().err
+
+
+def test_ci_gate_verdict_names_the_bounds_it_applied(seeds, capsys):
+    _copy_run(seeds, "seed-coverage-support", "prompt-v2")
+    call_command("score", "--run", "prompt-v2", "--baseline", "seed-coverage-support",
+                 "--max-drop", "support=0.05", "--max-drop", "coverage=0")
+    assert ("CI gate passed: prompt-v2 vs baseline seed-coverage-support on the 1 question(s) both runs answered "
+            "(support may drop ≤ 0.05, coverage may drop ≤ 0)") in capsys.readouterr().err
 
 
 def test_ci_gate_rejects_unknown_metric(seeds):

@@ -2,8 +2,15 @@
 the shapes ``scoring`` documents (SPEC §4).
 
 Every function here returns plain pandas DataFrames; none of them computes a
-metric. Column names follow the contracts in ``scoring.claims``,
-``scoring.labels``, ``scoring.citation_ids`` and ``scoring.gold``.
+metric. :func:`resolved_claims_frame` is the one place that decides which
+label counts for a claim (SPEC §3): a claim without citations is UNCITED; a
+cited claim takes the label its current reviewers agree on (or only
+``reviewer``'s when given); disagreement leaves it pending. It lives here, in
+the lowest layer, so the label table exports, the metrics and the run
+comparison all read it without an export importing a higher module.
+
+Column names follow the contracts in ``scoring.claims``, ``scoring.labels``,
+``scoring.citation_ids`` and ``scoring.gold``.
 """
 
 from __future__ import annotations
@@ -12,6 +19,7 @@ import pandas as pd
 from django.db.models import Count
 
 from labeling.models import (
+    Adjudication,
     Answer,
     Citation,
     Claim,
@@ -19,8 +27,10 @@ from labeling.models import (
     GoldPassageId,
     GoldReference,
     Label,
+    LabelValue,
     Run,
 )
+from scoring.labels import apply_adjudications, resolve_labels
 
 
 def answers_frame(run: Run) -> pd.DataFrame:
@@ -125,3 +135,34 @@ def expected_sources_frame(run: Run) -> pd.DataFrame:
     """Expected sources per answer. Columns ``answer_id``, ``source``."""
     rows = ExpectedSource.objects.filter(question__answers__run=run).values_list("question__answers__id", "source")
     return pd.DataFrame.from_records(list(rows), columns=["answer_id", "source"])
+
+
+def resolved_claims_frame(run: Run, *, reviewer: str | None = None) -> tuple[pd.DataFrame, int]:
+    """Claims of ``run`` with the label that counts (SPEC §4.4).
+
+    Returns ``(frame, disagreements)``: the claims frame of
+    :func:`claims_frame` plus ``label`` (value or None = pending),
+    ``disagreement`` (bool) and ``adjudicated`` (bool), and the number of cited
+    claims whose current reviewers disagree and no lead adjudicated. A lead's
+    current adjudication is the claim's label (``scoring.labels.apply_adjudications``);
+    with ``reviewer`` (one reviewer's labels) adjudications are left out.
+    Three queries (+1 for the answers in claims_frame).
+    """
+    claims = claims_frame(run)
+    labels = labels_frame(run)
+    resolved = resolve_labels(labels[["claim_id", "reviewer", "label"]], reviewer=reviewer)
+    adjudications = pd.DataFrame(
+        list(Adjudication.objects.filter(claim__answer__run=run, is_current=True).values_list("claim_id", "value"))
+        if reviewer is None else [], columns=["claim_id", "label"])
+    resolved = apply_adjudications(resolved, adjudications)
+    merged = claims.merge(resolved[["claim_id", "label", "disagreement", "adjudicated"]], on="claim_id", how="left")
+    merged["disagreement"] = merged["disagreement"].fillna(False).astype(bool)
+    merged["adjudicated"] = merged["adjudicated"].fillna(False).astype(bool)
+    uncited = merged["n_citations"] == 0
+    labels_col = merged["label"].astype(object).where(merged["label"].notna(), None)
+    # SPEC §3: a claim without citations is UNCITED, whoever labeled it.
+    labels_col[uncited] = LabelValue.UNCITED.value
+    merged["label"] = labels_col
+    merged.loc[uncited, "disagreement"] = False
+    merged.loc[uncited, "adjudicated"] = False
+    return merged, int(merged["disagreement"].sum())

@@ -31,8 +31,16 @@ claim_revision  int, the claim's revision when the table was read (an
                 import refuses rows whose claim changed since)
 ==============  ==========================================================
 
+Besides those, the frame has ``reviewer_labels``: every current label on the
+claim, one per reviewer, whatever the row shows — a list of objects
+``{"reviewer", "label", "justification", "labeled_at"}`` sorted by reviewer
+(``[]`` when none). Versions store it so a diff can show one reviewer's
+change that the agreed label hides (two reviewers who disagree show the same
+pending row before and after either of them relabels); the file exports
+(XLSX, CSV, JSONL) leave it out.
+
 Which label a row shows: the label that counts for scoring, as decided by
-:func:`labeling.metrics.resolved_claims_frame` — the value every current
+:func:`labeling.exports.frames.resolved_claims_frame` — the value every current
 reviewer agrees on (pending when they disagree), UNCITED for a claim without
 citations — or, with ``reviewer=NAME``, that one reviewer's current label.
 ``justification`` is the counted reviewer's, or, when several reviewers
@@ -41,11 +49,12 @@ agree and more than one wrote one, ``"name: text"`` paragraphs in name order.
 The canonical serialization of a table (what a label table version stores and
 hashes) is :func:`canonical_bytes`: UTF-8 JSON Lines of ``CANONICAL_COLUMNS``
 (every column but ``passage``, which is answer content fixed at import, not
-labeling state), one object per row, keys sorted, separators ``,`` and ``:``
+labeling state, plus ``reviewer_labels``), one object per row, keys sorted, separators ``,`` and ``:``
 without spaces, non-ASCII kept as is, rows sorted by ``question_id``,
 ``claim_index``, ``claim_id``, every line ending in ``\\n``. No value in it
 depends on when it is written except ``labeled_at``, so two snapshots of an
-unchanged table have the same SHA-256.
+unchanged table have the same SHA-256. Versions written before
+``reviewer_labels`` existed read back with ``reviewer_labels`` ``None``.
 """
 
 from __future__ import annotations
@@ -58,7 +67,6 @@ from typing import Any
 import pandas as pd
 
 from labeling.exports import frames
-from labeling.metrics import resolved_claims_frame
 from labeling.models import Citation, Claim, Passage, Run
 from scoring.claims import ClaimMetrics, claim_metrics, to_native
 
@@ -66,10 +74,11 @@ LABEL_TABLE_COLUMNS = (
     "run", "question_id", "answer_id", "claim_index", "claim", "citations", "cited_span", "passage",
     "label", "justification", "reviewer", "labeled_at", "status", "claim_id", "claim_revision",
 )
-CANONICAL_COLUMNS = tuple(column for column in LABEL_TABLE_COLUMNS if column != "passage")
+REVIEWER_LABELS = "reviewer_labels"
+CANONICAL_COLUMNS = (*(column for column in LABEL_TABLE_COLUMNS if column != "passage"), REVIEWER_LABELS)
+# Keys of a version written before reviewer_labels was stored.
+_EARLIER_CANONICAL_COLUMNS = frozenset(CANONICAL_COLUMNS) - {REVIEWER_LABELS}
 INT_COLUMNS = ("answer_id", "claim_index", "claim_id", "claim_revision")
-# Columns that may be None; every other text column holds "" when empty.
-NULLABLE_COLUMNS = ("label", "labeled_at")
 CITATION_SEPARATOR = ", "
 FABRICATED_PASSAGE = "(not among the passages sent with this answer)"
 
@@ -107,10 +116,8 @@ def label_table_frame(run: Run, *, reviewer: str | None = None, with_passages: b
     with times + claim revisions + citations (+ passages) = 6 or 7, whatever
     the number of claims.
     """
-    claims, _disagreements = resolved_claims_frame(run, reviewer=reviewer)
+    claims, _disagreements = frames.resolved_claims_frame(run, reviewer=reviewer)
     labels = frames.labels_frame(run)
-    if reviewer is not None:
-        labels = labels[labels["reviewer"] == reviewer]
     revisions = dict(Claim.objects.filter(answer__run=run).values_list("id", "revision"))
     cited: dict[int, list[tuple[str, str, bool, int | None]]] = defaultdict(list)
     for claim_id, cited_id, span, fabricated, passage_pk in (
@@ -125,14 +132,14 @@ def label_table_frame(run: Run, *, reviewer: str | None = None, with_passages: b
 
     # ISO strings in UTC sort like the times they stand for: max() works on them.
     times = [format_labeled_at(value) for value in labels["labeled_at"].dt.to_pydatetime()] if len(labels) else []
-    by_claim: dict[int, list[tuple[str, str, str, str]]] = defaultdict(list)
+    every_label: dict[int, list[tuple[str, str, str, str]]] = defaultdict(list)
     for claim_id, name, value, justification, labeled_at in zip(
         labels["claim_id"].tolist(), labels["reviewer"].tolist(), labels["label"].tolist(),
         labels["justification"].tolist(), times, strict=True,
     ):
-        by_claim[claim_id].append((name, value, justification or "", labeled_at))
+        every_label[claim_id].append((name, value, justification or "", labeled_at))
 
-    columns: dict[str, list[Any]] = {column: [] for column in LABEL_TABLE_COLUMNS}
+    columns: dict[str, list[Any]] = {column: [] for column in (*LABEL_TABLE_COLUMNS, REVIEWER_LABELS)}
     add = {column: values.append for column, values in columns.items()}
     for claim_id, answer_id, question_id, claim_index, text, n_citations, abstention, label, disagreement in zip(
         *(claims[column].tolist() for column in ("claim_id", "answer_id", "question_id", "claim_index", "claim",
@@ -141,7 +148,8 @@ def label_table_frame(run: Run, *, reviewer: str | None = None, with_passages: b
     ):
         citations = cited.get(claim_id, [])
         label = to_native(label)
-        given = sorted(by_claim.get(claim_id, []))
+        everyone = sorted(every_label.get(claim_id, []))
+        given = everyone if reviewer is None else [item for item in everyone if item[0] == reviewer]
         counted = given if disagreement else [item for item in given if item[1] == label]
         if abstention:
             status = STATUS_ABSTENTION
@@ -168,6 +176,8 @@ def label_table_frame(run: Run, *, reviewer: str | None = None, with_passages: b
         add["status"](status)
         add["claim_id"](claim_id)
         add["claim_revision"](revisions[claim_id])
+        add[REVIEWER_LABELS]([{"reviewer": name, "label": value, "justification": text, "labeled_at": at}
+                              for name, value, text, at in everyone])
     return _frame(columns)
 
 
@@ -209,7 +219,8 @@ def canonical_bytes(table: pd.DataFrame) -> bytes:
     data = {column: ordered[column].tolist() for column in CANONICAL_COLUMNS}
     lines = []
     for i in range(len(ordered)):
-        row = {column: to_native(data[column][i]) for column in CANONICAL_COLUMNS}
+        row = {column: to_native(data[column][i]) for column in CANONICAL_COLUMNS if column != REVIEWER_LABELS}
+        row[REVIEWER_LABELS] = data[REVIEWER_LABELS][i] or []
         lines.append(json.dumps(row, ensure_ascii=False, sort_keys=True, separators=(",", ":")))
         lines.append("\n")
     return "".join(lines).encode("utf-8")
@@ -218,7 +229,7 @@ def canonical_bytes(table: pd.DataFrame) -> bytes:
 def table_from_canonical(data: bytes) -> pd.DataFrame:
     """Parse :func:`canonical_bytes` output back into a label table frame
     (``passage`` column empty). Raises ValueError on malformed content."""
-    columns: dict[str, list[Any]] = {column: [] for column in LABEL_TABLE_COLUMNS}
+    columns: dict[str, list[Any]] = {column: [] for column in (*LABEL_TABLE_COLUMNS, REVIEWER_LABELS)}
     for number, line in enumerate(data.decode("utf-8").splitlines(), start=1):
         if not line:
             continue
@@ -226,10 +237,10 @@ def table_from_canonical(data: bytes) -> pd.DataFrame:
             row = json.loads(line)
         except json.JSONDecodeError as exc:
             raise ValueError(f"line {number}: invalid JSON ({exc.msg})") from None
-        if not isinstance(row, dict) or set(row) != set(CANONICAL_COLUMNS):
+        if not isinstance(row, dict) or set(row) not in (set(CANONICAL_COLUMNS), _EARLIER_CANONICAL_COLUMNS):
             raise ValueError(f"line {number}: expected an object with keys {', '.join(CANONICAL_COLUMNS)}")
         for column in CANONICAL_COLUMNS:
-            columns[column].append(row[column])
+            columns[column].append(row.get(column))
         columns["passage"].append("")
     return _frame(columns)
 

@@ -13,19 +13,13 @@ Sheets:
   version N), its SHA-256, the reviewer view and the export time.
 - ``Passages``: the passages sent with each answer.
 
-Spreadsheet safety (SPEC §7): a text cell starting with ``=``, ``+``, ``-``,
-``@``, a tab or a carriage return is written as a string cell (type ``s``)
-with Excel's quote prefix, never as a formula. XML cannot hold carriage
-returns or most control characters, and Excel cells hold at most 32,767
-characters: :func:`spreadsheet_text` is the one place that turns a value into
-what a cell can keep (CR/CRLF → LF, other control characters but tab and LF
-dropped, over-long text cut with a trailing ``"…"``). Importers compare
-through the same function.
+Spreadsheet safety (SPEC §7): every text cell goes through
+:func:`labeling.exports.cells.text_cell` (control characters, the 32,767
+character limit, formulas written as text).
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from datetime import datetime
 from typing import IO, Any
@@ -38,14 +32,12 @@ from openpyxl.styles import Alignment, Font, PatternFill
 from openpyxl.utils import get_column_letter
 from openpyxl.worksheet.datavalidation import DataValidation
 
+from labeling.exports.cells import text_cell
 from labeling.exports.label_table import INT_COLUMNS, LABEL_TABLE_COLUMNS
 from scoring.claims import ClaimMetrics
 from scoring.labels import LABEL_VALUES, SUPPORTED, UNCITED, UNSUPPORTED
 from scoring.ratio import Ratio, format_value
 
-EXCEL_MAX_CELL_CHARS = 32_767
-_ILLEGAL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f]")
-DANGEROUS_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
 LABEL_CHOICES = LABEL_VALUES
 
 # Width in characters per Labels column; the wrapped ones get line breaks.
@@ -64,23 +56,6 @@ _LABEL_COLOURS = {
 _HEADER_FONT = Font(bold=True, color="FFFFFF")
 _HEADER_FILL = PatternFill("solid", fgColor="2F5BD3")
 _WRAP = Alignment(wrap_text=True, vertical="top")
-_TOP = Alignment(vertical="top")
-
-
-def spreadsheet_text(value: str) -> str:
-    """``value`` as an XLSX cell can keep it (module docstring)."""
-    if "\r" in value:
-        value = value.replace("\r\n", "\n").replace("\r", "\n")
-    if _ILLEGAL.search(value):
-        value = _ILLEGAL.sub("", value)
-    if len(value) > EXCEL_MAX_CELL_CHARS:
-        value = value[: EXCEL_MAX_CELL_CHARS - 1] + "…"
-    return value
-
-
-def is_dangerous(value: str) -> bool:
-    """True when a spreadsheet would read ``value`` as a formula."""
-    return value.startswith(DANGEROUS_PREFIXES)
 
 
 @dataclass(frozen=True)
@@ -139,21 +114,17 @@ class _Sheet:
             setattr(template, name, value)
         return template._style
 
-    def _styled(self, value: Any, style: str, *, text: bool = False) -> WriteOnlyCell:
+    def _styled(self, value: Any, style: str) -> WriteOnlyCell:
         cell = WriteOnlyCell(self.ws, value=value)
-        if text:
-            cell.data_type = "s"  # never a formula, whatever the first character
         cell._style = self._styles[style]  # shared, never mutated afterwards
         return cell
 
     def cell(self, value: Any, *, wrap: bool = False) -> Any:
         if isinstance(value, str):
-            if not value:
-                return None
-            value = spreadsheet_text(value)
-            if value.startswith(DANGEROUS_PREFIXES):
-                return self._styled(value, "wrap+quote" if wrap else "quote", text=True)
-            return self._styled(value, "wrap") if wrap else value
+            if wrap:
+                return text_cell(self.ws, value, style=self._styles["wrap"],
+                                 quoted_style=self._styles["wrap+quote"])
+            return text_cell(self.ws, value, quoted_style=self._styles["quote"])
         if value is None or value != value:  # None, NaN
             return None
         return value

@@ -11,7 +11,10 @@ tools — by ``question_id`` + ``claim_index``. Read columns:
 - ``justification`` (optional, "" when absent);
 - ``claim``, ``claim_revision``, ``run`` (optional, checked against the
   database by ``labeling.label_tables`` when present);
-- ``reviewer`` (optional: whose label the row showed when exported).
+- ``reviewer`` (optional: whose label the row showed when exported);
+- ``labeled_at`` (optional: when the label the row showed was made, ISO 8601
+  as exported, ``2025-01-31T09:15:00Z``; blank when it showed none). With
+  it, an import can tell which labels were made after the file was exported.
 
 Everything else (``citations``, ``passage``, ``status`` …) is for the reader.
 
@@ -43,6 +46,7 @@ import json
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import IO, Any
 
 from labeling.importers.records import ImportIssue
@@ -74,6 +78,7 @@ class LabelTableRow:
     label: str | None
     justification: str
     reviewer: str
+    labeled_at: datetime | None = None
 
 
 @dataclass
@@ -85,6 +90,11 @@ class LabelTableFile:
     rows: list[LabelTableRow] = field(default_factory=list)
     issues: list[ImportIssue] = field(default_factory=list)
     columns: list[str] = field(default_factory=list)
+
+    @property
+    def has_labeled_at(self) -> bool:
+        """The file has a ``labeled_at`` column: rows say when the label they showed was made."""
+        return "labeled_at" in self.columns
 
     @property
     def file_problem(self) -> str:
@@ -265,6 +275,7 @@ def _add_row(result: LabelTableFile, line: int, record: dict[str, Any]) -> None:
         label=label or None,
         justification=justification,
         reviewer=(_text(record.get("reviewer"), "reviewer", problem) or "").strip(),
+        labeled_at=_time(record.get("labeled_at"), "labeled_at", problem),
     )
     if issues:
         result.issues.extend(issues)
@@ -292,6 +303,26 @@ def _text(value: Any, column: str, problem) -> str | None:
         return value
     problem(column, f"expected text, got {type(value).__name__}")
     return None
+
+
+def _time(value: Any, column: str, problem) -> datetime | None:
+    """An aware UTC datetime from an ISO 8601 cell (``2025-01-31T09:15:00Z``);
+    a time without an offset is read as UTC (exports write UTC)."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    if isinstance(value, datetime):  # a spreadsheet program turned the text into a date cell
+        moment = value
+    elif isinstance(value, str):
+        try:
+            moment = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+        except ValueError:
+            shown = value if len(value) <= 40 else value[:40] + "…"
+            problem(column, f"expected a time like 2025-01-31T09:15:00Z, got {shown!r}")
+            return None
+    else:
+        problem(column, f"expected a time like 2025-01-31T09:15:00Z, got {value!r}")
+        return None
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
 
 
 def _integer(value: Any, column: str, problem) -> int | None:

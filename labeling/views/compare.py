@@ -7,7 +7,8 @@ from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
-from django.utils.text import slugify
+from django.utils.http import content_disposition_header
+from django.utils.text import get_valid_filename
 from django.views.decorators.http import require_GET
 
 from labeling import selectors
@@ -130,7 +131,8 @@ def run_compare_xlsx(request: HttpRequest, project_slug: str) -> HttpResponse:
     if comparison is None:
         return render(request, "labeling/compare.html", {"project": project, "form": form, "comparison": None,
                                                          "nothing_to_compare": nothing_to_compare}, status=400)
-    filename = slugify(f"{project.slug}-{comparison.run_a.name}-vs-{comparison.run_b.name}") or "comparison"
+    filename = get_valid_filename(f"{project.slug}-{comparison.run_a.name}-vs-{comparison.run_b.name}.xlsx")
     response = HttpResponse(comparison_xlsx(comparison), content_type=XLSX_TYPE)
-    response["Content-Disposition"] = f'attachment; filename="{filename}.xlsx"'
+    # RFC 6266: filename*=utf-8''… keeps a run name beyond ASCII readable.
+    response["Content-Disposition"] = content_disposition_header(True, filename)
     return response

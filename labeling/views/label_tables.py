@@ -3,6 +3,7 @@ offline-labeling import."""
 
 from __future__ import annotations
 
+import json
 import tempfile
 import uuid
 from dataclasses import dataclass
@@ -20,6 +21,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.template.defaultfilters import filesizeformat
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.http import content_disposition_header
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from labeling.exports.label_table import label_table_frame, table_claim_metrics
@@ -27,6 +29,7 @@ from labeling.importers.label_table import label_table_format, read_label_table
 from labeling.label_tables import (
     CONTENT_TYPES,
     EXPORT_FORMATS,
+    NEWER_LABELS,
     LabelImportError,
     LabelImportPreview,
     VersionIntegrityError,
@@ -41,6 +44,7 @@ from labeling.label_tables import (
 )
 from labeling.models import LabelTableVersion, Run
 from labeling.selectors import ALL_LABELS, LEAD
+from labeling.views.params import int_param
 from labeling.views.projects import run_for as _run_for
 from scoring.claims import ClaimMetrics
 
@@ -104,7 +108,8 @@ def version_file(request: HttpRequest, project_slug: str, run_name: str, number:
         return redirect("version_list", project_slug=project_slug, run_name=run_name)
     response = HttpResponse(data, content_type=CONTENT_TYPES["jsonl"])
     name = export_filename(run, "jsonl", version=number).replace("_labels_", "_canonical_")
-    response["Content-Disposition"] = f'attachment; filename="{name}"'
+    # RFC 6266: filename*=utf-8''… for names beyond ASCII (a run named "Prüfung – 日本").
+    response["Content-Disposition"] = content_disposition_header(True, name)
     return response
 
 
@@ -115,8 +120,8 @@ def version_diff_page(request: HttpRequest, project_slug: str, run_name: str) ->
     versions = list(run.versions.select_related("author").order_by("number"))
     by_number = {version.number: version for version in versions}
     context = {"project": run.project, "run": run, "versions": versions, "diff": None, "error": ""}
-    old_number = _int(request.GET.get("old")) or (versions[-2].number if len(versions) > 1 else None)
-    new_number = _int(request.GET.get("new")) or (versions[-1].number if versions else None)
+    old_number = int_param(request.GET.get("old")) or (versions[-2].number if len(versions) > 1 else None)
+    new_number = int_param(request.GET.get("new")) or (versions[-1].number if versions else None)
     old, new = by_number.get(old_number), by_number.get(new_number)
     context |= {"old": old, "new": new}
     if len(versions) < 2:
@@ -134,10 +139,6 @@ def version_diff_page(request: HttpRequest, project_slug: str, run_name: str) ->
     return render(request, template, context)
 
 
-def _int(value: str | None) -> int | None:
-    return int(value) if value and value.isdigit() else None
-
-
 @login_required
 @require_GET
 def label_export(request: HttpRequest, project_slug: str, run_name: str) -> HttpResponse:
@@ -147,7 +148,7 @@ def label_export(request: HttpRequest, project_slug: str, run_name: str) -> Http
         raise Http404("Unknown export format")
     version = None
     if request.GET.get("version"):
-        version = get_object_or_404(LabelTableVersion, run=run, number=_int(request.GET["version"]) or 0)
+        version = get_object_or_404(LabelTableVersion, run=run, number=int_param(request.GET["version"]) or 0)
     reviewer = request.GET.get("reviewer") or None
     if reviewer == "me":
         reviewer = request.user.username
@@ -188,17 +189,27 @@ def label_import(request: HttpRequest, project_slug: str, run_name: str) -> Http
                                                      table_file=read_label_table(data, format=fmt))
                 context |= {"preview": preview, "filename": upload.name}
                 if preview.ok and preview.changes:
-                    context["token"] = _store_upload(request, run, data, fmt, upload.name)
+                    context["token"] = _store_upload(request, run, data, fmt, upload.name, preview.checked)
     template = "labeling/label_import.html#import-preview" if request.htmx else "labeling/label_import.html"
     return render(request, template, context)
 
 
-def _store_upload(request: HttpRequest, run: Run, data: bytes, fmt: str, filename: str) -> str:
-    """Keep the previewed file until it is applied; the signed token names it
-    and binds it to this reviewer and run."""
-    name = default_storage.save(f"{_UPLOAD_DIR}/{uuid.uuid4().hex}.{fmt}", ContentFile(data))
-    return signing.dumps({"name": name, "run": run.pk, "user": request.user.pk, "format": fmt, "filename": filename},
-                         salt=_UPLOAD_SALT)
+def _store_upload(request: HttpRequest, run: Run, data: bytes, fmt: str, filename: str,
+                  checked: dict[int, tuple[int, int]]) -> str:
+    """Keep the previewed file until it is applied, beside what the preview
+    checked (row → claim id, revision: apply refuses rows whose claim moved
+    since); the signed token names both and binds them to this reviewer and run."""
+    stem = f"{_UPLOAD_DIR}/{uuid.uuid4().hex}"
+    name = default_storage.save(f"{stem}.{fmt}", ContentFile(data))
+    checked_name = default_storage.save(f"{stem}.checked.json", ContentFile(json.dumps(
+        [[line, claim_id, revision] for line, (claim_id, revision) in checked.items()]).encode()))
+    return signing.dumps({"name": name, "checked": checked_name, "run": run.pk, "user": request.user.pk,
+                          "format": fmt, "filename": filename}, salt=_UPLOAD_SALT)
+
+
+def _load_checked(name: str) -> dict[int, tuple[int, int]]:
+    with default_storage.open(name, "rb") as handle:
+        return {line: (claim_id, revision) for line, claim_id, revision in json.loads(handle.read())}
 
 
 def _prune_uploads() -> None:
@@ -227,17 +238,22 @@ def label_import_apply(request: HttpRequest, project_slug: str, run_name: str) -
     except signing.BadSignature:
         messages.error(request, "That preview expired or is not yours: upload the file again.")
         return redirect("label_import", project_slug=project_slug, run_name=run_name)
-    if stored["run"] != run.pk or stored["user"] != request.user.pk or not default_storage.exists(stored["name"]):
+    if (stored["run"] != run.pk or stored["user"] != request.user.pk or not default_storage.exists(stored["name"])
+            or not stored.get("checked") or not default_storage.exists(stored["checked"])):
         messages.error(request, "That preview expired or is not yours: upload the file again.")
         return redirect("label_import", project_slug=project_slug, run_name=run_name)
     with default_storage.open(stored["name"], "rb") as handle:
         data = handle.read()
+    checked = _load_checked(stored["checked"])
     # A token is used once, whatever the outcome: a refused apply shows the
     # rows again without a token, so its file would otherwise stay forever.
     default_storage.delete(stored["name"])
+    default_storage.delete(stored["checked"])
     table_file = read_label_table(data, format=stored["format"])
+    overwrite_newer = {"overwrite": True, "skip": False}.get(request.POST.get("newer", ""))
     try:
-        preview = label_table_import_apply(run=run, reviewer=request.user, table_file=table_file)
+        preview = label_table_import_apply(run=run, reviewer=request.user, table_file=table_file, checked=checked,
+                                           overwrite_newer=overwrite_newer)
     except LabelImportError as failure:
         # The database moved since the preview: show what is wrong now.
         preview = LabelImportPreview(run=run, reviewer=request.user, format=stored["format"],
@@ -248,8 +264,18 @@ def label_import_apply(request: HttpRequest, project_slug: str, run_name: str) -
                    "max_size": filesizeformat(settings.CITELAB_MAX_UPLOAD_BYTES)}
         return render(request, "labeling/label_import.html", context)
     except ValidationError as exc:
-        messages.error(request, " ".join(exc.messages))
-        return redirect("label_import", project_slug=project_slug, run_name=run_name)
+        if exc.code != NEWER_LABELS:
+            messages.error(request, " ".join(exc.messages))
+            return redirect("label_import", project_slug=project_slug, run_name=run_name)
+        # No choice made about the newer labels: show the preview again, with a new token.
+        preview = label_table_import_preview(run=run, reviewer=request.user, table_file=table_file, checked=checked)
+        token = _store_upload(request, run, data, stored["format"], stored["filename"], preview.checked)
+        context = {"project": run.project, "run": run, "preview": preview, "token": token,
+                   "filename": stored["filename"], "error": " ".join(exc.messages),
+                   "max_size": filesizeformat(settings.CITELAB_MAX_UPLOAD_BYTES)}
+        return render(request, "labeling/label_import.html", context)
+    skipped = len(preview.skipped_newer)
+    note = f"; skipped {skipped} row{'s' if skipped != 1 else ''} with a newer label in the app" if skipped else ""
     messages.success(request, f"Imported {len(preview.changes)} label{'s' if len(preview.changes) != 1 else ''} "
-                              f"as {request.user.username} from {stored['filename']}.")
+                              f"as {request.user.username} from {stored['filename']}{note}.")
     return redirect(reverse("version_list", kwargs={"project_slug": project_slug, "run_name": run_name}))

@@ -12,6 +12,7 @@ from django.views.decorators.http import require_GET
 
 from labeling import assignments, charts, metrics, selectors
 from labeling.models import Project, Run
+from labeling.services import run_manage_allowed
 from scoring.matching import DEFAULT_MATCH_METHOD
 
 # Up to this many answers (about 5k claims) a run page carries its totals, scatter and
@@ -102,6 +103,7 @@ def run_detail(request: HttpRequest, project_slug: str, run_name: str) -> HttpRe
         "project": run.project, "run": run, "counts": counts, "answers": page, "filters": selectors.ANSWER_FILTERS,
         "filter_title": selectors.ANSWER_FILTERS.get(answer_filter, ""),
         "scatter": scatter, "has_gold": has_gold, "gold": gold,
+        "can_manage_run": run_manage_allowed(user=request.user, run=run),
     })
 
 

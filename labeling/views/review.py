@@ -28,6 +28,7 @@ from labeling import queue, selectors, services
 from labeling.highlight import suggest_split
 from labeling.models import Answer, Claim, Run
 from labeling.selectors import LABEL
+from labeling.views.params import IdField, int_param
 from labeling.views.projects import review_url, run_for
 
 TEMPLATE = "labeling/answer_review.html"
@@ -39,20 +40,28 @@ class LabelForm(forms.Form):
     value = forms.CharField(max_length=32)
     # Its length is checked by services.label_save, with a message that names the limit.
     justification = forms.CharField(required=False)
-    revision = forms.IntegerField(min_value=1)
-    base_label = forms.IntegerField(required=False, min_value=1)
+    # The claim and revision the page showed when the key was pressed: a save is
+    # only ever for the claim on screen (the URL names it too; both must agree).
+    claim = IdField()
+    revision = IdField()
+    base_label = IdField(required=False)
 
 
 class SplitForm(forms.Form):
-    at = forms.IntegerField(required=False, min_value=0)
+    at = IdField(required=False)
     first = forms.CharField(required=False, max_length=10_000)
     second = forms.CharField(required=False, max_length=10_000)
-    revision = forms.IntegerField(min_value=1)
+    revision = IdField()
+
+
+class MergeForm(forms.Form):
+    other = IdField()
+    revision = IdField()
 
 
 class EditForm(forms.Form):
     text = forms.CharField(required=False, max_length=10_000)
-    revision = forms.IntegerField(min_value=1)
+    revision = IdField()
 
 
 def _claim_or_404(run: Run, claim_id: int) -> Claim | HttpResponseNotFound:
@@ -154,8 +163,7 @@ def _answer_of(run: Run, claim: Claim) -> Answer:
 
 
 def _came_from(request: HttpRequest, default: int) -> int:
-    value = request.POST.get("answer", "")
-    return int(value) if value.isdigit() else default
+    return int_param(request.POST.get("answer")) or default
 
 
 @login_required
@@ -165,8 +173,7 @@ def answer_review(request: HttpRequest, project_slug: str, run_name: str, answer
     answer = selectors.review_answer(run=run, answer_id=answer_id)
     if answer is None:
         raise Http404(f"Run {run.name!r} has no answer {answer_id}")
-    claim = request.GET.get("claim", "")
-    claim_id = int(claim) if claim.isdigit() else None
+    claim_id = int_param(request.GET.get("claim"))
     if request.htmx and request.htmx.target == "claim-panel":
         return _show(request, run, answer, claim_id, came_from=answer.pk)
     if request.htmx:
@@ -180,8 +187,8 @@ def run_next(request: HttpRequest, project_slug: str, run_name: str) -> HttpResp
     """Go to the reviewer's next unlabeled claim in the run ("Start labeling", key
     ``n``): with htmx, swap it in like a save does; else redirect to it."""
     run = run_for(request, project_slug, run_name)
-    after_id = request.GET.get("after", "")
-    after = selectors.claim_in_run(run=run, claim_id=int(after_id)) if after_id.isdigit() else None
+    after_id = int_param(request.GET.get("after"))
+    after = selectors.claim_in_run(run=run, claim_id=after_id) if after_id is not None else None
     claim = queue.next_unlabeled_claim(run=run, reviewer=request.user, after=after)
     if claim is None:
         notice = f"Every cited claim of run {run.name} carries your label: nothing left to do."
@@ -226,13 +233,18 @@ def claim_label(request: HttpRequest, project_slug: str, run_name: str, claim_id
         return again(error=f"The label form came back incomplete ({missing}): nothing was saved. "
                            "Reload the page and try again.")
     data = form.cleaned_data
+    if data["claim"] != claim.pk:
+        return again(error=f"This label form was for claim id {data['claim']}, not the claim shown here: "
+                           "nothing was saved. Check the claim and label it again.")
     try:
         label = services.label_save(
             claim=claim, reviewer=request.user, value=data["value"], justification=data["justification"],
             base_revision=data["revision"], base_label_id=data["base_label"],
         )
     except services.LabelConflict as exc:
-        return again(conflict={"message": exc.messages[0], "newer": exc.newer})
+        # The form comes back armed with the label the reviewer chose, beside their
+        # text: saving again saves exactly that, over the newer label.
+        return again(conflict={"message": exc.messages[0], "newer": exc.newer}, armed=data["value"])
     except ValidationError as exc:
         return again(error=exc.messages[0], armed=data["value"])
     notice = f"Saved {label.value} on claim {claim.index}."
@@ -274,13 +286,13 @@ def label_undo(request: HttpRequest, project_slug: str, run_name: str) -> HttpRe
     """Undo the reviewer's most recent current label in the run (key ``u``)."""
     run = run_for(request, project_slug, run_name, LABEL)
     last = selectors.last_label(run=run, reviewer=request.user)
-    shown = request.POST.get("claim", "")
+    shown = int_param(request.POST.get("claim"))
     if last is None:
         notice = f"Nothing to undo: you have no label in run {run.name}."
         if not request.htmx:
             messages.info(request, notice)
             return redirect(run.get_absolute_url())
-        claim = selectors.claim_in_run(run=run, claim_id=int(shown)) if shown.isdigit() else None
+        claim = selectors.claim_in_run(run=run, claim_id=shown) if shown is not None else None
         if claim is None:
             return HttpResponse(status=204)
         return _show(request, run, claim.answer, claim.pk, came_from=_came_from(request, claim.answer_id),
@@ -295,6 +307,10 @@ def label_undo(request: HttpRequest, project_slug: str, run_name: str) -> HttpRe
     answer = _answer_of(run, last.claim)
     return _show(request, run, answer, last.claim.pk, came_from=_came_from(request, answer.pk), saved=True,
                  notice=notice)
+
+
+def _ids(values: list[str]) -> list[int]:
+    return [number for number in map(int_param, values) if number is not None]
 
 
 def _citation_choices(claim: Claim) -> list[dict[str, Any]]:
@@ -317,8 +333,8 @@ def claim_split(request: HttpRequest, project_slug: str, run_name: str, claim_id
                      split={"first": first, "second": second, "at": "", "choices": choices,
                             "first_ids": every, "second_ids": every})
     form = SplitForm(request.POST)
-    first_ids = [int(i) for i in request.POST.getlist("first_citations") if i.isdigit()]
-    second_ids = [int(i) for i in request.POST.getlist("second_citations") if i.isdigit()]
+    first_ids = _ids(request.POST.getlist("first_citations"))
+    second_ids = _ids(request.POST.getlist("second_citations"))
     split = {"first": request.POST.get("first", ""), "second": request.POST.get("second", ""),
              "at": request.POST.get("at", ""), "choices": choices, "first_ids": first_ids,
              "second_ids": second_ids}
@@ -349,14 +365,15 @@ def claim_merge(request: HttpRequest, project_slug: str, run_name: str, claim_id
     claim = _claim_or_404(run, claim_id)
     if isinstance(claim, HttpResponse):
         return claim
-    other_id = request.POST.get("other", "")
-    other = selectors.claim_in_run(run=run, claim_id=int(other_id)) if other_id.isdigit() else None
-    revision = request.POST.get("revision", "")
+    form = MergeForm(request.POST)
     try:
+        if not form.is_valid():
+            raise ValidationError("The merge form came back incomplete (it names the neighbouring claim and the "
+                                  "revision you saw): nothing was merged. Reload and try again.")
+        other = selectors.claim_in_run(run=run, claim_id=form.cleaned_data["other"])
         if other is None:
             raise ValidationError("Choose the neighbouring claim to merge with.")
-        merged = services.claim_merge(claim=claim, other=other,
-                                      base_revision=int(revision) if revision.isdigit() else None)
+        merged = services.claim_merge(claim=claim, other=other, base_revision=form.cleaned_data["revision"])
     except ValidationError as exc:
         return _show(request, run, claim.answer, claim.pk, came_from=claim.answer_id, error=exc.messages[0])
     notice = f"Merged into claim {merged.index}: label it again (the old labels are kept as stale)."

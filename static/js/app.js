@@ -3,58 +3,112 @@
 // ---- Labeling screen (answer_review.html) ----
 // 1 SUPPORTED (saves and moves on) · 2 UNSUPPORTED (type why, Enter saves) ·
 // j/k next/previous claim · n next unlabeled claim of the run · e justification ·
-// u undo · s split · ? help. Every key clicks or focuses an element of the page
-// (data-shortcut), so the page keeps working without this file.
+// u undo · s split · t edit the claim text · m merge with the next claim · ? help.
+// Every key clicks or focuses an element of the page (data-shortcut), so the page
+// keeps working without this file.
+//
+// A key applies to the claim on screen when it was pressed, or is ignored, and the
+// page says so. Keys are never queued for later: while a request of the review is
+// in flight, and until the claim that answers it has been painted, the claim a key
+// would land on is one the reviewer has not seen.
 (function () {
   "use strict";
   var TYPING = "input, textarea, select, [contenteditable=''], [contenteditable='true']";
-  var busy = null;   // the review request in flight (an XHR): keys wait for its answer
-  var queue = [];
+  // Elements that Enter activates by itself (a link, a button): Enter there is theirs.
+  var ACTIVATES = "a[href], button, summary, select";
+  // Keys that act on the claim shown (everything but ? and Esc).
+  var CLAIM_KEYS = ["1", "2", "e", "j", "k", "n", "u", "s", "t", "m", "Enter"];
+  var busy = null;        // the XHR of the review request being answered: set until its swap settles
+  var requesting = null;  // the same, until its response is in (clicks wait only for this)
+  var shown = false;      // the claim panel has been painted since it last changed
+  var statusTimer = null;
+
+  // <main aria-busy="true"> while keys would be ignored: assistive technology (and tests)
+  // can tell when the claim on screen takes keys again.
+  function markBusy() {
+    var main = document.querySelector("main");
+    if (main) { main.setAttribute("aria-busy", String(Boolean(busy) || !shown)); }
+  }
 
   function byShortcut(key) {
     return document.querySelector('#claim-panel [data-shortcut="' + key + '"]') ||
       document.querySelector('[data-shortcut="' + key + '"]');
   }
   function labelForm() { return document.getElementById("label-form"); }
+  function justificationOf(form) { return form.querySelector("textarea[name=justification]"); }
+  function shownClaim() {
+    var panel = document.getElementById("claim-panel");
+    return panel ? panel.dataset.claimIndex || "" : "";
+  }
 
   function hint(form, text) {
     var node = form.querySelector("[data-armed-hint]");
     if (node) { node.textContent = text; }
   }
 
-  function arm(value) {
-    var form = labelForm();
-    if (!form) { return; }
+  // A short message beside the label form that outlives the panel swaps (it sits
+  // outside #review): why a key did nothing, or why a save failed.
+  function status(text) {
+    var node = document.getElementById("key-status");
+    if (!node) { return; }
+    node.textContent = text;
+    node.hidden = false;
+    clearTimeout(statusTimer);
+    statusTimer = setTimeout(function () { node.hidden = true; }, 4000);
+  }
+
+  function ignored(key) {
+    var node = document.getElementById("key-status");
+    if (node) { node.dataset.ignored = String(Number(node.dataset.ignored || 0) + 1); }
+    var what = key === "Enter" ? "Enter" : "“" + key + "”";
+    status(busy
+      ? "Key " + what + " ignored: claim " + shownClaim() + " is still being saved or loaded. " +
+        "Press it again on the claim shown next."
+      : "Key " + what + " ignored: the next claim was still appearing. Press it again now that it is shown.");
+  }
+
+  // The label being given with a justification (2, or 1 where SUPPORTED needs one,
+  // or the reviewer's own label while they edit its text). The text typed while a
+  // label is armed belongs to that label: Esc, or choosing the other label, puts
+  // back the justification saved on the claim, so no save carries a text written
+  // for another label.
+  function arm(form, value, focus) {
+    if (form.dataset.armed && form.dataset.armed !== value) { restoreSaved(form); }
     form.dataset.armed = value;
-    form.classList.add("armed");
+    showArmed(form);
+    if (focus) { focusJustification(form); }
+  }
+
+  function disarm(form) {
+    delete form.dataset.armed;
+    restoreSaved(form);
+    showArmed(form);
+  }
+
+  function restoreSaved(form) {
+    var area = justificationOf(form);
+    if (area) { area.value = area.dataset.saved || ""; }
+  }
+
+  function showArmed(form) {
+    var value = form.dataset.armed || "";
+    form.classList.toggle("armed", Boolean(value));
     form.classList.toggle("armed-SUPPORTED", value === "SUPPORTED");
     form.querySelectorAll("button[name=value]").forEach(function (button) {
       button.classList.toggle("armed", button.value === value);
     });
-    hint(form, "Type the justification, then Enter saves " + value + " and moves on · Esc cancels.");
-    focusJustification(form);
-  }
-
-  function disarm() {
-    var form = labelForm();
-    if (!form) { return; }
-    delete form.dataset.armed;
-    form.classList.remove("armed", "armed-SUPPORTED");
-    form.querySelectorAll("button[name=value]").forEach(function (b) { b.classList.remove("armed"); });
-    hint(form, "Press 1 for SUPPORTED, 2 for UNSUPPORTED.");
+    var conflict = form.querySelector(".conflict");
+    hint(form, !value ? "Press 1 for SUPPORTED, 2 for UNSUPPORTED."
+      : conflict ? "Enter saves " + value + " with your justification in place of the newer label · " +
+        "Esc keeps the newer label."
+      : "Enter saves " + value + " with this justification and moves on · Esc cancels.");
   }
 
   function focusJustification(form) {
-    var area = form.querySelector("textarea[name=justification]");
+    var area = justificationOf(form);
     if (!area) { return; }
     area.focus();
     area.setSelectionRange(area.value.length, area.value.length);
-  }
-
-  function save(value) {
-    var form = labelForm();
-    var button = form && form.querySelector('button[name=value][value="' + value + '"]');
-    if (button) { button.click(); }
   }
 
   function chosenValue(form) {
@@ -62,14 +116,27 @@
     return chosen ? chosen.value : "";
   }
 
+  function save(form, value) {
+    var button = form.querySelector('button[name=value][value="' + value + '"]');
+    if (!button) { return; }
+    // Acknowledged: the pressed button shows it is saving until the answer comes.
+    button.classList.add("sending");
+    button.click();
+  }
+
+  function saveArmed(form) {
+    if (form.dataset.armed) { save(form, form.dataset.armed); }
+    else { status("Choose the label first: Esc, then 1 (SUPPORTED) or 2 (UNSUPPORTED)."); }
+  }
+
   function onJustificationKey(event, form) {
-    if (event.key === "Enter" && !event.shiftKey && !event.ctrlKey && !event.metaKey && !event.altKey) {
+    var plainEnter = event.key === "Enter" && !event.shiftKey && !event.ctrlKey && !event.metaKey && !event.altKey;
+    if (plainEnter) {
       event.preventDefault();
-      var value = form.dataset.armed || chosenValue(form);
-      if (value) { save(value); } else { hint(form, "Esc, then 1 (SUPPORTED) or 2 (UNSUPPORTED) chooses the label."); }
+      if (busy || !shown) { ignored("Enter"); } else { saveArmed(form); }
     } else if (event.key === "Escape") {
       event.preventDefault();
-      disarm();
+      if (form.dataset.armed) { disarm(form); }
       event.target.blur();
     }
   }
@@ -96,24 +163,36 @@
     switch (key) {
       case "1":
         if (!form) { return true; }
-        var area = form.querySelector("textarea[name=justification]");
-        if (form.dataset.requireSupported === "true" && area && !area.value.trim()) { arm("SUPPORTED"); }
-        else { save("SUPPORTED"); }
+        // Choosing SUPPORTED drops a justification typed for UNSUPPORTED.
+        if (form.dataset.armed && form.dataset.armed !== "SUPPORTED") { disarm(form); }
+        var area = justificationOf(form);
+        if (form.dataset.requireSupported === "true" && area && !area.value.trim()) { arm(form, "SUPPORTED", true); }
+        else { save(form, "SUPPORTED"); }
         return true;
       case "2":
-        arm("UNSUPPORTED");
+        if (form) { arm(form, "UNSUPPORTED", true); }
         return true;
       case "e":
-        if (form) { focusJustification(form); }
+        // Edit the justification of the label you gave (Enter saves it with the same label).
+        if (form) {
+          if (!form.dataset.armed && chosenValue(form)) { arm(form, chosenValue(form), false); }
+          focusJustification(form);
+        }
+        return true;
+      case "Enter":
+        // Armed with the text typed (e.g. the form came back after a conflict): save it.
+        if (!form || !form.dataset.armed) { return false; }
+        save(form, form.dataset.armed);
         return true;
       case "?":
         toggleHelp();
         return true;
       case "Escape":
+        if (form && form.dataset.armed) { disarm(form); return true; }
         var cancel = document.querySelector("#claim-panel [data-cancel]");
         if (cancel) { cancel.click(); }
         return Boolean(cancel);
-      case "j": case "k": case "n": case "u": case "s":
+      case "j": case "k": case "n": case "u": case "s": case "t": case "m":
         var target = byShortcut(key);
         if (target) { target.click(); }
         return true;
@@ -132,45 +211,93 @@
       return;
     }
     if (event.ctrlKey || event.metaKey || event.altKey) { return; }
+    if (event.key === "Enter" && target.closest && target.closest(ACTIVATES)) { return; }
     var help = document.getElementById("shortcut-help");
     if (help && help.open && event.key !== "?") { return; }
-    if (busy) {
-      if (event.key.length === 1 || event.key === "Enter") { queue.push(event.key); event.preventDefault(); }
+    if ((busy || !shown) && CLAIM_KEYS.indexOf(event.key) >= 0) {
+      if (event.key !== "Enter" || (labelForm() && labelForm().dataset.armed)) {
+        event.preventDefault();
+        ignored(event.key);
+      }
       return;
     }
     if (run(event.key)) { event.preventDefault(); }
   });
 
-  function replay() {
-    while (queue.length && !busy) {
-      var key = queue.shift();
-      var active = document.activeElement;
-      if (active && active.name === "justification") {
-        // Typed while the previous claim was saving: it belongs in the justification.
-        if (key === "Enter") { onJustificationKey(new KeyboardEvent("keydown", { key: "Enter" }), active.form); }
-        else { active.value += key; }
-      } else {
-        run(key);
-      }
-    }
-  }
+  // Focusing the justification of a claim you labeled edits that label's text:
+  // Enter saves it with the label shown as yours, never with another one.
+  document.addEventListener("focusin", function (event) {
+    var area = event.target;
+    if (!area || area.name !== "justification" || !area.form || area.form.id !== "label-form") { return; }
+    var form = area.form;
+    if (!form.dataset.armed && chosenValue(form)) { arm(form, chosenValue(form), false); }
+  });
 
   function inReview(element) { return element && element.closest && element.closest("#review"); }
 
+  function free() {
+    busy = requesting = null;
+    document.querySelectorAll("#label-form .sending").forEach(function (b) { b.classList.remove("sending"); });
+    markBusy();
+  }
+
   document.addEventListener("htmx:beforeRequest", function (event) {
-    if (inReview(event.detail.elt)) { busy = event.detail.xhr; }
+    if (!inReview(event.detail.elt)) { return; }
+    if (requesting) {
+      // A click while another request of the review is in flight: the page it
+      // would act on is about to change.
+      event.preventDefault();
+      status("Still saving or loading claim " + shownClaim() + ": that click was ignored. Click again on the claim shown next.");
+      return;
+    }
+    busy = requesting = event.detail.xhr;
+    markBusy();
   });
   document.addEventListener("htmx:afterRequest", function (event) {
-    if (event.detail.xhr === busy && (!event.detail.successful || event.detail.xhr.status === 204)) {
-      busy = null;
-      queue = [];
-    }
+    if (event.detail.xhr !== busy) { return; }
+    // htmx has swapped the response in by now (or will not).
+    requesting = null;
+    if (!event.detail.successful || event.detail.xhr.status === 204) { free(); }
   });
+  document.addEventListener("htmx:afterSwap", function (event) {
+    if (busy && event.detail.xhr === busy) { whenPainted(); }
+  });
+  function failed(event) {
+    var xhr = event.detail.xhr;
+    if (!inReview(event.detail.elt)) { return; }
+    var type = xhr && xhr.getResponseHeader ? xhr.getResponseHeader("Content-Type") || "" : "";
+    var text = xhr && xhr.status && type.indexOf("text/plain") === 0 && xhr.responseText.length < 400
+      ? xhr.responseText : "";
+    status(xhr && xhr.status
+      ? "Not saved: the server answered " + xhr.status + ". " + (text || "Reload the page and try again.")
+      : "Not saved: the server could not be reached. Check the connection and press the key again.");
+    free();
+  }
+  document.addEventListener("htmx:responseError", failed);
+  document.addEventListener("htmx:sendError", failed);
+
+  // Keys count for a claim swapped in once it has been painted: the rendering step
+  // that runs this frame callback paints before the browser handles another key.
+  // (Asked at the swap, it is usually done before htmx settles the swap 20 ms later.)
+  function whenPainted() {
+    shown = false;
+    markBusy();
+    requestAnimationFrame(function () { shown = true; markBusy(); });
+  }
 
   function settle(root) {
     var panel = document.getElementById("claim-panel");
     var form = labelForm();
-    if (form && form.dataset.armed) { arm(form.dataset.armed); }
+    if (form && form.dataset.armed) {
+      showArmed(form);
+      if (form.querySelector(".conflict")) {
+        // After a conflict, read the newer label before typing on: keys are shortcuts
+        // again (Enter saves the armed label, 2 goes back to the text, Esc keeps the newer label).
+        if (document.activeElement && document.activeElement.form === form) { document.activeElement.blur(); }
+      } else {
+        focusJustification(form);
+      }
+    }
     var field = panel && panel.querySelector("[data-autofocus]");
     if (field) {
       field.focus();
@@ -191,6 +318,9 @@
         answer.scrollTop += spot.top - box.top - box.height / 3;
       }
     }
+    // A page just loaded has no claim before it that a key could have been meant for.
+    if (root === document.body) { shown = true; }
+    markBusy();
   }
 
   // A save within the answer says how many labels it added: move the run bar at once
@@ -213,9 +343,8 @@
     var id = event.detail.elt && event.detail.elt.id;
     // Out-of-band swaps (answer text, claim list) settle too: act once, on the panel or the whole review.
     if (id !== "claim-panel" && id !== "review") { return; }
-    busy = null;
+    free();
     settle(event.detail.elt);
-    replay();
   });
   document.addEventListener("DOMContentLoaded", function () { settle(document.body); });
   document.addEventListener("click", function (event) {

@@ -155,7 +155,7 @@ def label_through_the_run(client: Client, run: Run, reviewer: Reviewer, saves: i
     response = client.get(reverse("run_next", kwargs={"project_slug": slug, "run_name": run.name}))
     claim_id = int(response.url.rsplit("claim=", 1)[1])
     times, queries = [], []
-    form = {"revision": 1, "base_label": ""}
+    form = {"claim": claim_id, "revision": 1, "base_label": ""}
     for n in range(saves):
         url = reverse("claim_label", kwargs={"project_slug": slug, "run_name": run.name, "claim_id": claim_id})
         # Every fourth decision is UNSUPPORTED with a justification, as in real review.
@@ -171,7 +171,7 @@ def label_through_the_run(client: Client, run: Run, reviewer: Reviewer, saves: i
         queries.append(count)
         claim_id = int(response["HX-Push-Url"].rsplit("claim=", 1)[1])
         # Post back the hidden fields of the label form the response carries, as the page does.
-        form = dict(re.findall(r'<input type="hidden" name="(revision|base_label|more_in_answer)" value="(\d*)"',
+        form = dict(re.findall(r'<input type="hidden" name="(claim|revision|base_label|more_in_answer)" value="(\d*)"',
                                html.split('id="label-form"', 1)[1]))
     return times, queries
 

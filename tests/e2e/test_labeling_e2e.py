@@ -33,8 +33,10 @@ def panel_claim(page) -> int:
 def wait_for_claim_after(page, claim_id: int) -> int:
     """Wait until the claim panel shows another claim than ``claim_id``; return the new one."""
     page.wait_for_function(f"document.querySelector('#claim-panel').dataset.claim !== '{claim_id}'")
-    # Let htmx finish settling before the next keystroke (focus moves on settle).
-    page.wait_for_function("!document.querySelector('.htmx-request, .htmx-swapping, .htmx-settling')")
+    # Let htmx finish settling and the page paint the claim before the next keystroke (focus
+    # moves on settle; keys pressed before the claim is on screen are ignored, main[aria-busy]).
+    page.wait_for_function("!document.querySelector('.htmx-request, .htmx-swapping, .htmx-settling, "
+                           "main[aria-busy=true]')")
     return panel_claim(page)
 
 

@@ -183,3 +183,32 @@ def test_trend_chart_keeps_run_names_inside_and_fills_its_card(live_server, revi
     assert page.evaluate(OUTSIDE) == []
     assert page.evaluate("document.documentElement.scrollWidth") <= 390
     page.screenshot(path=str(tmp_path / "project-390.png"), full_page=True)
+
+
+# Where the first passage's text ends and the sticky label form begins, in CSS pixels of the viewport.
+PASSAGE_AND_FORM = """() => {
+  const text = document.querySelector('.passage-text').getBoundingClientRect();
+  const form = document.getElementById('label-form').getBoundingClientRect();
+  return {top: text.top, bottom: text.bottom, formTop: form.top, formBottom: form.bottom};
+}"""
+
+
+def test_a_typical_passage_is_readable_above_the_label_form_at_1280x800(live_server, expertqa_project, reviewer,
+                                                                        logged_in_page, tmp_path):
+    """A typical ExpertQA claim with two citations (passages of 971 and 995 characters;
+    the fixture's median is 800): its first passage is whole on screen, above the sticky
+    label form, without scrolling. On today's main the form (231 px) hid its last 76 px."""
+    expertqa_project.members.add(reviewer)
+    claim = Claim.objects.select_related("answer__run").get(
+        answer__run__project=expertqa_project, answer__run__name="rr_gs_gpt4",
+        text__startswith="Pilotis: A grid of slim reinforced concrete pylons")
+    assert claim.citations.count() == 2
+    page = logged_in_page
+    page.goto(live_server.url + review_url(claim.answer.run, claim.answer) + f"?claim={claim.pk}")
+
+    assert page.evaluate("window.scrollY") == 0
+    box = page.evaluate(PASSAGE_AND_FORM)
+    assert box["top"] >= 0
+    assert box["bottom"] <= box["formTop"]
+    assert box["formBottom"] <= DESKTOP["height"]
+    page.screenshot(path=str(tmp_path / "review-1280x800.png"))

@@ -1,62 +1,162 @@
-"""``python manage.py agreement --run NAME --reviewer A --reviewer B [--format json|table]``.
+"""``python manage.py agreement --run NAME [--reviewer A --reviewer B] [--format json|table]
+[--min-alpha X] [--min-kappa X]``.
 
-Grades two reviewers (human or an imported automated labeler of kind
-``model``) on the claims both labeled: raw agreement, Cohen's kappa, confusion
-matrix and the disagreements; Krippendorff's alpha across every reviewer of the
-run (SPEC §4.4).
+Without ``--reviewer``: every pair of the run's reviewers (raw agreement,
+Cohen's kappa, per-label agreement, confusion) and Krippendorff's alpha and
+Gwet's AC1 across all of them. With two ``--reviewer``: that pair (a human or
+an imported automated labeler of kind ``model``) with its disagreements, and
+alpha and AC1 across every reviewer of the run. Each figure comes with its n
+and a 95 % bootstrap interval over claims (SPEC §4.4; method in
+``scoring.agreement``). Only cited claims count (``labeling.agreement``).
+
+``--min-alpha`` / ``--min-kappa`` make it a CI gate: exit status 1 naming the
+figure, its interval and n when it falls below (kappa: the named pair, or
+every pair that shares claims).
 """
 
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from labeling.exports import frames
+from labeling.agreement import CATEGORIES, run_agreement
 from labeling.management.lookup import find_project, find_run
 from labeling.models import Claim
-from scoring.agreement import krippendorff_alpha, pairwise_agreement
+from labeling.names import normalize_name
+from scoring.agreement import Agreement, Coefficient, Interval, pairwise_agreement
+from scoring.labels import LABEL_VALUES
 from scoring.ratio import format_value
 
 
+def figure_text(name: str, value: float | None, ci95: Interval | None, n: int) -> str:
+    """``"Cohen's kappa 0.52 (95% CI 0.41–0.63, n = 200)"``; ``—`` when undefined."""
+    interval = "no interval" if ci95 is None else f"95% CI {ci95[0]:.2f}–{ci95[1]:.2f}"
+    return f"{name} {format_value(value)} ({interval}, n = {n})"
+
+
+def confusion_dict(pair: Agreement) -> dict[str, dict[str, int]]:
+    """The pair's confusion over all three label values (UNCITED row and column
+    zero: only cited claims count), the shape this command always printed."""
+    return {row: {col: int(pair.confusion.at[row, col]) if row in CATEGORIES and col in CATEGORIES else 0
+                  for col in LABEL_VALUES} for row in LABEL_VALUES}
+
+
 class Command(BaseCommand):
-    help = "Agreement between two reviewers on a run's claims (raw, Cohen's kappa, confusion), and alpha."
+    help = ("Agreement of a run's reviewers on its cited claims: per pair (raw, Cohen's kappa, confusion), "
+            "Krippendorff's alpha and Gwet's AC1 overall, with 95% bootstrap intervals; optional CI gate.")
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--run", required=True)
         parser.add_argument("--project")
-        parser.add_argument("--reviewer", action="append", required=True, help="give exactly two")
+        parser.add_argument("--reviewer", action="append", default=[],
+                            help="give none (every reviewer) or exactly two (one pair)")
         parser.add_argument("--format", choices=["json", "table"], default="table")
+        parser.add_argument("--min-alpha", type=float, help="exit 1 when Krippendorff's alpha is below this")
+        parser.add_argument("--min-kappa", type=float,
+                            help="exit 1 when Cohen's kappa of the pair (of any pair, without --reviewer) is below")
 
-    def handle(self, *args, run: str, project: str | None, reviewer: list[str], format: str, **options) -> None:
-        if len(reviewer) != 2:
-            raise CommandError("give --reviewer exactly twice (reviewer A and reviewer B)")
-        if reviewer[0] == reviewer[1]:
-            raise CommandError(f"--reviewer {reviewer[0]!r} given twice: name two different reviewers")
+    def handle(self, *args, run: str, project: str | None, reviewer: list[str], format: str,
+               min_alpha: float | None, min_kappa: float | None, **options) -> None:
+        if len(reviewer) not in (0, 2):
+            raise CommandError("give --reviewer exactly twice (reviewer A and reviewer B), or not at all for "
+                               "every reviewer of the run")
+        for flag, value in (("--min-alpha", min_alpha), ("--min-kappa", min_kappa)):
+            if value is not None and not -1 <= value <= 1:
+                raise CommandError(f"{flag} {value}: must be between -1 and 1")
+        # Names are stored in their normal form (labeling.names); typed ones meet them there.
+        reviewer = [normalize_name(name) for name in reviewer]
         target = find_run(find_project(project), run)
-        labels = frames.labels_frame(target)[["claim_id", "reviewer", "label"]]
+        if reviewer and reviewer[0] == reviewer[1]:
+            raise CommandError(f"--reviewer {reviewer[0]!r} given twice: name two different reviewers")
+        result = run_agreement(run=target)
+        overall = result.overall
         for name in reviewer:
-            if not (labels["reviewer"] == name).any():
-                raise CommandError(f"reviewer {name!r} has no current label in run {run!r}")
-        result = pairwise_agreement(labels, reviewer[0], reviewer[1])
-        alpha = krippendorff_alpha(labels)
-        payload = result.to_dict() | {"run": target.name, "krippendorff_alpha": alpha,
-                                      "reviewers": sorted(labels["reviewer"].unique().tolist())}
+            if name not in result.reviewers:
+                raise CommandError(f"reviewer {name!r} has no current label on a cited claim of run {run!r}")
+        if reviewer:
+            pairs = [pairwise_agreement(result.labels, reviewer[0], reviewer[1], categories=CATEGORIES)]
+        else:
+            pairs = result.pairs
+        figures: dict[str, Any] = {
+            "krippendorff_alpha": overall.alpha.value, "alpha_ci95": _listed(overall.alpha.ci95),
+            "alpha_n": overall.alpha.n,
+            "gwet_ac1": overall.ac1.value, "ac1_ci95": _listed(overall.ac1.ci95), "ac1_n": overall.ac1.n,
+            "reviewers": result.reviewers,
+        }
+        if reviewer:
+            pair = pairs[0]
+            payload = pair.to_dict() | {"confusion": confusion_dict(pair), "run": target.name} | figures
+        else:
+            payload = {"run": target.name, **figures, "per_label": _values(overall.per_label),
+                       "pairs": [p.to_dict() | {"confusion": confusion_dict(p)} for p in pairs]}
         if format == "json":
             self.stdout.write(json.dumps(payload, indent=2, ensure_ascii=False))
-            return
-        texts = dict(Claim.objects.filter(pk__in=result.disagreements["claim_id"].tolist()).values_list("pk", "text"))
-        lines = [
-            f"Run {target.name}: {reviewer[0]} (A) vs {reviewer[1]} (B) on {result.n} claims both labeled",
-            f"  raw agreement  {result.agreement}",
-            f"  Cohen's kappa  {format_value(result.kappa, 3)}",
-            f"  Krippendorff's alpha over {len(payload['reviewers'])} reviewers  {format_value(alpha, 3)}",
-            "",
-            "  confusion (rows A, columns B)",
-            "  " + result.confusion.to_string().replace("\n", "\n  "),
-            "",
-            f"  {len(result.disagreements)} disagreement(s):",
-        ]
-        for claim_id, a, b in result.disagreements.itertuples(index=False):
-            lines.append(f"    claim {claim_id}: A {a}, B {b}: {texts.get(claim_id, '')[:100]}")
-        self.stdout.write("\n".join(lines))
+        else:
+            self.stdout.write(self._table(target.name, pairs, overall.alpha, overall.ac1, result.reviewers,
+                                          with_disagreements=bool(reviewer)))
+        failures = self._gate(min_alpha, min_kappa, overall.alpha, pairs)
+        if failures:
+            raise CommandError("agreement gate failed on run " + repr(target.name) + ":\n" + "\n".join(failures),
+                               returncode=1)
+        if min_alpha is not None or min_kappa is not None:
+            self.stderr.write(self.style.SUCCESS(f"agreement gate passed on run {target.name!r}"))
+
+    def _gate(self, min_alpha: float | None, min_kappa: float | None, alpha: Coefficient,
+              pairs: list[Agreement]) -> list[str]:
+        failures = []
+        if min_alpha is not None:
+            text = figure_text("Krippendorff's alpha", alpha.value, alpha.ci95, alpha.n)
+            if alpha.value is None:
+                failures.append(f"  {text} is undefined (no claim with two labels that differ in kind), "
+                                f"so it cannot reach --min-alpha {min_alpha}")
+            elif alpha.value < min_alpha:
+                failures.append(f"  {text} is below --min-alpha {min_alpha}")
+        if min_kappa is not None:
+            shared = [pair for pair in pairs if pair.n]
+            if not shared:
+                failures.append(f"  no pair of reviewers labeled a cited claim in common: --min-kappa {min_kappa} "
+                                "has nothing to check")
+            for pair in shared:
+                text = figure_text(f"Cohen's kappa of {pair.reviewer_a} vs {pair.reviewer_b}", pair.kappa,
+                                   pair.kappa_ci95, pair.n)
+                if pair.kappa is None:
+                    failures.append(f"  {text} is undefined (both gave one and the same label throughout), "
+                                    f"so it cannot reach --min-kappa {min_kappa}")
+                elif pair.kappa < min_kappa:
+                    failures.append(f"  {text} is below --min-kappa {min_kappa}")
+        return failures
+
+    def _table(self, run: str, pairs: list[Agreement], alpha: Coefficient, ac1: Coefficient,
+               reviewers: list[str], *, with_disagreements: bool) -> str:
+        everyone = f"over {len(reviewers)} reviewers"
+        lines = [f"Run {run}: {len(reviewers)} reviewer(s) on its cited claims "
+                 "(95% intervals: percentile bootstrap over claims, 2000 resamples, fixed seed)",
+                 f"  {figure_text(f'Krippendorff alpha {everyone}', alpha.value, alpha.ci95, alpha.n)}",
+                 f"  {figure_text(f'Gwet AC1 {everyone}', ac1.value, ac1.ci95, ac1.n)}"]
+        for pair in pairs:
+            lines += [
+                "",
+                f"{pair.reviewer_a} (A) vs {pair.reviewer_b} (B) on {pair.n} claims both labeled",
+                f"  raw agreement  {pair.agreement}",
+                f"  {figure_text('Cohen kappa', pair.kappa, pair.kappa_ci95, pair.n)}",
+                "  per label      " + ", ".join(f"{label} {ratio}" for label, ratio in pair.per_label.items()),
+                "  confusion (rows A, columns B)",
+                "  " + pair.confusion.to_string().replace("\n", "\n  "),
+                f"  {len(pair.disagreements)} disagreement(s)" + (":" if with_disagreements else ""),
+            ]
+            if with_disagreements:
+                ids = pair.disagreements["claim_id"].tolist()
+                texts = dict(Claim.objects.filter(pk__in=ids).values_list("pk", "text"))
+                for claim_id, a, b in pair.disagreements.itertuples(index=False):
+                    lines.append(f"    claim {claim_id}: A {a}, B {b}: {texts.get(claim_id, '')[:100]}")
+        return "\n".join(lines)
+
+
+def _listed(interval: Interval | None) -> list[float] | None:
+    return None if interval is None else [interval[0], interval[1]]
+
+
+def _values(ratios: dict) -> dict[str, float | None]:
+    return {label: ratio.value for label, ratio in ratios.items()}

@@ -1,5 +1,12 @@
 """``python manage.py export_labels --run NAME [--project SLUG] [--version N] [--reviewer NAME]
---format xlsx|csv|jsonl -o PATH``."""
+[--format xlsx|csv|jsonl] -o PATH``.
+
+The format comes from ``--format``, else from the suffix of ``-o``
+(``.xlsx``, ``.csv``, ``.jsonl``); a ``--format`` that contradicts the suffix
+(``--format csv -o labels.xlsx``) is refused rather than writing a file that
+its name misdescribes. The folder of ``-o`` must exist: a typo in a path
+should fail, not grow a new tree of folders.
+"""
 
 from __future__ import annotations
 
@@ -26,11 +33,15 @@ class Command(BaseCommand):
         parser.add_argument("--project", help="project slug (default: the only project)")
         parser.add_argument("--version", type=int, help="version number (default: the current table)")
         parser.add_argument("--reviewer", help="show this reviewer's labels instead of the agreed ones")
-        parser.add_argument("--format", required=True, choices=EXPORT_FORMATS)
+        parser.add_argument("--format", choices=EXPORT_FORMATS,
+                            help="file format (default: from the suffix of -o)")
         parser.add_argument("-o", "--output", required=True, type=Path, help="file to write")
 
     def handle(self, *args, run: str, project: str | None, version: int | None, reviewer: str | None,
-               format: str, output: Path, **options) -> None:
+               format: str | None, output: Path, **options) -> None:
+        format = output_format(output, format)
+        if not output.parent.is_dir():
+            raise CommandError(f"-o {output}: the folder {str(output.parent)!r} does not exist; create it first")
         target = find_run(find_project(project), run)
         chosen = None
         if version is not None:
@@ -46,5 +57,25 @@ class Command(BaseCommand):
         except (ValueError, VersionIntegrityError) as exc:
             partial.unlink(missing_ok=True)
             raise CommandError(str(exc)) from None
+        except OSError as exc:  # not writable, a folder by that name, disk full …
+            partial.unlink(missing_ok=True)
+            raise CommandError(f"-o {output}: cannot write the file ({exc.strerror or exc.__class__.__name__})") \
+                from None
         what = f"version {chosen.number}" if chosen else "current label table"
         self.stdout.write(self.style.SUCCESS(f"{target.project.slug}/{target.name} {what} → {output}"))
+
+
+def output_format(output: Path, given: str | None) -> str:
+    """The export format for file ``output``: ``given`` when the suffix agrees
+    or names no export format, else the suffix's. CommandError when they
+    contradict each other, or when neither says."""
+    suffix = output.suffix.lower().lstrip(".")
+    if given is None:
+        if suffix not in EXPORT_FORMATS:
+            raise CommandError(f"-o {output}: cannot tell the format from the suffix; give --format "
+                               f"{'|'.join(EXPORT_FORMATS)} or name the file .xlsx, .csv or .jsonl")
+        return suffix
+    if suffix in EXPORT_FORMATS and suffix != given:
+        raise CommandError(f"--format {given} but -o {output} ends in .{suffix}: give the file a .{given} name, "
+                           f"or drop --format to write {suffix}")
+    return given

@@ -2,7 +2,10 @@
 
 With ``--baseline A --max-drop support=0.05 …`` it is a CI gate: exit status 1,
 naming the metric and the numbers, when the run falls more than the allowed
-drop below the baseline run.
+drop below the baseline run. ``--baseline`` needs at least one ``--max-drop``:
+a gate without a bound would pass whatever the run scored, and a silent
+default bound would pass or fail on a number the CI file never states. The
+verdict names every bound it applied.
 """
 
 from __future__ import annotations
@@ -89,6 +92,12 @@ class Command(BaseCommand):
         drops = parse_max_drop(options["max_drop"])
         if drops and not options["baseline"]:
             raise CommandError("--max-drop needs --baseline RUN")
+        if options["baseline"] and not drops:
+            raise CommandError(
+                "--baseline needs at least one --max-drop METRIC=X (e.g. --max-drop support=0.05 --max-drop "
+                f"coverage=0.05): without a bound the gate would pass whatever {options['run']} scored. "
+                f"Metrics: {', '.join(GATE_METRICS)}"
+            )
         shared = None
         if options["baseline"]:
             baseline_run = find_run(project, options["baseline"])
@@ -105,7 +114,8 @@ class Command(BaseCommand):
         if options["baseline"]:
             baseline = self._scores(baseline_run, options, shared)
             failures = gate(baseline.to_dict(), scores.to_dict(), drops)
-            note = f"on the {len(shared)} question(s) both runs answered"
+            bounds = ", ".join(f"{name} may drop ≤ {drop:g}" for name, drop in drops.items())
+            note = f"on the {len(shared)} question(s) both runs answered ({bounds})"
             for name, result in ((run.name, scores), (baseline_run.name, baseline)):
                 if result.claims.pending and any(m in drops for m in ("support", "mean_support")):
                     note += f"; support of {name} is provisional ({result.claims.pending} cited claim(s) pending)"

@@ -1,0 +1,139 @@
+"""A run's reviewer agreement read from the database, for the agreement page
+and ``manage.py agreement`` (SPEC §4.4; the figures are ``scoring.agreement``'s).
+
+Only cited claims count. A claim without citations is UNCITED by the SPEC §3
+rule, whoever looks at it: nobody judges it, so counting it would add free
+agreements and raise every figure. The categories a reviewer chooses between
+are therefore SUPPORTED and UNSUPPORTED (Gwet's q = 2).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pandas as pd
+
+from labeling.models import Claim, Label, LabelValue, Reviewer, Run
+from scoring import agreement as scoring_agreement
+from scoring.agreement import Agreement, Reliability
+from scoring.labels import SUPPORTED, UNSUPPORTED, disagreements
+
+CATEGORIES = (SUPPORTED, UNSUPPORTED)
+
+# Krippendorff (2004, §11.4): rely on data with alpha ≥ 0.800; 0.667 ≤ alpha < 0.800
+# allows only tentative conclusions. The page reads kappa and AC1 on the same scale.
+GOOD = 0.80
+TENTATIVE = 0.667
+
+
+@dataclass(frozen=True)
+class RunAgreement:
+    """Agreement on the cited claims of one run.
+
+    ``labels``: the labels frame (``claim_id, reviewer, label``) of the current
+    labels on cited claims. ``reviewers``: names of every reviewer in it,
+    sorted. ``kinds``: reviewer name → kind (human, external, model).
+    ``pairs``: :class:`scoring.agreement.Agreement` per pair of reviewers,
+    confusion over SUPPORTED/UNSUPPORTED. ``overall``: alpha and AC1 across
+    all reviewers. ``disputed``: claim ids where the reviewers who labeled
+    the claim do not all agree, sorted.
+    """
+
+    labels: pd.DataFrame
+    reviewers: list[str]
+    kinds: dict[str, str]
+    pairs: list[Agreement]
+    overall: Reliability
+    disputed: list[int]
+
+
+def agreement_labels(run: Run) -> tuple[pd.DataFrame, dict[str, str]]:
+    """Current labels on the cited claims of ``run`` as a labels frame
+    (``claim_id`` int, ``reviewer`` username, ``label``), and each of their
+    reviewers' kind by name. Two queries."""
+    # UNCITED is given if and only if a claim has no citation (SPEC §3, enforced by
+    # label_save and the imports; a citation change makes labels stale), so leaving
+    # out UNCITED labels leaves out exactly the uncited claims, without a join.
+    rows = (Label.objects.filter(claim__answer__run=run, is_current=True).exclude(value=LabelValue.UNCITED)
+            .order_by().values_list("claim_id", "reviewer_id", "value"))
+    labels = pd.DataFrame.from_records(list(rows), columns=["claim_id", "reviewer", "label"])
+    # Names by id from one small query: joining the user table onto every label row
+    # doubles the time of this read on a 120k-label run.
+    people = Reviewer.objects.filter(pk__in=labels["reviewer"].unique().tolist()).values_list("pk", "username", "kind")
+    names, kinds = {}, {}
+    for pk, username, kind in people:
+        names[pk], kinds[username] = username, kind
+    labels["reviewer"] = labels["reviewer"].map(names).astype(object)
+    return labels, kinds
+
+
+def run_agreement(*, run: Run) -> RunAgreement:
+    """Every pair's agreement and the all-reviewer figures of ``run``'s cited
+    claims (:class:`RunAgreement`). Two queries (labels, their reviewers)."""
+    labels, kinds = agreement_labels(run)
+    return RunAgreement(
+        labels=labels,
+        reviewers=sorted(kinds),
+        kinds=kinds,
+        pairs=scoring_agreement.all_pairs(labels, categories=CATEGORIES),
+        overall=scoring_agreement.reliability(labels, categories=CATEGORIES),
+        disputed=disagreements(labels)["claim_id"].tolist(),
+    )
+
+
+@dataclass(frozen=True)
+class ReviewerLabel:
+    """One reviewer's side of a disagreement: ``value`` is ``None`` when the
+    reviewer did not label the claim."""
+
+    reviewer: str
+    value: str | None
+    justification: str
+
+
+@dataclass(frozen=True)
+class DisagreementRow:
+    """A disputed claim with what each reviewer said, for the agreement page."""
+
+    claim_id: int
+    answer_id: int
+    question_id: str
+    claim: str
+    labels: list[ReviewerLabel]
+
+
+def disagreement_rows(*, run: Run, claim_ids: list[int], reviewers: list[str]) -> list[DisagreementRow]:
+    """The claims ``claim_ids`` of ``run`` (in that order) with each of
+    ``reviewers``' current label and justification. Two queries."""
+    claims = {
+        pk: (answer_id, question_id, text)
+        for pk, answer_id, question_id, text in Claim.objects.filter(answer__run=run, pk__in=claim_ids)
+        .order_by().values_list("pk", "answer_id", "answer__question_key", "text")
+    }
+    said: dict[tuple[int, str], tuple[str, str]] = {
+        (claim_id, name): (value, justification)
+        for claim_id, name, value, justification in Label.objects.filter(
+            claim_id__in=claim_ids, claim__answer__run=run, is_current=True
+        ).order_by().values_list("claim_id", "reviewer__username", "value", "justification")
+    }
+    rows = []
+    for claim_id in claim_ids:
+        if claim_id not in claims:
+            continue
+        answer_id, question_id, text = claims[claim_id]
+        rows.append(DisagreementRow(
+            claim_id=claim_id, answer_id=answer_id, question_id=question_id, claim=text,
+            labels=[ReviewerLabel(name, *said.get((claim_id, name), (None, ""))) for name in reviewers],
+        ))
+    return rows
+
+
+def verdict(value: float | None) -> str:
+    """``good`` (≥ 0.80), ``tentative`` (≥ 0.667), ``low``, or ``undefined``
+    for ``None``: Krippendorff's reading of alpha, used for every figure."""
+    if value is None:
+        return "undefined"
+    if value >= GOOD:
+        return "good"
+    return "tentative" if value >= TENTATIVE else "low"
+

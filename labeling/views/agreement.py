@@ -1,0 +1,69 @@
+"""A run's agreement page: how far its reviewers agree, and where they do not (SPEC §4.4)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.contrib.auth.decorators import login_required
+from django.core.paginator import Paginator
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.views.decorators.http import require_GET
+
+from labeling.agreement import CATEGORIES, disagreement_rows, run_agreement, verdict
+from labeling.selectors import ALL_LABELS
+from labeling.views.projects import run_for
+from scoring.agreement import BOOTSTRAP_RESAMPLES, Agreement
+
+DISAGREEMENTS_PER_PAGE = 50
+# Shades of the confusion cells: a cell's share of the pair's claims in fifths.
+HEAT_LEVELS = 5
+
+
+@dataclass(frozen=True)
+class ConfusionCell:
+    count: int
+    percent: int
+    level: int
+    agree: bool
+
+
+@dataclass(frozen=True)
+class PairView:
+    pair: Agreement
+    verdict: str
+    kind_a: str
+    kind_b: str
+    rows: list[tuple[str, list[ConfusionCell]]]
+
+
+def pair_view(pair: Agreement, kinds: dict[str, str]) -> PairView:
+    """The pair with its confusion matrix as shaded cells (level 0–5 by share of n)."""
+    rows = []
+    for row in CATEGORIES:
+        cells = []
+        for col in CATEGORIES:
+            count = int(pair.confusion.at[row, col])
+            share = count / pair.n if pair.n else 0.0
+            # any claim at all shows at least the lightest shade
+            level = 0 if count == 0 else max(1, round(share * HEAT_LEVELS))
+            cells.append(ConfusionCell(count, round(share * 100), level, row == col))
+        rows.append((row, cells))
+    return PairView(pair, verdict(pair.kappa), kinds.get(pair.reviewer_a, ""), kinds.get(pair.reviewer_b, ""), rows)
+
+
+@login_required
+@require_GET
+def run_agreement_page(request: HttpRequest, project_slug: str, run_name: str) -> HttpResponse:
+    # Every reviewer's labels side by side: not for a reviewer who labels the run blind.
+    run = run_for(request, project_slug, run_name, ALL_LABELS)
+    result = run_agreement(run=run)
+    page = Paginator(result.disputed, DISAGREEMENTS_PER_PAGE).get_page(request.GET.get("page"))
+    rows = disagreement_rows(run=run, claim_ids=list(page.object_list), reviewers=result.reviewers)
+    overall = result.overall
+    return render(request, "labeling/run_agreement.html", {
+        "project": run.project, "run": run, "result": result, "overall": overall,
+        "alpha_verdict": verdict(overall.alpha.value), "ac1_verdict": verdict(overall.ac1.value),
+        "pairs": [pair_view(pair, result.kinds) for pair in result.pairs], "categories": CATEGORIES,
+        "page": page, "disagreements": rows, "resamples": BOOTSTRAP_RESAMPLES,
+    })
