@@ -102,3 +102,29 @@ def test_with_blind_labeling_off_reviewers_see_each_others_labels(client, blind)
     review = client.get(reverse("answer_review", args=["team", "r", blind["claim"].answer_id]))
     assert ANN_SAYS in review.content.decode()
     assert client.get(reverse("run_detail", args=["team", "r"])).context["counts"].unsupported == 1
+
+
+def test_a_blind_reviewer_may_take_their_own_labels_offline_but_no_one_elses(client, blind):
+    """bob labels claim 2; his own table has his label and nothing of ann's or the judge's."""
+    from labeling.models import Claim
+
+    LabelFactory(claim=Claim.objects.get(text="It has a river."), reviewer=blind["people"]["bob"],
+                 value="SUPPORTED", justification="Bob-checked-the-river")
+    client.force_login(blind["people"]["bob"])
+    url = reverse("label_export", args=["team", "r"]) + "?format=csv"
+    mine = _body(client.get(url + "&reviewer=me")).decode()
+    assert "Bob-checked-the-river" in mine and ANN_SAYS not in mine and JUDGE_SAYS not in mine
+    assert client.get(url + "&reviewer=ann").status_code == 403
+    assert client.get(url).status_code == 403
+
+
+def test_the_run_page_offers_a_blind_reviewer_only_what_they_may_open(client, blind):
+    client.force_login(blind["people"]["bob"])
+    html = client.get(reverse("run_detail", args=["team", "r"])).content.decode()
+    for hidden in (reverse("version_list", args=["team", "r"]), reverse("label_import", args=["team", "r"]),
+                   reverse("run_agreement", args=["team", "r"]), "?format=csv", "Save version"):
+        assert hidden not in html, hidden
+    assert "?format=xlsx&amp;reviewer=me" in html
+    client.force_login(blind["people"]["lea"])
+    html = client.get(reverse("run_detail", args=["team", "r"])).content.decode()
+    assert reverse("version_list", args=["team", "r"]) in html and "Save version" in html

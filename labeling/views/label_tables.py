@@ -13,7 +13,7 @@ from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core import signing
-from django.core.exceptions import ValidationError
+from django.core.exceptions import PermissionDenied, ValidationError
 from django.core.files.base import ContentFile
 from django.core.files.storage import default_storage
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse
@@ -43,8 +43,9 @@ from labeling.label_tables import (
     version_scores,
 )
 from labeling.models import LabelTableVersion, Run
-from labeling.selectors import ALL_LABELS, LEAD
+from labeling.selectors import ALL_LABELS, LEAD, may_on_run
 from labeling.views.params import int_param
+from labeling.views.projects import blind_refusal
 from labeling.views.projects import run_for as _run_for
 from scoring.claims import ClaimMetrics
 
@@ -142,7 +143,7 @@ def version_diff_page(request: HttpRequest, project_slug: str, run_name: str) ->
 @login_required
 @require_GET
 def label_export(request: HttpRequest, project_slug: str, run_name: str) -> HttpResponse:
-    run = _run_for(request, project_slug, run_name, ALL_LABELS)
+    run = _run_for(request, project_slug, run_name)
     fmt = request.GET.get("format", "xlsx")
     if fmt not in EXPORT_FORMATS:
         raise Http404("Unknown export format")
@@ -152,6 +153,9 @@ def label_export(request: HttpRequest, project_slug: str, run_name: str) -> Http
     reviewer = request.GET.get("reviewer") or None
     if reviewer == "me":
         reviewer = request.user.username
+    if (reviewer != request.user.username or version is not None) and not may_on_run(run, ALL_LABELS):
+        # Blind labeling: a reviewer may take their own labels offline, nobody else's.
+        raise PermissionDenied(blind_refusal(run))
     handle = tempfile.TemporaryFile()
     try:
         label_table_export(run=run, fmt=fmt, out=handle, version=version, reviewer=reviewer)

@@ -37,6 +37,9 @@ def run_for(request: HttpRequest, project_slug: str, run_name: str, action: str 
     run = get_object_or_404(selectors.visible_runs(user=request.user), project__slug=project_slug, name=run_name)
     run.project.my_role = run.my_role
     _check_role(run.my_role, action, run.project)
+    # What the run page's buttons offer: only what this user may do there.
+    run.may_lead = selectors.may(run.my_role, selectors.LEAD)
+    run.sees_all_labels = selectors.may_on_run(run, selectors.ALL_LABELS)
     if not selectors.may_on_run(run, action):
         if action == selectors.LABEL:
             raise PermissionDenied(f"You are not assigned to run {run.name!r}: a lead of project "
