@@ -140,3 +140,10 @@ def test_run_page_reviewer_progress_keeps_a_constant_query_budget(client, django
     rows = [(r.reviewer.username, r.labeled, r.assigned) for r in response.context["team"].rows]
     assert rows == [("ann", answers, 2 * answers), ("bob", 0, 2 * answers)]
     assert f'<span class="metric" id="reached-overlap">0/{2 * answers}</span>' in response.content.decode()
+
+
+def test_start_labeling_tells_an_unassigned_reviewer_why_the_queue_is_empty(client, team):
+    run_assign(run=team["run"], reviewers=[team["people"]["ann"]])
+    client.force_login(team["people"]["bob"])
+    response = client.get(reverse("run_next", args=["team", "r"]), follow=True)
+    assert "You are not assigned to run r: nothing is in your queue there." in response.content.decode()

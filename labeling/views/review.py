@@ -192,6 +192,12 @@ def run_next(request: HttpRequest, project_slug: str, run_name: str) -> HttpResp
     claim = queue.next_unlabeled_claim(run=run, reviewer=request.user, after=after)
     if claim is None:
         notice = f"Every cited claim of run {run.name} carries your label: nothing left to do."
+        if run.has_assignments and not run.is_assigned:
+            notice = (f"You are not assigned to run {run.name}: nothing is in your queue there. A lead of the "
+                      "project assigns its reviewers.")
+        elif run.overlap > 1:
+            notice = (f"Every cited claim of run {run.name} carries your label or already has its "
+                      f"{run.overlap} reviewers: nothing left to do.")
         if request.htmx and after is not None:
             return _show(request, run, after.answer, after.pk, came_from=after.answer_id, notice=notice)
         messages.success(request, notice)
