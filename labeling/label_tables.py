@@ -383,6 +383,11 @@ def label_table_import_preview(
         .annotate(n=Count("citations"))
         .values_list("id", "answer__question__question_id", "index", "text", "revision", "n")
     }
+    # Claims whose every citation is fabricated: SUPPORTED is refused on them.
+    fabricated_only = set(
+        Claim.objects.filter(answer__run=run, citations__isnull=False)
+        .exclude(citations__fabricated=False).values_list("id", flat=True)
+    )
     by_position = {(qid, index): pk for pk, (qid, index, _t, _r, _n) in claims.items()}
     mine = {
         claim_id: (value, justification)
@@ -443,7 +448,8 @@ def label_table_import_preview(
         if row.label is None:
             preview.blank += 1
             continue
-        broken = label_problem(row.label, n_citations=n_citations)
+        n_sent = 0 if claim_id in fabricated_only else n_citations
+        broken = label_problem(row.label, n_citations=n_citations, n_sent=n_sent)
         if broken is not None:
             problem(ImportIssue(row.line, broken.field, broken.message))
             continue
@@ -460,7 +466,7 @@ def label_table_import_preview(
                 and _comparable(shown_justification, fmt) == _comparable(justification, fmt)):
             preview.unchanged += 1
             continue
-        broken = label_problem(row.label, n_citations=n_citations, justification=justification,
+        broken = label_problem(row.label, n_citations=n_citations, n_sent=n_sent, justification=justification,
                                supported_needs_justification=require_supported)
         if broken is not None:
             problem(ImportIssue(row.line, broken.field, broken.message))
