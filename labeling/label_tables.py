@@ -373,7 +373,7 @@ def label_table_import_preview(
     Queries: 2 (claims, reviewer's labels) + 6 (current label table).
     """
     fmt = table_file.format
-    preview = LabelImportPreview(run=run, reviewer=reviewer, format=fmt, rows=len(table_file.rows),
+    preview = LabelImportPreview(run=run, reviewer=reviewer, format=fmt, rows=table_file.rows_read,
                                  issues=list(table_file.issues), file_problem=table_file.file_problem,
                                  newer_checked=table_file.has_labeled_at)
     problem = preview.issues.append

@@ -262,6 +262,10 @@ def test_every_bad_row_is_reported_with_row_column_and_reason(seed_run, alice):
     assert reasons[9].startswith("the claim changed since this file was exported (revision 7 → 1")
     assert reasons[10] == "expected a whole number, got 'x'"
     assert [c.line for c in preview.changes] == [2]
+    # Every row below the header is counted once: 1 change + 0 unchanged + 0 blank
+    # + 11 refused rows (row 6 and row 13 were refused while reading) = 12 rows.
+    assert preview.rows == 12 == len(rows)
+    assert preview.rows == len(preview.changes) + preview.unchanged + preview.blank + len(preview.issues)
 
 
 def test_project_setting_requires_a_justification_for_supported(seed_run, alice):
