@@ -14,10 +14,10 @@ from __future__ import annotations
 import threading
 
 import pytest
-from django.urls import reverse
 
 from labeling import services
 from labeling.models import Claim, Label
+from tests.e2e.conftest import panel_claim, review_url, wait_for_claim_after, wait_for_htmx
 from tests.factories import (
     AnswerFactory,
     CitationFactory,
@@ -55,23 +55,6 @@ def labeling_run(reviewer, answers: dict[str, int]):
     return run, [answer_with_claims(run, question_id, count) for question_id, count in answers.items()]
 
 
-def review_url(run, answer, claim=None) -> str:
-    url = reverse("answer_review", kwargs={"project_slug": run.project.slug, "run_name": run.name,
-                                           "answer_id": answer.pk})
-    return url + (f"?claim={claim.pk}" if claim is not None else "")
-
-
-def panel_claim(page) -> int:
-    return int(page.get_attribute("#claim-panel", "data-claim"))
-
-
-def wait_for_claim_after(page, claim_id: int) -> int:
-    page.wait_for_function(f"document.querySelector('#claim-panel').dataset.claim !== '{claim_id}'")
-    page.wait_for_function("!document.querySelector('.htmx-request, .htmx-swapping, .htmx-settling, "
-                           "main[aria-busy=true]')")
-    return panel_claim(page)
-
-
 def labels_of(reviewer, claim) -> list[tuple[str, str, bool]]:
     """(value, justification, is_current) of the reviewer's labels on ``claim``, oldest first."""
     return list(Label.objects.filter(reviewer=reviewer, claim=claim).order_by("pk")
@@ -96,7 +79,7 @@ def conflict_in_tab_b(live_server, reviewer, page):
     tab_b.keyboard.type(JUSTIFICATION)
     tab_b.keyboard.press("Enter")
     tab_b.wait_for_selector("#claim-panel .conflict:has-text('Not saved')")
-    tab_b.wait_for_function("!document.querySelector('.htmx-request, .htmx-swapping, .htmx-settling')")
+    wait_for_htmx(tab_b)
     assert labels_of(reviewer, claims[0]) == [("SUPPORTED", "", True)]
     return claims[0], tab_b
 
@@ -219,7 +202,7 @@ def burst(page, presses: int, gap_ms: int) -> tuple[list[dict], list[dict], int]
         if n + 1 < presses:
             page.wait_for_timeout(gap_ms)
     page.wait_for_load_state("networkidle")
-    page.wait_for_function("!document.querySelector('.htmx-request, .htmx-swapping, .htmx-settling')")
+    wait_for_htmx(page)
     ignored = int(page.evaluate("(document.getElementById('key-status') || {dataset: {}}).dataset.ignored || 0"))
     return page.evaluate("window.__keys"), page.evaluate("window.__saves"), ignored
 
