@@ -84,6 +84,15 @@ def conflict_in_tab_b(live_server, reviewer, page):
     return claims[0], tab_b
 
 
+def escape_then_one(page, claim) -> None:
+    """Esc: no label armed and an empty justification box; then ``1`` on ``claim``."""
+    page.keyboard.press("Escape")
+    assert page.get_attribute("#label-form", "data-armed") is None
+    assert page.input_value("textarea[name=justification]") == ""
+    page.keyboard.press("1")
+    wait_for_claim_after(page, claim.pk)
+
+
 def test_enter_after_a_conflict_saves_the_label_the_reviewer_chose(live_server, reviewer, logged_in_page):
     """Today's main saved SUPPORTED (the other tab's label) with tab B's justification."""
     claim, tab_b = conflict_in_tab_b(live_server, reviewer, logged_in_page)
@@ -115,11 +124,7 @@ def test_two_then_enter_after_a_conflict_saves_unsupported_without_typing_2(live
 def test_escape_after_a_conflict_keeps_the_newer_label_and_drops_the_text(live_server, reviewer, logged_in_page):
     claim, tab_b = conflict_in_tab_b(live_server, reviewer, logged_in_page)
 
-    tab_b.keyboard.press("Escape")
-    assert tab_b.get_attribute("#label-form", "data-armed") is None
-    assert tab_b.input_value("textarea[name=justification]") == ""
-    tab_b.keyboard.press("1")
-    wait_for_claim_after(tab_b, claim.pk)
+    escape_then_one(tab_b, claim)
 
     # SUPPORTED with no text is the label the other tab saved: kept as it is, nothing new.
     assert labels_of(reviewer, claim) == [("SUPPORTED", "", True)]
@@ -133,11 +138,7 @@ def test_escape_cancels_the_armed_label_and_its_justification(live_server, revie
 
     page.keyboard.press("2")
     page.keyboard.type("half")
-    page.keyboard.press("Escape")
-    assert page.get_attribute("#label-form", "data-armed") is None
-    assert page.input_value("textarea[name=justification]") == ""
-    page.keyboard.press("1")
-    wait_for_claim_after(page, claims[0].pk)
+    escape_then_one(page, claims[0])
 
     assert labels_of(reviewer, claims[0]) == [("SUPPORTED", "", True)]
 
