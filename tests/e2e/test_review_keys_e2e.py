@@ -55,6 +55,14 @@ def labeling_run(reviewer, answers: dict[str, int]):
     return run, [answer_with_claims(run, question_id, count) for question_id, count in answers.items()]
 
 
+def open_answer(live_server, reviewer, page, claims: int):
+    """One answer (question q1) of ``claims`` claims in ``labeling_run``, opened on
+    its review page in ``page``. Returns (answer, claims)."""
+    run, [(answer, made)] = labeling_run(reviewer, {"q1": claims})
+    page.goto(live_server.url + review_url(run, answer))
+    return answer, made
+
+
 def labels_of(reviewer, claim) -> list[tuple[str, str, bool]]:
     """(value, justification, is_current) of the reviewer's labels on ``claim``, oldest first."""
     return list(Label.objects.filter(reviewer=reviewer, claim=claim).order_by("pk")
@@ -64,11 +72,10 @@ def labels_of(reviewer, claim) -> list[tuple[str, str, bool]]:
 def conflict_in_tab_b(live_server, reviewer, page):
     """Tab B opens claim 1; tab A then saves SUPPORTED on it; tab B arms UNSUPPORTED,
     types JUSTIFICATION and presses Enter: "Not saved". Returns (claim 1, tab B)."""
-    run, [(answer, claims)] = labeling_run(reviewer, {"q1": 2})
     tab_b = page
-    tab_b.goto(live_server.url + review_url(run, answer))
+    answer, claims = open_answer(live_server, reviewer, tab_b, 2)
     tab_a = page.context.new_page()
-    tab_a.goto(live_server.url + review_url(run, answer))
+    tab_a.goto(live_server.url + review_url(answer.run, answer))
     tab_a.keyboard.press("1")
     wait_for_claim_after(tab_a, claims[0].pk)
     tab_a.close()
@@ -132,9 +139,8 @@ def test_escape_after_a_conflict_keeps_the_newer_label_and_drops_the_text(live_s
 
 def test_escape_cancels_the_armed_label_and_its_justification(live_server, reviewer, logged_in_page):
     """2, type "half", Esc, 1: today's main saved SUPPORTED with the justification "half"."""
-    run, [(answer, claims)] = labeling_run(reviewer, {"q1": 2})
     page = logged_in_page
-    page.goto(live_server.url + review_url(run, answer))
+    _, claims = open_answer(live_server, reviewer, page, 2)
 
     page.keyboard.press("2")
     page.keyboard.type("half")
@@ -145,9 +151,8 @@ def test_escape_cancels_the_armed_label_and_its_justification(live_server, revie
 
 def test_one_while_unsupported_is_armed_drops_the_text_typed_for_it(live_server, reviewer, logged_in_page):
     """2, type, click outside the box, 1: the text was written for UNSUPPORTED, not for SUPPORTED."""
-    run, [(answer, claims)] = labeling_run(reviewer, {"q1": 2})
     page = logged_in_page
-    page.goto(live_server.url + review_url(run, answer))
+    _, claims = open_answer(live_server, reviewer, page, 2)
 
     page.keyboard.press("2")
     page.keyboard.type("half")
@@ -290,9 +295,8 @@ def test_keys_pressed_while_saving_are_ignored_not_replayed(live_server, reviewe
 
 
 def test_t_edits_the_claim_text_and_m_merges_with_the_next_claim(live_server, reviewer, logged_in_page):
-    run, [(answer, claims)] = labeling_run(reviewer, {"q1": 3})
     page = logged_in_page
-    page.goto(live_server.url + review_url(run, answer))
+    answer, claims = open_answer(live_server, reviewer, page, 3)
     assert "t" in page.inner_text("[data-shortcut='t']")
     assert "m" in page.inner_text("[data-shortcut='m']")
 
@@ -314,9 +318,8 @@ def test_t_edits_the_claim_text_and_m_merges_with_the_next_claim(live_server, re
 
 
 def test_help_lists_the_merge_and_edit_keys(live_server, reviewer, logged_in_page):
-    run, [(answer, _claims)] = labeling_run(reviewer, {"q1": 2})
     page = logged_in_page
-    page.goto(live_server.url + review_url(run, answer))
+    open_answer(live_server, reviewer, page, 2)
     page.keyboard.press("?")
     help_text = page.inner_text("#shortcut-help")
     assert "t\tedit the claim's text" in help_text
