@@ -406,7 +406,7 @@ def label_table_import_preview(
                               f"import {'adjudications' if adjudicate else 'labels under the reviewers a file names'}.",
                               code="not_lead")
     fmt = table_file.format
-    preview = LabelImportPreview(run=run, reviewer=reviewer, format=fmt, rows=len(table_file.rows),
+    preview = LabelImportPreview(run=run, reviewer=reviewer, format=fmt, rows=table_file.rows_read,
                                  issues=list(table_file.issues), file_problem=table_file.file_problem,
                                  newer_checked=table_file.has_labeled_at)
     problem = preview.issues.append
@@ -416,6 +416,11 @@ def label_table_import_preview(
         .annotate(n=Count("citations"))
         .values_list("id", "answer__question__question_id", "index", "text", "revision", "n")
     }
+    # Claims whose every citation is fabricated: SUPPORTED is refused on them.
+    fabricated_only = set(
+        Claim.objects.filter(answer__run=run, citations__isnull=False)
+        .exclude(citations__fabricated=False).values_list("id", flat=True)
+    )
     by_position = {(qid, index): pk for pk, (qid, index, _t, _r, _n) in claims.items()}
     # What a row is compared with: the current label of the reviewer it is recorded under.
     if adjudicate:
@@ -491,7 +496,8 @@ def label_table_import_preview(
         if row.label is None:
             preview.blank += 1
             continue
-        broken = label_problem(row.label, n_citations=n_citations)
+        n_sent = 0 if claim_id in fabricated_only else n_citations
+        broken = label_problem(row.label, n_citations=n_citations, n_sent=n_sent)
         if broken is not None:
             problem(ImportIssue(row.line, broken.field, broken.message))
             continue
@@ -503,7 +509,7 @@ def label_table_import_preview(
         if own and own[0] == row.label and _comparable(own[1], fmt) == _comparable(justification, fmt):
             preview.unchanged += 1
             continue
-        broken = label_problem(row.label, n_citations=n_citations, justification=justification,
+        broken = label_problem(row.label, n_citations=n_citations, n_sent=n_sent, justification=justification,
                                supported_needs_justification=require_supported)
         if broken is not None:
             problem(ImportIssue(row.line, broken.field, broken.message))

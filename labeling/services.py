@@ -100,10 +100,11 @@ def label_save(
         )
     with transaction.atomic():
         # Only what can change under us is re-read (revision, index, citations), under the row lock.
-        revision, index, cited = (
+        revision, index, cited, cites_sent = (
             Claim.objects.select_for_update().filter(pk=claim.pk)
-            .annotate(is_cited=Exists(Citation.objects.filter(claim=OuterRef("pk"))))
-            .values_list("revision", "index", "is_cited").get()
+            .annotate(is_cited=Exists(Citation.objects.filter(claim=OuterRef("pk"))),
+                      cites_sent=Exists(Citation.objects.filter(claim=OuterRef("pk"), fabricated=False)))
+            .values_list("revision", "index", "is_cited", "cites_sent").get()
         )
         if base_revision != revision:
             raise LabelConflict(
@@ -128,7 +129,7 @@ def label_save(
                            "to replace it.")
             raise LabelConflict(message, claim=claim, newer=current)
         problem = label_problem(
-            value, n_citations=int(cited), justification=justification,
+            value, n_citations=int(cited), n_sent=int(cites_sent), justification=justification,
             supported_needs_justification=claim.answer.run.project.require_justification_for_supported,
         )
         if problem is not None:

@@ -2,7 +2,7 @@
 
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
-from django.urls import path, register_converter
+from django.urls import include, path, register_converter
 
 from labeling.forms import LoginForm
 from labeling.views import agreement as agreement_views
@@ -16,6 +16,37 @@ from labeling.views.params import IdConverter
 
 register_converter(IdConverter, "id")
 
+# Everything under one run: p/<project_slug>/runs/<run_name>/…
+run_urlpatterns = [
+    path("", projects.run_detail, name="run_detail"),
+    path("rename/", run_views.run_rename_view, name="run_rename"),
+    path("delete/", run_views.run_delete_view, name="run_delete"),
+    # Labeling screen
+    path("next/", review_views.run_next, name="run_next"),
+    path("progress/", review_views.run_progress, name="run_progress"),
+    path("scatter/", projects.run_scatter, name="run_scatter"),
+    path("summary/", projects.run_summary, name="run_summary"),
+    path("gold/", projects.run_gold, name="run_gold"),
+    path("agreement/", agreement_views.run_agreement_page, name="run_agreement"),
+    # Team: who works on the run, and the lead's adjudication of disputed claims
+    path("reviewers/", member_views.run_reviewers, name="run_reviewers"),
+    path("adjudicate/", member_views.run_adjudicate, name="run_adjudicate"),
+    path("undo/", review_views.label_undo, name="label_undo"),
+    path("answers/<id:answer_id>/", review_views.answer_review, name="answer_review"),
+    path("claims/<id:claim_id>/label/", review_views.claim_label, name="claim_label"),
+    path("claims/<id:claim_id>/split/", review_views.claim_split, name="claim_split"),
+    path("claims/<id:claim_id>/merge/", review_views.claim_merge, name="claim_merge"),
+    path("claims/<id:claim_id>/edit/", review_views.claim_edit, name="claim_edit"),
+    # Label table versions, exports and imports
+    path("versions/", label_table_views.version_list, name="version_list"),
+    path("versions/new/", label_table_views.version_create, name="version_create"),
+    path("versions/diff/", label_table_views.version_diff_page, name="version_diff"),
+    path("versions/<id:number>.jsonl", label_table_views.version_file, name="version_file"),
+    path("labels/export/", label_table_views.label_export, name="label_export"),
+    path("labels/import/", label_table_views.label_import, name="label_import"),
+    path("labels/import/apply/", label_table_views.label_import_apply, name="label_import_apply"),
+]
+
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("login/", auth_views.LoginView.as_view(authentication_form=LoginForm), name="login"),
@@ -23,45 +54,7 @@ urlpatterns = [
     path("", projects.project_list, name="project_list"),
     path("p/<slug:project_slug>/", projects.project_detail, name="project_detail"),
     path("p/<slug:project_slug>/members/", member_views.project_members, name="project_members"),
-    path("p/<slug:project_slug>/runs/<str:run_name>/", projects.run_detail, name="run_detail"),
-    path("p/<slug:project_slug>/runs/<str:run_name>/rename/", run_views.run_rename_view, name="run_rename"),
-    path("p/<slug:project_slug>/runs/<str:run_name>/delete/", run_views.run_delete_view, name="run_delete"),
+    path("p/<slug:project_slug>/runs/<str:run_name>/", include(run_urlpatterns)),
     path("p/<slug:project_slug>/compare/", compare_views.run_compare, name="run_compare"),
     path("p/<slug:project_slug>/compare.xlsx", compare_views.run_compare_xlsx, name="run_compare_xlsx"),
-    # Labeling screen
-    path("p/<slug:project_slug>/runs/<str:run_name>/reviewers/", member_views.run_reviewers, name="run_reviewers"),
-    path("p/<slug:project_slug>/runs/<str:run_name>/adjudicate/", member_views.run_adjudicate,
-         name="run_adjudicate"),
-    path("p/<slug:project_slug>/runs/<str:run_name>/next/", review_views.run_next, name="run_next"),
-    path("p/<slug:project_slug>/runs/<str:run_name>/progress/", review_views.run_progress, name="run_progress"),
-    path("p/<slug:project_slug>/runs/<str:run_name>/scatter/", projects.run_scatter, name="run_scatter"),
-    path("p/<slug:project_slug>/runs/<str:run_name>/summary/", projects.run_summary, name="run_summary"),
-    path("p/<slug:project_slug>/runs/<str:run_name>/gold/", projects.run_gold, name="run_gold"),
-    path("p/<slug:project_slug>/runs/<str:run_name>/agreement/", agreement_views.run_agreement_page,
-         name="run_agreement"),
-    path("p/<slug:project_slug>/runs/<str:run_name>/undo/", review_views.label_undo, name="label_undo"),
-    path("p/<slug:project_slug>/runs/<str:run_name>/answers/<id:answer_id>/", review_views.answer_review,
-         name="answer_review"),
-    path("p/<slug:project_slug>/runs/<str:run_name>/claims/<id:claim_id>/label/", review_views.claim_label,
-         name="claim_label"),
-    path("p/<slug:project_slug>/runs/<str:run_name>/claims/<id:claim_id>/split/", review_views.claim_split,
-         name="claim_split"),
-    path("p/<slug:project_slug>/runs/<str:run_name>/claims/<id:claim_id>/merge/", review_views.claim_merge,
-         name="claim_merge"),
-    path("p/<slug:project_slug>/runs/<str:run_name>/claims/<id:claim_id>/edit/", review_views.claim_edit,
-         name="claim_edit"),
-    # Label table versions, exports and imports
-    path("p/<slug:project_slug>/runs/<str:run_name>/versions/", label_table_views.version_list, name="version_list"),
-    path("p/<slug:project_slug>/runs/<str:run_name>/versions/new/", label_table_views.version_create,
-         name="version_create"),
-    path("p/<slug:project_slug>/runs/<str:run_name>/versions/diff/", label_table_views.version_diff_page,
-         name="version_diff"),
-    path("p/<slug:project_slug>/runs/<str:run_name>/versions/<id:number>.jsonl", label_table_views.version_file,
-         name="version_file"),
-    path("p/<slug:project_slug>/runs/<str:run_name>/labels/export/", label_table_views.label_export,
-         name="label_export"),
-    path("p/<slug:project_slug>/runs/<str:run_name>/labels/import/", label_table_views.label_import,
-         name="label_import"),
-    path("p/<slug:project_slug>/runs/<str:run_name>/labels/import/apply/", label_table_views.label_import_apply,
-         name="label_import_apply"),
 ]

@@ -36,7 +36,7 @@ LABEL_COLUMNS = ("claim_id", "reviewer", "label")
 @dataclass(frozen=True, slots=True)
 class LabelProblem:
     """Why a label cannot be recorded on a claim: ``code`` (``uncited_on_cited``,
-    ``judged_on_uncited`` or ``justification_required``), ``field`` (``label``
+    ``judged_on_uncited``, ``supported_on_fabricated`` or ``justification_required``), ``field`` (``label``
     or ``justification``: the input to correct) and ``message`` (lower-case,
     no final stop, for the caller to place after the claim or row it names)."""
 
@@ -45,12 +45,16 @@ class LabelProblem:
     message: str
 
 
-def label_problem(value: str, *, n_citations: int, justification: str | None = None,
+def label_problem(value: str, *, n_citations: int, n_sent: int | None = None, justification: str | None = None,
                   supported_needs_justification: bool = False) -> LabelProblem | None:
     """The SPEC §3 rule for ``value`` on a claim with ``n_citations`` citations,
     or ``None`` when the label may be recorded.
 
     - UNCITED if and only if the claim has zero citations;
+    - SUPPORTED needs at least one citation of a passage that was sent with the
+      answer: ``n_sent`` counts those (``None`` when unknown skips the check).
+      A fabricated citation (SPEC §4.2) names a passage the model never read,
+      so no cited span exists that could entail the claim;
     - a justification is required for UNSUPPORTED, and for SUPPORTED when
       ``supported_needs_justification`` (a project setting). ``justification``
       ``None`` skips this check: an imported dataset keeps its labels as its
@@ -64,6 +68,10 @@ def label_problem(value: str, *, n_citations: int, justification: str | None = N
     if value != UNCITED and not n_citations:
         return LabelProblem("judged_on_uncited", "label", f"{value} on a claim without citations: a claim that "
                                                           "cites nothing is UNCITED automatically")
+    if value == SUPPORTED and n_sent == 0 and n_citations:
+        return LabelProblem("supported_on_fabricated", "label",
+                            "SUPPORTED on a claim whose every citation is fabricated (it names a passage that "
+                            "was not sent with the answer): nothing it cites can entail it, so it is UNSUPPORTED")
     if justification is not None and not justification.strip() and (
             value == UNSUPPORTED or (value == SUPPORTED and supported_needs_justification)):
         where = " in this project" if value == SUPPORTED else ""

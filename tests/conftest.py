@@ -43,3 +43,10 @@ def reviewer(db):
     from tests.factories import ReviewerFactory
 
     return ReviewerFactory(username="alice")
+
+
+@pytest.fixture
+def alice(client, reviewer):
+    """The test client logged in as ``reviewer`` (``alice``)."""
+    client.force_login(reviewer)
+    return client

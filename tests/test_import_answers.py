@@ -44,6 +44,20 @@ def table_counts() -> dict[str, int]:
             for model in (Question, Run, Answer, Passage, Claim, Citation, Label, Reviewer)}
 
 
+@pytest.fixture
+def project(db):
+    return ProjectFactory(slug="p")
+
+
+def import_expert_label(project) -> dict:
+    """Import ``answer_row()`` into ``project`` with its first claim labeled SUPPORTED
+    by ``expert``; return the row, for the test to change and import again."""
+    row = answer_row()
+    row["claims"][0].update(label="SUPPORTED", reviewer="expert")
+    run_import(project=project, source=jsonl(row))
+    return row
+
+
 @pytest.mark.django_db
 def test_expertqa_file_imports_every_answer_claim_citation_and_label(expertqa_path):
     """The real file: 118 answers, 735 claims, 720 citations, 715 labels
@@ -68,10 +82,9 @@ def test_reimporting_the_same_file_creates_no_duplicates(expertqa_path):
 
 
 @pytest.mark.django_db
-def test_malformed_file_names_each_bad_line_and_writes_nothing(tmp_path, capsys):
+def test_malformed_file_names_each_bad_line_and_writes_nothing(project, tmp_path, capsys):
     """Five bad lines among good ones: bad JSON (2), missing field (3), unknown
     label (4), UNCITED on a cited claim (5), duplicate claim index (6)."""
-    project = ProjectFactory(slug="p")
     run_import(project=project, source=jsonl(answer_row("q0")))
     before = table_counts()
     from django.core import serializers
@@ -112,8 +125,7 @@ def test_malformed_file_names_each_bad_line_and_writes_nothing(tmp_path, capsys)
 
 
 @pytest.mark.django_db
-def test_claims_without_citations_count_as_uncited_without_reviewer_effort():
-    project = ProjectFactory(slug="p")
+def test_claims_without_citations_count_as_uncited_without_reviewer_effort(project):
     row = answer_row()
     row["claims"].append({"text": "Nothing else is known.", "citations": []})
     run_import(project=project, source=jsonl(row))
@@ -125,10 +137,9 @@ def test_claims_without_citations_count_as_uncited_without_reviewer_effort():
 
 
 @pytest.mark.django_db
-def test_fabricated_citation_is_kept_flagged_and_counted():
+def test_fabricated_citation_is_kept_flagged_and_counted(project):
     """Claim 2 cites P9, which was not sent with the answer: kept, flagged,
     reported; fabricated rate = 1 fabricated / 2 distinct cited ids."""
-    project = ProjectFactory(slug="p")
     row = answer_row()
     row["claims"][1]["citations"] = [{"passage_id": "P9"}]
     report = run_import(project=project, source=jsonl(row))
@@ -143,8 +154,7 @@ def test_fabricated_citation_is_kept_flagged_and_counted():
 
 
 @pytest.mark.django_db
-def test_answer_without_claims_is_split_into_sentence_claims_with_marker_citations():
-    project = ProjectFactory(slug="p")
+def test_answer_without_claims_is_split_into_sentence_claims_with_marker_citations(project):
     text = "Retries happen five times [P1]. Backoff is exponential. [1][2] Both hold【4】. Ranges work too [2-3]."
     row = answer_row(answer=text)
     del row["claims"]
@@ -163,8 +173,7 @@ def test_answer_without_claims_is_split_into_sentence_claims_with_marker_citatio
 
 
 @pytest.mark.django_db
-def test_unparseable_marker_is_reported_not_dropped():
-    project = ProjectFactory(slug="p")
+def test_unparseable_marker_is_reported_not_dropped(project):
     row = answer_row(answer="Retries happen [3-1].")
     del row["claims"]
     with pytest.raises(ImportFailed) as failure:
@@ -176,8 +185,7 @@ def test_unparseable_marker_is_reported_not_dropped():
 
 
 @pytest.mark.django_db
-def test_changed_answer_under_the_same_run_is_rejected_not_overwritten():
-    project = ProjectFactory(slug="p")
+def test_changed_answer_under_the_same_run_is_rejected_not_overwritten(project):
     run_import(project=project, source=jsonl(answer_row()))
     changed = answer_row()
     changed["claims"][0]["text"] = "It retries six times [P1]."
@@ -189,11 +197,8 @@ def test_changed_answer_under_the_same_run_is_rejected_not_overwritten():
 
 
 @pytest.mark.django_db
-def test_reimport_with_a_changed_label_keeps_the_old_one_as_history():
-    project = ProjectFactory(slug="p")
-    row = answer_row()
-    row["claims"][0].update(label="SUPPORTED", reviewer="expert")
-    run_import(project=project, source=jsonl(row))
+def test_reimport_with_a_changed_label_keeps_the_old_one_as_history(project):
+    row = import_expert_label(project)
     row["claims"][0].update(label="UNSUPPORTED", justification="P1 says five, not always.")
     report = run_import(project=project, source=jsonl(row))
     assert report.labels_created == 1
@@ -202,8 +207,7 @@ def test_reimport_with_a_changed_label_keeps_the_old_one_as_history():
 
 
 @pytest.mark.django_db
-def test_duplicate_answer_in_one_file_and_conflicting_gold_are_reported():
-    project = ProjectFactory(slug="p")
+def test_duplicate_answer_in_one_file_and_conflicting_gold_are_reported(project):
     first = answer_row("q1", gold={"supporting_ids": ["P1"]})
     second = answer_row("q1", run="r2", gold={"supporting_ids": ["P3"]})
     with pytest.raises(ImportFailed) as failure:
@@ -215,8 +219,7 @@ def test_duplicate_answer_in_one_file_and_conflicting_gold_are_reported():
 
 
 @pytest.mark.django_db
-def test_gold_is_stored_per_question_with_given_flags():
-    project = ProjectFactory(slug="p")
+def test_gold_is_stored_per_question_with_given_flags(project):
     row = answer_row(gold={"supporting_ids": ["P1"], "references": [{"source": "manual.md", "text": ""}],
                            "expected_sources": ["manual.md"]}, answerable=True)
     run_import(project=project, source=jsonl(row, answer_row("q2")))
@@ -241,13 +244,12 @@ def test_import_command_requires_project_when_several_exist(tmp_path):
 
 
 @pytest.mark.django_db
-def test_reimport_after_a_split_applies_labels_by_claim_text_not_position():
+def test_reimport_after_a_split_applies_labels_by_claim_text_not_position(project):
     """Claim 1 is split in Citelab after the import; the file is re-imported with one
     justification edited (claim 2). Only claim 2's changed label is written, on the
     claim with that text; claim 1's label (its claim changed) is reported, not applied."""
     from labeling.services import claim_split
 
-    project = ProjectFactory(slug="p")
     row = answer_row()
     row["claims"][0].update(label="SUPPORTED", justification="P1 states it.", reviewer="expert")
     row["claims"][1].update(label="SUPPORTED", justification="P3 states it.", reviewer="expert")
@@ -270,11 +272,8 @@ def test_reimport_after_a_split_applies_labels_by_claim_text_not_position():
 
 
 @pytest.mark.django_db
-def test_reimporting_an_old_label_never_reverts_a_newer_one():
-    project = ProjectFactory(slug="p")
-    row = answer_row()
-    row["claims"][0].update(label="SUPPORTED", reviewer="expert")
-    run_import(project=project, source=jsonl(row))
+def test_reimporting_an_old_label_never_reverts_a_newer_one(project):
+    row = import_expert_label(project)
     changed = dict(row, claims=[dict(row["claims"][0], label="UNSUPPORTED", justification="no"), row["claims"][1]])
     run_import(project=project, source=jsonl(changed))
     report = run_import(project=project, source=jsonl(row))
@@ -283,8 +282,7 @@ def test_reimporting_an_old_label_never_reverts_a_newer_one():
 
 
 @pytest.mark.django_db
-def test_undecodable_nested_nul_and_overlong_lines_are_reported_not_raised():
-    project = ProjectFactory(slug="p")
+def test_undecodable_nested_nul_and_overlong_lines_are_reported_not_raised(project):
     long_gold = answer_row("q4", gold={"supporting_ids": ["x" * 201], "expected_sources": ["s" * 1001]})
     source = io.BytesIO(
         b"\xef\xbb\xbf" + json.dumps(answer_row("q1")).encode() + b"\n"
@@ -305,8 +303,7 @@ def test_undecodable_nested_nul_and_overlong_lines_are_reported_not_raised():
 
 
 @pytest.mark.django_db
-def test_citation_by_source_alone_keeps_a_long_source_url():
-    project = ProjectFactory(slug="p")
+def test_citation_by_source_alone_keeps_a_long_source_url(project):
     url = "https://example.org/" + "a" * 400
     row = answer_row(passages=[{"id": "1", "source": url, "text": "t"}],
                      claims=[{"text": "It retries five times [P1].", "citations": [{"source": url}]}])

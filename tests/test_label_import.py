@@ -267,6 +267,10 @@ def test_every_bad_row_is_reported_with_row_column_and_reason(seed_run, alice):
     assert reasons[9].startswith("the claim changed since this file was exported (revision 7 → 1")
     assert reasons[10] == "expected a whole number, got 'x'"
     assert [c.line for c in preview.changes] == [2]
+    # Every row below the header is counted once: 1 change + 0 unchanged + 0 blank
+    # + 11 refused rows (row 6 and row 13 were refused while reading) = 12 rows.
+    assert preview.rows == 12 == len(rows)
+    assert preview.rows == len(preview.changes) + preview.unchanged + preview.blank + len(preview.issues)
 
 
 def test_project_setting_requires_a_justification_for_supported(seed_run, alice):
@@ -496,9 +500,10 @@ def test_import_preview_page_query_budget(client, reviewer, django_assert_max_nu
     # The reviewer's own table: rows naming another reviewer would be refused.
     edited = edit_file(export(run, "csv", reviewer=reviewer.username), "csv",
                        {i: ("UNSUPPORTED", "weaker") for i in range(1, claims + 1)})
-    # session + user (2), run with project (1), membership (1), claims (1),
-    # reviewer's labels (1), current label table for the labeled_at check (6) = 12, whatever the rows.
-    with django_assert_max_num_queries(12):
+    # session + user (2), run with project (1), membership (1), claims (1), claims citing only
+    # fabricated ids (1), reviewer's labels (1), current label table for the labeled_at check (6) = 13,
+    # whatever the rows.
+    with django_assert_max_num_queries(13):
         page = client.post(import_url(run), {"file": upload(edited, "all.csv")}).content.decode()
     assert f'<strong id="change-count">{claims}</strong>' in page
     assert page.count('data-label="Your label"') == claims

@@ -135,3 +135,49 @@ def test_unsupported_needs_a_justification_from_a_reviewer_not_from_a_dataset(cl
     assert _browser_reason(cited, "UNSUPPORTED", " ") == f"Claim 1: {NO_JUSTIFICATION}."
     assert _label_table_reason(cited.answer.run, cited, "UNSUPPORTED") == NO_JUSTIFICATION
     assert not _scoring_refuses("UNSUPPORTED", 1)
+
+
+SUPPORTED_ON_FABRICATED = ("SUPPORTED on a claim whose every citation is fabricated (it names a passage that "
+                           "was not sent with the answer): nothing it cites can entail it, so it is UNSUPPORTED")
+
+
+@pytest.mark.parametrize(
+    ("value", "n_sent", "expected"),
+    [("SUPPORTED", 0, SUPPORTED_ON_FABRICATED), ("SUPPORTED", 1, None), ("SUPPORTED", None, None),
+     ("UNSUPPORTED", 0, None)],
+)
+def test_supported_needs_a_citation_of_a_passage_that_was_sent(value, n_sent, expected):
+    problem = label_problem(value, n_citations=2, n_sent=n_sent)
+    assert (problem.message if problem else None) == expected
+
+
+def test_supported_on_a_claim_citing_only_fabricated_ids_is_refused_everywhere(db):
+    """SPEC §4.2: a fabricated id names a passage the model never read, so no
+    cited span can entail the claim. Claim 1 cites only [9] (not sent): SUPPORTED
+    is refused in the browser, the label table and the answers file; UNSUPPORTED
+    is recorded. Claim 2 cites [9] and P1 (sent): SUPPORTED is fine."""
+    run = RunFactory(project=ProjectFactory(slug="fab"), name="r")
+    only_fabricated = ClaimFactory(answer__run=run, index=1, text="They dream in color.")
+    CitationFactory(claim=only_fabricated, passage=None, cited_id="9")
+    mixed = ClaimFactory(answer=only_fabricated.answer, index=2, text="Cats sleep a lot.")
+    CitationFactory(claim=mixed, passage=None, cited_id="9")
+    CitationFactory(claim=mixed)
+
+    assert _browser_reason(only_fabricated, "SUPPORTED") == f"Claim 1: {SUPPORTED_ON_FABRICATED}."
+    assert _label_table_reason(run, only_fabricated, "SUPPORTED") == SUPPORTED_ON_FABRICATED
+    assert _answers_file_reason("SUPPORTED", [{"passage_id": "9"}]) == SUPPORTED_ON_FABRICATED
+
+    alice = ReviewerFactory(username="bob")
+    saved = label_save(claim=only_fabricated, reviewer=alice, value="UNSUPPORTED", justification="[9] was never sent",
+                       base_revision=1, base_label_id=None)
+    assert saved.value == "UNSUPPORTED" and saved.is_current
+    assert label_save(claim=mixed, reviewer=alice, value="SUPPORTED", justification="",
+                      base_revision=1, base_label_id=None).value == "SUPPORTED"
+
+
+def test_an_answers_file_may_support_a_claim_cited_by_source_when_that_source_was_sent(db):
+    line = {"question_id": "q9", "question": "Q?", "run": "import", "answer": "A.",
+            "passages": [{"id": "P1", "source": "https://example.org/a", "text": "t"}],
+            "claims": [{"text": "A.", "citations": [{"source": "https://example.org/a"}], "label": "SUPPORTED"}]}
+    report = run_import(project=ProjectFactory(slug="src"), source=io.BytesIO(json.dumps(line).encode() + b"\n"))
+    assert report.labels_created == 1 and report.fabricated_citations == 0

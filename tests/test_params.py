@@ -43,12 +43,6 @@ def site(reviewer):
     return Site(reviewer)
 
 
-@pytest.fixture
-def alice(client, reviewer):
-    client.force_login(reviewer)
-    return client
-
-
 def panel_claim(html: str) -> int:
     return int(html.split('id="claim-panel"', 1)[1].split('data-claim="', 1)[1].split('"', 1)[0])
 

@@ -86,12 +86,6 @@ def site(reviewer):
     return Site(reviewer)
 
 
-@pytest.fixture
-def alice(client, reviewer):
-    client.force_login(reviewer)
-    return client
-
-
 def my_labels(reviewer):
     return list(Label.objects.filter(reviewer=reviewer, is_current=True).order_by("pk")
                 .values_list("claim__text", "value", "justification"))

@@ -33,6 +33,7 @@ from labeling.names import (
     validate_run_name,
 )
 from scoring.labels import LABEL_VALUES, label_problem
+from scoring.normalize import normalize_source
 
 
 class _LineProblems(Exception):
@@ -131,14 +132,24 @@ def answer_record_from_dict(data: Any, *, line: int, run: str | None = None) -> 
         # Markers in the text that no claim cites are worth a look, not a failure.
         _markers, marker_problems = find_markers(answer)
         warnings.extend(ImportIssue(line, "answer", message) for message in marker_problems)
+    known_sources = {normalize_source(p.source) for p in passages}
     for i, claim in enumerate(claims):
+        n_sent = 0
         for j, citation in enumerate(claim.citations):
-            if citation.passage_id is not None and canonical_passage_id(citation.passage_id) not in known_ids:
+            if citation.passage_id is None:
+                n_sent += normalize_source(citation.source) in known_sources
+            elif canonical_passage_id(citation.passage_id) in known_ids:
+                n_sent += 1
+            else:
                 warnings.append(
                     ImportIssue(line, f"claims[{i}].citations[{j}]",
                                 f"passage id {citation.passage_id!r} was not sent with this answer: "
                                 "kept and flagged as a fabricated citation")
                 )
+        if claim.label is not None:
+            broken = label_problem(claim.label, n_citations=len(claim.citations), n_sent=n_sent)
+            if broken is not None and broken.code == "supported_on_fabricated":
+                problem(f"claims[{i}].label", broken.message)
     if issues:
         raise _LineProblems(issues)
     return AnswerRecord(

@@ -97,6 +97,13 @@ class LabelTableFile:
         return "labeled_at" in self.columns
 
     @property
+    def rows_read(self) -> int:
+        """Rows of the file below its header: the valid ones and those refused
+        while reading (a row with several problems counts once)."""
+        refused = {issue.line for issue in self.issues if issue.field not in FILE_FIELDS}
+        return len(self.rows) + len(refused - {row.line for row in self.rows})
+
+    @property
     def file_problem(self) -> str:
         """Why the file as a whole cannot be imported (empty, damaged, no
         usable header), or "" when its rows could be read."""

@@ -54,6 +54,11 @@ _UPLOAD_MAX_AGE = 24 * 3600
 _UPLOAD_DIR = "label_imports"
 
 
+def _page_or_partial(request: HttpRequest, template: str, partial: str, context: dict) -> HttpResponse:
+    """The whole ``template``, or only its ``partial`` for htmx, which swaps that element in place."""
+    return render(request, f"{template}#{partial}" if request.htmx else template, context)
+
+
 @dataclass
 class _VersionRow:
     version: LabelTableVersion
@@ -79,8 +84,7 @@ def version_list(request: HttpRequest, project_slug: str, run_name: str) -> Http
         "diff_old": versions[1].number if len(versions) > 1 else None,
         "diff_new": versions[0].number if versions else None,
     }
-    template = "labeling/version_list.html#version-table" if request.htmx else "labeling/version_list.html"
-    return render(request, template, context)
+    return _page_or_partial(request, "labeling/version_list.html", "version-table", context)
 
 
 @login_required
@@ -136,8 +140,7 @@ def version_diff_page(request: HttpRequest, project_slug: str, run_name: str) ->
                                                                                           "removed")}}
         except VersionIntegrityError as exc:
             context["error"] = str(exc)
-    template = "labeling/version_diff.html#diff-result" if request.htmx else "labeling/version_diff.html"
-    return render(request, template, context)
+    return _page_or_partial(request, "labeling/version_diff.html", "diff-result", context)
 
 
 @login_required
@@ -194,8 +197,7 @@ def label_import(request: HttpRequest, project_slug: str, run_name: str) -> Http
                 context |= {"preview": preview, "filename": upload.name}
                 if preview.ok and preview.changes:
                     context["token"] = _store_upload(request, run, data, fmt, upload.name, preview.checked)
-    template = "labeling/label_import.html#import-preview" if request.htmx else "labeling/label_import.html"
-    return render(request, template, context)
+    return _page_or_partial(request, "labeling/label_import.html", "import-preview", context)
 
 
 def _store_upload(request: HttpRequest, run: Run, data: bytes, fmt: str, filename: str,

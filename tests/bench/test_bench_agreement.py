@@ -24,8 +24,15 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from labeling.agreement import run_agreement
-from labeling.models import Claim, Label, Project, Question, Reviewer
-from tests.bench.test_bench_review import BIG_ANSWERS, PLAIN_RENDER, build_run, reference_ms
+from labeling.models import Claim, Label, Reviewer
+from tests.bench.test_bench_review import (
+    BIG_ANSWERS,
+    PLAIN_RENDER,
+    bench_project,
+    build_run,
+    reference_ms,
+    vacuum_analyze,
+)
 
 pytestmark = pytest.mark.bench
 
@@ -34,13 +41,8 @@ pytestmark = pytest.mark.bench
 def agreement_run(django_db_setup, django_db_blocker):
     with django_db_blocker.unblock():
         started = time.perf_counter()
-        project = Project.objects.create(slug="bench-agreement", name="Bench agreement")
-        lead = Reviewer.objects.create_user(username="bench-lead", password="pw-for-tests-1")
-        project.members.add(lead)
-        annotator = Reviewer.objects.create(username="bench-importer", kind="external")
-        questions = Question.objects.bulk_create(
-            [Question(project=project, question_id=f"q{i:05d}", text=f"Question {i}?") for i in range(BIG_ANSWERS)],
-            batch_size=5_000)
+        project, lead, annotator, questions = bench_project("bench-agreement", member="bench-lead",
+                                                            annotator="bench-importer")
         run = build_run(project, questions, "big", BIG_ANSWERS, annotator)
         Label.objects.filter(reviewer=annotator).delete()
         reviewers = [Reviewer.objects.create(username=name, kind="external") for name in ("ann", "ben", "cleo")]
@@ -55,9 +57,7 @@ def agreement_run(django_db_setup, django_db_blocker):
                 labels.append(Label(claim_id=claim_id, reviewer=reviewer, value=value, claim_revision=1,
                                     justification="not what the passage says" if value == "UNSUPPORTED" else ""))
         Label.objects.bulk_create(labels, batch_size=10_000)
-        if connection.vendor == "postgresql":
-            with connection.cursor() as cursor:
-                cursor.execute("VACUUM ANALYZE")
+        vacuum_analyze()
         print(f"\n[bench-agreement] built {Claim.objects.filter(answer__run=run).count()} claims, "
               f"{len(labels)} labels in {time.perf_counter() - started:.1f} s ({connection.vendor})")
         del questions, labels

@@ -8,31 +8,15 @@ streaming import keeps the peak roughly flat as the file grows.
 
 from __future__ import annotations
 
-import json
 import time
 
 import pytest
 
 from labeling.answers_import import run_import
 from labeling.models import Claim
+from tests.bench.answers_file import CLAIMS_PER_ANSWER, write_answers
 from tests.bench.memory import RssPeak
 from tests.factories import ProjectFactory
-
-CLAIMS_PER_ANSWER = 6
-
-
-def write_answers(path, answers: int) -> None:
-    with path.open("w") as handle:
-        for n in range(answers):
-            passages = [{"id": f"P{k}", "source": f"https://example.org/doc{n % 500}/{k}",
-                         "text": f"Passage {k} of answer {n}: " + "retrieved evidence text " * 12} for k in range(1, 4)]
-            claims = [{"text": f"Claim {c} of answer {n} states a checkable fact [P{c % 3 + 1}].",
-                       "citations": [{"passage_id": f"P{c % 3 + 1}"}] if c % 5 else [],
-                       "label": ("SUPPORTED" if c % 2 else "UNSUPPORTED") if c % 5 else "UNCITED",
-                       "reviewer": "bench-annotator"} for c in range(CLAIMS_PER_ANSWER)]
-            handle.write(json.dumps({"question_id": f"q{n}", "question": f"Question {n}?", "run": "bench",
-                                     "answer": " ".join(c["text"] for c in claims), "passages": passages,
-                                     "claims": claims}) + "\n")
 
 
 @pytest.mark.bench

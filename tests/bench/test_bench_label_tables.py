@@ -13,7 +13,6 @@ time measures the neighbours as much as the export.
 
 from __future__ import annotations
 
-import json
 import time
 
 import pytest
@@ -23,10 +22,10 @@ from labeling.exports.label_table import label_table_frame
 from labeling.importers.label_table import read_label_table
 from labeling.label_tables import label_table_export, label_table_import_preview, label_table_snapshot
 from labeling.models import Run
+from tests.bench.answers_file import CLAIMS_PER_ANSWER, write_answers
 from tests.bench.memory import RssPeak
 from tests.factories import ProjectFactory, ReviewerFactory
 
-CLAIMS_PER_ANSWER = 6
 ANSWERS = 16_667  # 100,002 claims
 
 
@@ -44,30 +43,12 @@ class Clock:
         return f"{self.wall:.1f} s wall, {self.cpu:.1f} s CPU"
 
 
-def write_answers(path, answers: int) -> None:
-    """Answers with 3 passages of ~300 characters and 6 claims each: 4 of 5
-    claims cited, labeled alternately SUPPORTED/UNSUPPORTED with a
-    justification; the rest UNCITED."""
-    with path.open("w") as handle:
-        for n in range(answers):
-            passages = [{"id": f"P{k}", "source": f"https://example.org/doc{n % 500}/{k}",
-                         "text": f"Passage {k} of answer {n}: " + "retrieved evidence text " * 12} for k in (1, 2, 3)]
-            claims = [{"text": f"Claim {c} of answer {n} states a checkable fact [P{c % 3 + 1}].",
-                       "citations": [{"passage_id": f"P{c % 3 + 1}", "span": "evidence text"}] if c % 5 else [],
-                       "label": ("SUPPORTED" if c % 2 else "UNSUPPORTED") if c % 5 else "UNCITED",
-                       "justification": "" if c % 2 else "The passage says something weaker.",
-                       "reviewer": "bench-annotator"} for c in range(CLAIMS_PER_ANSWER)]
-            handle.write(json.dumps({"question_id": f"q{n:06d}", "question": f"Question {n}?", "run": "bench",
-                                     "answer": " ".join(c["text"] for c in claims), "passages": passages,
-                                     "claims": claims}) + "\n")
-
-
 @pytest.mark.bench
 @pytest.mark.django_db(transaction=True)
 def test_bench_label_table_xlsx_export_and_import_100k(tmp_path, settings):
     settings.MEDIA_ROOT = tmp_path / "media"
     source = tmp_path / "answers.jsonl"
-    write_answers(source, ANSWERS)
+    write_answers(source, ANSWERS, spans_and_justifications=True)
     project = ProjectFactory(slug="bench-labels")
     run_import(project=project, source=source)
     run = Run.objects.select_related("project").get(project=project, name="bench")

@@ -52,6 +52,29 @@ PASSAGE = ("The report describes how the committee reviewed the evidence over se
            "the programme reduced costs by a fifth while keeping the service levels stable for most users.")
 
 
+def bench_project(slug: str, *, member: str, annotator: str) -> tuple[Project, Reviewer, Reviewer, list[Question]]:
+    """Project ``slug`` with ``member`` (a reviewer who can log in, password
+    ``pw-for-tests-1``), an external ``annotator`` whose labels ``build_run``
+    imports, and BIG_ANSWERS questions q00000, q00001, …"""
+    project = Project.objects.create(slug=slug, name=slug.replace("-", " ").capitalize())
+    reviewer = Reviewer.objects.create_user(username=member, password="pw-for-tests-1")
+    project.members.add(reviewer)
+    external = Reviewer.objects.create(username=annotator, kind="external")
+    questions = Question.objects.bulk_create(
+        [Question(project=project, question_id=f"q{i:05d}", text=f"Question {i}?") for i in range(BIG_ANSWERS)],
+        batch_size=5_000)
+    return project, reviewer, external, questions
+
+
+def vacuum_analyze() -> None:
+    """On PostgreSQL, planner statistics and visibility map as autovacuum keeps them in
+    production (and so that autovacuum does not start on the fresh rows while requests
+    are timed)."""
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("VACUUM ANALYZE")
+
+
 def build_run(project: Project, questions: list[Question], name: str, answers: int, annotator: Reviewer) -> Run:
     run = Run.objects.create(project=project, name=name)
     sentences = [f"Claim {k} says the programme reduced costs by a fifth in region {k}." for k in range(1, 6)]
@@ -89,20 +112,11 @@ def build_run(project: Project, questions: list[Question], name: str, answers: i
 def dataset(django_db_setup, django_db_blocker):
     with django_db_blocker.unblock():
         started = time.perf_counter()
-        project = Project.objects.create(slug="bench-review", name="Bench review")
-        reviewer = Reviewer.objects.create_user(username="bench-alice", password="pw-for-tests-1")
-        annotator = Reviewer.objects.create(username="bench-annotator", kind="external")
-        project.members.add(reviewer)
-        questions = Question.objects.bulk_create(
-            [Question(project=project, question_id=f"q{i:05d}", text=f"Question {i}?") for i in range(BIG_ANSWERS)],
-            batch_size=5_000)
+        project, reviewer, annotator, questions = bench_project("bench-review", member="bench-alice",
+                                                                annotator="bench-annotator")
         runs = [build_run(project, questions, f"small-{r}", SMALL_ANSWERS, annotator) for r in range(SMALL_RUNS)]
         big = build_run(project, questions, "big", BIG_ANSWERS, annotator)
-        if connection.vendor == "postgresql":
-            # Planner statistics and visibility map, as autovacuum keeps them in production (and
-            # so that autovacuum does not start on the fresh 100k rows while requests are timed).
-            with connection.cursor() as cursor:
-                cursor.execute("VACUUM ANALYZE")
+        vacuum_analyze()
         claims = Claim.objects.filter(answer__run__project=project).count()
         print(f"\n[bench-review] built {claims} claims in {time.perf_counter() - started:.1f} s "
               f"({connection.vendor})")

@@ -9,6 +9,9 @@ through Playwright's sync API against pytest-django's ``live_server``.
   ``reviewer`` fixture (``alice``). Make ``alice`` a member of the project the
   test opens (``project.members.add(reviewer)``).
 
+Helpers for the review page: ``review_url``, ``panel_claim`` (the claim on
+screen), ``wait_for_htmx`` and ``wait_for_claim_after``.
+
 Playwright's sync API runs an event loop in the test's thread, so Django's ORM
 would refuse to run there; this is the only place that allows it.
 """
@@ -67,3 +70,31 @@ def logged_in_page(live_server, reviewer, page):
     page.click("button[type=submit]")
     page.wait_for_url(live_server.url + reverse("project_list"))
     return page
+
+
+def review_url(run, answer, claim=None) -> str:
+    """The review page of ``answer`` in ``run``, opened at ``claim`` when given."""
+    url = reverse("answer_review", kwargs={"project_slug": run.project.slug, "run_name": run.name,
+                                           "answer_id": answer.pk})
+    return url + (f"?claim={claim.pk}" if claim is not None else "")
+
+
+def panel_claim(page) -> int:
+    """Id of the claim the review page's panel shows."""
+    return int(page.get_attribute("#claim-panel", "data-claim"))
+
+
+def wait_for_htmx(page, *, painted: bool = False) -> None:
+    """Wait until no htmx request, swap or settle is under way; with ``painted``, also
+    until the page has painted the claim (``main[aria-busy]`` cleared: keys pressed
+    before that are ignored)."""
+    busy = ".htmx-request, .htmx-swapping, .htmx-settling" + (", main[aria-busy=true]" if painted else "")
+    page.wait_for_function(f"!document.querySelector('{busy}')")
+
+
+def wait_for_claim_after(page, claim_id: int) -> int:
+    """Wait until the claim panel shows another claim than ``claim_id`` and the page is
+    ready for the next keystroke; return the new claim's id."""
+    page.wait_for_function(f"document.querySelector('#claim-panel').dataset.claim !== '{claim_id}'")
+    wait_for_htmx(page, painted=True)
+    return panel_claim(page)

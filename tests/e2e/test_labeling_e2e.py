@@ -19,25 +19,12 @@ from django.urls import reverse
 
 from labeling import queue
 from labeling.models import Claim, Label, Run
+from tests.e2e.conftest import panel_claim, wait_for_claim_after
 
 pytestmark = pytest.mark.e2e
 
 RUN = "rr_gs_gpt4"
 JUSTIFICATION = "The passage is on topic but never states this."
-
-
-def panel_claim(page) -> int:
-    return int(page.get_attribute("#claim-panel", "data-claim"))
-
-
-def wait_for_claim_after(page, claim_id: int) -> int:
-    """Wait until the claim panel shows another claim than ``claim_id``; return the new one."""
-    page.wait_for_function(f"document.querySelector('#claim-panel').dataset.claim !== '{claim_id}'")
-    # Let htmx finish settling and the page paint the claim before the next keystroke (focus
-    # moves on settle; keys pressed before the claim is on screen are ignored, main[aria-busy]).
-    page.wait_for_function("!document.querySelector('.htmx-request, .htmx-swapping, .htmx-settling, "
-                           "main[aria-busy=true]')")
-    return panel_claim(page)
 
 
 def claim_text(claim_id: int) -> str:

@@ -14,10 +14,10 @@ from __future__ import annotations
 import threading
 
 import pytest
-from django.urls import reverse
 
 from labeling import services
 from labeling.models import Claim, Label
+from tests.e2e.conftest import panel_claim, review_url, wait_for_claim_after, wait_for_htmx
 from tests.factories import (
     AnswerFactory,
     CitationFactory,
@@ -55,21 +55,12 @@ def labeling_run(reviewer, answers: dict[str, int]):
     return run, [answer_with_claims(run, question_id, count) for question_id, count in answers.items()]
 
 
-def review_url(run, answer, claim=None) -> str:
-    url = reverse("answer_review", kwargs={"project_slug": run.project.slug, "run_name": run.name,
-                                           "answer_id": answer.pk})
-    return url + (f"?claim={claim.pk}" if claim is not None else "")
-
-
-def panel_claim(page) -> int:
-    return int(page.get_attribute("#claim-panel", "data-claim"))
-
-
-def wait_for_claim_after(page, claim_id: int) -> int:
-    page.wait_for_function(f"document.querySelector('#claim-panel').dataset.claim !== '{claim_id}'")
-    page.wait_for_function("!document.querySelector('.htmx-request, .htmx-swapping, .htmx-settling, "
-                           "main[aria-busy=true]')")
-    return panel_claim(page)
+def open_answer(live_server, reviewer, page, claims: int):
+    """One answer (question q1) of ``claims`` claims in ``labeling_run``, opened on
+    its review page in ``page``. Returns (answer, claims)."""
+    run, [(answer, made)] = labeling_run(reviewer, {"q1": claims})
+    page.goto(live_server.url + review_url(run, answer))
+    return answer, made
 
 
 def labels_of(reviewer, claim) -> list[tuple[str, str, bool]]:
@@ -81,11 +72,10 @@ def labels_of(reviewer, claim) -> list[tuple[str, str, bool]]:
 def conflict_in_tab_b(live_server, reviewer, page):
     """Tab B opens claim 1; tab A then saves SUPPORTED on it; tab B arms UNSUPPORTED,
     types JUSTIFICATION and presses Enter: "Not saved". Returns (claim 1, tab B)."""
-    run, [(answer, claims)] = labeling_run(reviewer, {"q1": 2})
     tab_b = page
-    tab_b.goto(live_server.url + review_url(run, answer))
+    answer, claims = open_answer(live_server, reviewer, tab_b, 2)
     tab_a = page.context.new_page()
-    tab_a.goto(live_server.url + review_url(run, answer))
+    tab_a.goto(live_server.url + review_url(answer.run, answer))
     tab_a.keyboard.press("1")
     wait_for_claim_after(tab_a, claims[0].pk)
     tab_a.close()
@@ -96,9 +86,18 @@ def conflict_in_tab_b(live_server, reviewer, page):
     tab_b.keyboard.type(JUSTIFICATION)
     tab_b.keyboard.press("Enter")
     tab_b.wait_for_selector("#claim-panel .conflict:has-text('Not saved')")
-    tab_b.wait_for_function("!document.querySelector('.htmx-request, .htmx-swapping, .htmx-settling')")
+    wait_for_htmx(tab_b)
     assert labels_of(reviewer, claims[0]) == [("SUPPORTED", "", True)]
     return claims[0], tab_b
+
+
+def escape_then_one(page, claim) -> None:
+    """Esc: no label armed and an empty justification box; then ``1`` on ``claim``."""
+    page.keyboard.press("Escape")
+    assert page.get_attribute("#label-form", "data-armed") is None
+    assert page.input_value("textarea[name=justification]") == ""
+    page.keyboard.press("1")
+    wait_for_claim_after(page, claim.pk)
 
 
 def test_enter_after_a_conflict_saves_the_label_the_reviewer_chose(live_server, reviewer, logged_in_page):
@@ -132,11 +131,7 @@ def test_two_then_enter_after_a_conflict_saves_unsupported_without_typing_2(live
 def test_escape_after_a_conflict_keeps_the_newer_label_and_drops_the_text(live_server, reviewer, logged_in_page):
     claim, tab_b = conflict_in_tab_b(live_server, reviewer, logged_in_page)
 
-    tab_b.keyboard.press("Escape")
-    assert tab_b.get_attribute("#label-form", "data-armed") is None
-    assert tab_b.input_value("textarea[name=justification]") == ""
-    tab_b.keyboard.press("1")
-    wait_for_claim_after(tab_b, claim.pk)
+    escape_then_one(tab_b, claim)
 
     # SUPPORTED with no text is the label the other tab saved: kept as it is, nothing new.
     assert labels_of(reviewer, claim) == [("SUPPORTED", "", True)]
@@ -144,26 +139,20 @@ def test_escape_after_a_conflict_keeps_the_newer_label_and_drops_the_text(live_s
 
 def test_escape_cancels_the_armed_label_and_its_justification(live_server, reviewer, logged_in_page):
     """2, type "half", Esc, 1: today's main saved SUPPORTED with the justification "half"."""
-    run, [(answer, claims)] = labeling_run(reviewer, {"q1": 2})
     page = logged_in_page
-    page.goto(live_server.url + review_url(run, answer))
+    _, claims = open_answer(live_server, reviewer, page, 2)
 
     page.keyboard.press("2")
     page.keyboard.type("half")
-    page.keyboard.press("Escape")
-    assert page.get_attribute("#label-form", "data-armed") is None
-    assert page.input_value("textarea[name=justification]") == ""
-    page.keyboard.press("1")
-    wait_for_claim_after(page, claims[0].pk)
+    escape_then_one(page, claims[0])
 
     assert labels_of(reviewer, claims[0]) == [("SUPPORTED", "", True)]
 
 
 def test_one_while_unsupported_is_armed_drops_the_text_typed_for_it(live_server, reviewer, logged_in_page):
     """2, type, click outside the box, 1: the text was written for UNSUPPORTED, not for SUPPORTED."""
-    run, [(answer, claims)] = labeling_run(reviewer, {"q1": 2})
     page = logged_in_page
-    page.goto(live_server.url + review_url(run, answer))
+    _, claims = open_answer(live_server, reviewer, page, 2)
 
     page.keyboard.press("2")
     page.keyboard.type("half")
@@ -219,7 +208,7 @@ def burst(page, presses: int, gap_ms: int) -> tuple[list[dict], list[dict], int]
         if n + 1 < presses:
             page.wait_for_timeout(gap_ms)
     page.wait_for_load_state("networkidle")
-    page.wait_for_function("!document.querySelector('.htmx-request, .htmx-swapping, .htmx-settling')")
+    wait_for_htmx(page)
     ignored = int(page.evaluate("(document.getElementById('key-status') || {dataset: {}}).dataset.ignored || 0"))
     return page.evaluate("window.__keys"), page.evaluate("window.__saves"), ignored
 
@@ -306,9 +295,8 @@ def test_keys_pressed_while_saving_are_ignored_not_replayed(live_server, reviewe
 
 
 def test_t_edits_the_claim_text_and_m_merges_with_the_next_claim(live_server, reviewer, logged_in_page):
-    run, [(answer, claims)] = labeling_run(reviewer, {"q1": 3})
     page = logged_in_page
-    page.goto(live_server.url + review_url(run, answer))
+    answer, claims = open_answer(live_server, reviewer, page, 3)
     assert "t" in page.inner_text("[data-shortcut='t']")
     assert "m" in page.inner_text("[data-shortcut='m']")
 
@@ -330,9 +318,8 @@ def test_t_edits_the_claim_text_and_m_merges_with_the_next_claim(live_server, re
 
 
 def test_help_lists_the_merge_and_edit_keys(live_server, reviewer, logged_in_page):
-    run, [(answer, _claims)] = labeling_run(reviewer, {"q1": 2})
     page = logged_in_page
-    page.goto(live_server.url + review_url(run, answer))
+    open_answer(live_server, reviewer, page, 2)
     page.keyboard.press("?")
     help_text = page.inner_text("#shortcut-help")
     assert "t\tedit the claim's text" in help_text

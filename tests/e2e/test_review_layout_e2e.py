@@ -10,7 +10,7 @@ import pytest
 from django.urls import reverse
 
 from labeling.models import Claim
-from tests.e2e.conftest import PASSWORD
+from tests.e2e.conftest import PASSWORD, review_url
 from tests.factories import (
     AnswerFactory,
     CitationFactory,
@@ -44,11 +44,6 @@ def review_run(reviewer):
         claim = ClaimFactory(answer=q2, index=index, text=q2.text[start:end], start=start, end=end)
         CitationFactory(claim=claim, cited_id="1")
     return run, q1, q2
-
-
-def review_url(run, answer) -> str:
-    return reverse("answer_review", kwargs={"project_slug": run.project.slug, "run_name": run.name,
-                                            "answer_id": answer.pk})
 
 
 def test_answer_change_by_htmx_updates_the_title_and_the_breadcrumb(live_server, reviewer, logged_in_page):
