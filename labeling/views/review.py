@@ -11,6 +11,8 @@ Without JavaScript the same URLs take plain form posts and redirect.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import wraps
 from typing import Any
 
 from django import forms
@@ -30,6 +32,8 @@ from labeling.models import Answer, Claim, Run
 from labeling.selectors import LABEL
 from labeling.views.params import IdField, int_param
 from labeling.views.projects import review_url, run_for
+
+ClaimWriteView = Callable[[HttpRequest, Run, Claim], HttpResponse]
 
 TEMPLATE = "labeling/answer_review.html"
 LABEL_SAVED = "labelSaved"
@@ -64,15 +68,30 @@ class EditForm(forms.Form):
     revision = IdField()
 
 
-def _claim_or_404(run: Run, claim_id: int) -> Claim | HttpResponseNotFound:
-    claim = selectors.claim_in_run(run=run, claim_id=claim_id)
-    if claim is None:
-        return HttpResponseNotFound(
-            f"Claim {claim_id} is not a claim of run {run.name!r} in project {run.project.slug!r}: "
-            "nothing was saved.",
-            content_type="text/plain; charset=utf-8",
-        )
-    return claim
+def _claim_write_view(*methods: str) -> Callable[[ClaimWriteView], Callable[..., HttpResponse]]:
+    """A claim-changing view (label, split, merge, edit) on ``methods``: the
+    reviewer must be logged in and may label the run (403 otherwise); a claim
+    that is not in the run is a plain-text 404 saying nothing was saved. The
+    view gets ``(request, run, claim)``."""
+
+    def decorate(view: ClaimWriteView) -> Callable[..., HttpResponse]:
+        @login_required
+        @require_http_methods(list(methods))
+        @wraps(view)
+        def wrapped(request: HttpRequest, project_slug: str, run_name: str, claim_id: int) -> HttpResponse:
+            run = run_for(request, project_slug, run_name, LABEL)
+            claim = selectors.claim_in_run(run=run, claim_id=claim_id)
+            if claim is None:
+                return HttpResponseNotFound(
+                    f"Claim {claim_id} is not a claim of run {run.name!r} in project {run.project.slug!r}: "
+                    "nothing was saved.",
+                    content_type="text/plain; charset=utf-8",
+                )
+            return view(request, run, claim)
+
+        return wrapped
+
+    return decorate
 
 
 def _context(request: HttpRequest, run: Run, answer: Answer, claim_id: int | None, *,
@@ -220,13 +239,8 @@ def run_progress(request: HttpRequest, project_slug: str, run_name: str) -> Http
     return HttpResponse(render_to_string(f"{TEMPLATE}#run-progress", context, request=request))
 
 
-@login_required
-@require_POST
-def claim_label(request: HttpRequest, project_slug: str, run_name: str, claim_id: int) -> HttpResponse:
-    run = run_for(request, project_slug, run_name, LABEL)
-    claim = _claim_or_404(run, claim_id)
-    if isinstance(claim, HttpResponse):
-        return claim
+@_claim_write_view("POST")
+def claim_label(request: HttpRequest, run: Run, claim: Claim) -> HttpResponse:
     form = LabelForm(request.POST)
     typed = request.POST.get("justification", "")
 
@@ -323,13 +337,8 @@ def _citation_choices(claim: Claim) -> list[dict[str, Any]]:
     return [{"id": c.pk, "label": c.cited_id, "fabricated": c.fabricated} for c in claim.citations.order_by("position")]
 
 
-@login_required
-@require_http_methods(["GET", "POST"])
-def claim_split(request: HttpRequest, project_slug: str, run_name: str, claim_id: int) -> HttpResponse:
-    run = run_for(request, project_slug, run_name, LABEL)
-    claim = _claim_or_404(run, claim_id)
-    if isinstance(claim, HttpResponse):
-        return claim
+@_claim_write_view("GET", "POST")
+def claim_split(request: HttpRequest, run: Run, claim: Claim) -> HttpResponse:
     answer = claim.answer
     choices = _citation_choices(claim)
     if request.method == "GET":
@@ -364,13 +373,8 @@ def claim_split(request: HttpRequest, project_slug: str, run_name: str, claim_id
     return _after_write(request, run, first, show=first, notice=notice)
 
 
-@login_required
-@require_POST
-def claim_merge(request: HttpRequest, project_slug: str, run_name: str, claim_id: int) -> HttpResponse:
-    run = run_for(request, project_slug, run_name, LABEL)
-    claim = _claim_or_404(run, claim_id)
-    if isinstance(claim, HttpResponse):
-        return claim
+@_claim_write_view("POST")
+def claim_merge(request: HttpRequest, run: Run, claim: Claim) -> HttpResponse:
     form = MergeForm(request.POST)
     try:
         if not form.is_valid():
@@ -386,13 +390,8 @@ def claim_merge(request: HttpRequest, project_slug: str, run_name: str, claim_id
     return _after_write(request, run, merged, show=merged, notice=notice)
 
 
-@login_required
-@require_http_methods(["GET", "POST"])
-def claim_edit(request: HttpRequest, project_slug: str, run_name: str, claim_id: int) -> HttpResponse:
-    run = run_for(request, project_slug, run_name, LABEL)
-    claim = _claim_or_404(run, claim_id)
-    if isinstance(claim, HttpResponse):
-        return claim
+@_claim_write_view("GET", "POST")
+def claim_edit(request: HttpRequest, run: Run, claim: Claim) -> HttpResponse:
     answer = claim.answer
     if request.method == "GET":
         return _show(request, run, answer, claim.pk, came_from=answer.pk, mode="edit", edit_text=claim.text)
