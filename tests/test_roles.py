@@ -175,7 +175,7 @@ def test_migration_makes_every_existing_member_a_lead():
     project.members.add(ann, bob)
 
     executor = MigrationExecutor(connection)
-    executor.migrate([("labeling", "0007_membership_roles")])
+    executor.migrate([("labeling", "0007_team_review")])
     assert sorted(Membership.objects.filter(project__slug="legacy").values_list("reviewer__username", "role")) == [
         ("ann", "lead"), ("bob", "lead")]
     assert sorted(Project.objects.get(slug="legacy").members.values_list("username", flat=True)) == ["ann", "bob"]
