@@ -164,10 +164,10 @@ def test_demo_user_is_a_lead_and_not_a_superuser():
 
 @pytest.mark.django_db(transaction=True)
 def test_migration_makes_every_existing_member_a_lead():
-    """Before 0007 a project had plain members; after it, each is a lead (and nobody else is a member)."""
+    """Before 0006 a project had plain members; after it, each is a lead (and nobody else is a member)."""
     executor = MigrationExecutor(connection)
-    executor.migrate([("labeling", "0006_names_validated_version_file_length")])
-    old = executor.loader.project_state([("labeling", "0006_names_validated_version_file_length")]).apps
+    executor.migrate([("labeling", "0005_default_ordering_by_columns")])
+    old = executor.loader.project_state([("labeling", "0005_default_ordering_by_columns")]).apps
     project = old.get_model("labeling", "Project").objects.create(slug="legacy", name="Legacy")
     user_model = old.get_model("labeling", "Reviewer")
     ann, bob = user_model.objects.create(username="ann"), user_model.objects.create(username="bob")
@@ -175,7 +175,7 @@ def test_migration_makes_every_existing_member_a_lead():
     project.members.add(ann, bob)
 
     executor = MigrationExecutor(connection)
-    executor.migrate([("labeling", "0007_team_review")])
+    executor.migrate([("labeling", "0006_names_and_team_review")])
     assert sorted(Membership.objects.filter(project__slug="legacy").values_list("reviewer__username", "role")) == [
         ("ann", "lead"), ("bob", "lead")]
     assert sorted(Project.objects.get(slug="legacy").members.values_list("username", flat=True)) == ["ann", "bob"]

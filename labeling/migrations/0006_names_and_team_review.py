@@ -1,5 +1,7 @@
-"""Team review: roles per project, and per run the overlap, blind labeling,
-assigned reviewers and adjudications of disputed claims.
+"""Names checked where they are stored (slugs, run names, question ids), room
+for long version file paths, and team review: roles per project, and per run
+the overlap, blind labeling, assigned reviewers and adjudications of
+disputed claims.
 
 Every member gets a Membership with a role.
 Existing members become leads: before roles, every member could import,
@@ -9,6 +11,8 @@ snapshot and label, which is what a lead may do.
 import django.db.models.deletion
 from django.conf import settings
 from django.db import migrations, models
+
+import labeling.names
 
 
 def members_become_leads(apps, schema_editor):
@@ -33,11 +37,31 @@ def memberships_back(apps, schema_editor):
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('labeling', '0006_names_validated_version_file_length'),
+        ('labeling', '0005_default_ordering_by_columns'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
+        migrations.AlterField(
+            model_name='labeltableversion',
+            name='file',
+            field=models.FileField(max_length=255, upload_to='label_tables/'),
+        ),
+        migrations.AlterField(
+            model_name='project',
+            name='slug',
+            field=models.SlugField(max_length=64, unique=True, validators=[labeling.names.validate_project_slug]),
+        ),
+        migrations.AlterField(
+            model_name='question',
+            name='question_id',
+            field=models.CharField(max_length=200, validators=[labeling.names.validate_question_id]),
+        ),
+        migrations.AlterField(
+            model_name='run',
+            name='name',
+            field=models.CharField(max_length=200, validators=[labeling.names.validate_run_name]),
+        ),
         migrations.CreateModel(
             name='Membership',
             fields=[
