@@ -17,7 +17,7 @@ from django.db.models import Exists, OuterRef, Prefetch, QuerySet
 
 from labeling.highlight import Segment, passage_segments
 from labeling.limits import MAX_JUSTIFICATION_CHARS
-from labeling.models import Adjudication, Citation, Claim, Label, LabelValue, Reviewer, Run
+from labeling.models import COUNTED_KINDS, Adjudication, Citation, Claim, Label, LabelValue, Reviewer, Run
 
 DISPUTES_LISTED = 100
 
@@ -54,10 +54,11 @@ def adjudication_save(*, claim: Claim, lead: Reviewer, value: str, reason: str) 
 
 
 def disputed_claims(*, run: Run) -> QuerySet[Claim]:
-    """Cited claims of ``run`` whose current labels say both SUPPORTED and
+    """Cited claims of ``run`` whose current human labels (``COUNTED_KINDS``:
+    an automated labeler's never dispute a claim) say both SUPPORTED and
     UNSUPPORTED and that no lead adjudicated, in question/claim order, with
     their answer and question."""
-    current = Label.objects.filter(claim=OuterRef("pk"), is_current=True)
+    current = Label.objects.filter(claim=OuterRef("pk"), is_current=True, reviewer__kind__in=COUNTED_KINDS)
     return (Claim.objects.filter(answer__run=run)
             .filter(Exists(current.filter(value=LabelValue.SUPPORTED)),
                     Exists(current.filter(value=LabelValue.UNSUPPORTED)))

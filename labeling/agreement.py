@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from labeling.models import Claim, Label, LabelValue, Reviewer, Run
+from labeling.models import Adjudication, Claim, Label, LabelValue, Reviewer, Run
 from scoring import agreement as scoring_agreement
 from scoring.agreement import Agreement, Reliability
 from scoring.labels import SUPPORTED, UNSUPPORTED, disagreements
@@ -92,19 +92,44 @@ class ReviewerLabel:
 
 
 @dataclass(frozen=True)
+class Verdict:
+    """A lead's current adjudication of a claim: the label that counts for it
+    (SPEC §4.4), the reason given, and the lead's name."""
+
+    value: str
+    reason: str
+    lead: str
+
+
+def run_verdicts(*, run: Run) -> dict[int, Verdict]:
+    """Claim id → the current adjudication (:class:`Verdict`) of every
+    adjudicated claim of ``run``. One query; its rows are the adjudicated
+    claims only (a lead settles the few conflicts, not the run)."""
+    return {
+        claim_id: Verdict(value, reason, lead)
+        for claim_id, value, reason, lead in Adjudication.objects.filter(claim__answer__run=run, is_current=True)
+        .order_by().values_list("claim_id", "value", "reason", "lead__username")
+    }
+
+
+@dataclass(frozen=True)
 class DisagreementRow:
-    """A disputed claim with what each reviewer said, for the agreement page."""
+    """A disputed claim with what each reviewer said, for the agreement page;
+    ``verdict`` is the lead's adjudication when there is one."""
 
     claim_id: int
     answer_id: int
     question_id: str
     claim: str
     labels: list[ReviewerLabel]
+    verdict: Verdict | None = None
 
 
-def disagreement_rows(*, run: Run, claim_ids: list[int], reviewers: list[str]) -> list[DisagreementRow]:
+def disagreement_rows(*, run: Run, claim_ids: list[int], reviewers: list[str],
+                      verdicts: dict[int, Verdict] | None = None) -> list[DisagreementRow]:
     """The claims ``claim_ids`` of ``run`` (in that order) with each of
-    ``reviewers``' current label and justification. Two queries."""
+    ``reviewers``' current label and justification, and the claim's
+    adjudication from ``verdicts`` (``run_verdicts``) if any. Two queries."""
     claims = {
         pk: (answer_id, question_id, text)
         for pk, answer_id, question_id, text in Claim.objects.filter(answer__run=run, pk__in=claim_ids)
@@ -124,6 +149,7 @@ def disagreement_rows(*, run: Run, claim_ids: list[int], reviewers: list[str]) -
         rows.append(DisagreementRow(
             claim_id=claim_id, answer_id=answer_id, question_id=question_id, claim=text,
             labels=[ReviewerLabel(name, *said.get((claim_id, name), (None, ""))) for name in reviewers],
+            verdict=(verdicts or {}).get(claim_id),
         ))
     return rows
 

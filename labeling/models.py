@@ -23,6 +23,12 @@ class ReviewerKind(models.TextChoices):
     MODEL = "model", "Automated labeler (model)"
 
 
+# Whose current labels make a claim's label (SPEC §4.4): people, including
+# imported human experts (kind ``external``); an automated labeler (kind
+# ``model``) is graded against them and never counts as a human label.
+COUNTED_KINDS = (ReviewerKind.HUMAN, ReviewerKind.EXTERNAL)
+
+
 class Reviewer(AbstractUser):
     """A person or an imported labeler who gives labels (SPEC §2 "reviewer").
 

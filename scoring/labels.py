@@ -168,6 +168,21 @@ def sort_by(frame: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
         return frame.reset_index(drop=True)
 
 
+MODEL_KIND = "model"
+
+
+def counted_labels(labels: pd.DataFrame) -> pd.DataFrame:
+    """The rows of ``labels`` that may make a claim's label (SPEC §4.4): all
+    but an automated labeler's. ``labels`` has a ``kind`` column (the
+    reviewer's kind: ``human``, ``external`` — imported human experts, who
+    count — or ``model``, who never counts as a human label and is only
+    graded against them); without one every row counts. Out: the same
+    columns, the ``model`` rows dropped."""
+    if "kind" not in labels.columns:
+        return labels
+    return labels[labels["kind"] != MODEL_KIND]
+
+
 def resolve_labels(labels: pd.DataFrame, *, reviewer: str | None = None) -> pd.DataFrame:
     """One resolved label per claim from the reviewers' current labels.
 

@@ -87,6 +87,37 @@ def test_disagreements_list_both_justifications_and_link_each_claim(flipped_page
     assert html.count("flipped from SUPPORTED") == 10
 
 
+def test_disagreements_show_the_leads_adjudication_and_how_many_are_settled(client, reviewer, expertqa_project):
+    """Of the 15 flipped claims a lead settles the first two by id (SUPPORTED, then
+    UNSUPPORTED): the count reads 2 of 15, those rows carry the verdict and its
+    reason, the other 13 say "not yet"."""
+    from labeling.adjudication import adjudication_save
+
+    run = Run.objects.get(project=expertqa_project, name=FLIP_RUN)
+    copy_with_flips(run)
+    expertqa_project.members.add(reviewer)
+    lead = ReviewerFactory(username="lea")
+    disputed = sorted(Label.objects.filter(reviewer__username="flipper", justification__startswith="flipped")
+                      .values_list("claim_id", flat=True))
+    for claim_id, value in zip(disputed[:2], ["SUPPORTED", "UNSUPPORTED"], strict=True):
+        adjudication_save(claim=Claim.objects.get(pk=claim_id), lead=lead, value=value,
+                          reason=f"lea read the passage for {claim_id}")
+    client.force_login(reviewer)
+
+    response = client.get(agreement_url("expertqa", FLIP_RUN))
+    html = response.content.decode()
+    rows = response.context["disagreements"]
+
+    assert "2 of 15 disputed claims adjudicated" in text_of(html.split('id="adjudicated-count"', 1)[1])
+    assert [(row.claim_id, row.verdict.value, row.verdict.reason, row.verdict.lead) for row in rows[:2]] == [
+        (disputed[0], "SUPPORTED", f"lea read the passage for {disputed[0]}", "lea"),
+        (disputed[1], "UNSUPPORTED", f"lea read the passage for {disputed[1]}", "lea")]
+    assert all(row.verdict is None for row in rows[2:])
+    first_row = text_of(html.split(f'id="claim-{disputed[0]}"', 1)[1].split("</tr>", 1)[0])
+    assert f"SUPPORTED lea read the passage for {disputed[0]} by lea" in first_row
+    assert html.count("not yet") == 13
+
+
 def test_run_page_links_to_the_agreement_page(client, reviewer, expertqa_project):
     expertqa_project.members.add(reviewer)
     client.force_login(reviewer)
@@ -147,8 +178,9 @@ def test_agreement_page_query_budget(client, reviewer, django_assert_max_num_que
     client.force_login(reviewer)
 
     # 1 session, 1 user, 1 run with its project (membership in the same query), 1 current labels of the
-    # run's cited claims, 1 kinds of its reviewers; the page of disagreements: 1 claims, 1 their labels.
-    with django_assert_max_num_queries(7):
+    # run's cited claims, 1 kinds of its reviewers, 1 the run's current adjudications (for the settled
+    # count and the page's verdicts); the page of disagreements: 1 claims, 1 their labels.
+    with django_assert_max_num_queries(8):
         response = client.get(agreement_url("budget", run.name))
 
     disputed = (claims + 2) // 3

@@ -9,17 +9,21 @@ agreed, disputed, pending and stale."""
 
 from __future__ import annotations
 
+import json
+from io import StringIO
 from itertools import cycle
 
 import pytest
+from django.core.management import call_command
+from django.urls import reverse
 
 from labeling import selectors
 from labeling.answers_import import project_for_import, run_import
 from labeling.metrics import run_scores
-from labeling.models import Claim, Label, LabelValue, Project, ReviewerKind, Run
+from labeling.models import Claim, Label, LabelValue, Membership, Project, ReviewerKind, Run
 from labeling.services import claim_edit
 from tests.conftest import FIXTURES_DIR
-from tests.factories import LabelFactory, ReviewerFactory
+from tests.factories import LabelFactory, ProjectFactory, ReviewerFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -117,26 +121,36 @@ def test_pages_and_scoring_count_the_same_labels_with_disagreements(name):
 
 
 def test_expertqa_with_second_opinions_covers_every_state():
-    """The 118 ExpertQA answers after the second opinions, 639 cited claims in
-    all: a fifth each agreed (label kept), disputed by bob, labeled UNSUPPORTED
-    by the judge (disputed where the expert said SUPPORTED), undone by bob
-    (label kept) and reworded (pending). 218 disputes + the reworded fifth and
-    the claims the experts left unlabeled = 349 pending; what stays resolved is
-    181 SUPPORTED and 109 UNSUPPORTED. Pinned so a change in either
-    implementation shows up here."""
+    """The 118 ExpertQA answers after the second opinions, 639 cited claims,
+    dealt by id into five steps. The experts' labels (kind ``external``: they
+    count) on each fifth, as imported — SUPPORTED / UNSUPPORTED / none:
+
+    - agree     87 / 35 / 6: bob gives the same value, SUPPORTED where none
+      → 93 SUPPORTED, 35 UNSUPPORTED;
+    - disagree  91 / 33 / 4: bob flips it (UNSUPPORTED where none)
+      → 124 disputed, 4 UNSUPPORTED;
+    - judge     94 / 33 / 1: the judge (kind ``model``) says UNSUPPORTED and
+      never counts (SPEC §4.4) → 94 SUPPORTED, 33 UNSUPPORTED, 1 pending;
+    - undone    88 / 36 / 4: bob's label is history → 88 SUPPORTED,
+      36 UNSUPPORTED, 4 pending;
+    - reworded  88 / 34 / 5: every label goes stale → 127 pending.
+
+    SUPPORTED 93 + 94 + 88 = 275; UNSUPPORTED 35 + 4 + 33 + 36 = 108;
+    disputes 124; pending 124 + 1 + 4 + 127 = 256 (275 + 108 + 256 = 639).
+    Pinned so a change in either implementation shows up here."""
     project = _imported("expertqa_dev.jsonl")
     _second_opinions(project)
 
     totals = _assert_agree(project)
 
-    assert totals == {"runs": 4, "answers": 118, "supported": 181, "unsupported": 109, "disagreements": 218,
-                      "pending": 349}
+    assert totals == {"runs": 4, "answers": 118, "supported": 275, "unsupported": 108, "disagreements": 124,
+                      "pending": 256}
 
 
 def test_expertqa_with_adjudicated_disputes_counts_the_leads_verdicts():
     """As above, then a lead adjudicates the first 20 disputed claims (by id), alternating
-    SUPPORTED / UNSUPPORTED: 10 more SUPPORTED (191), 10 more UNSUPPORTED (119), 20 fewer
-    disputes (198) and pending claims (329), in SQL and in pandas alike."""
+    SUPPORTED / UNSUPPORTED: 10 more SUPPORTED (285), 10 more UNSUPPORTED (118), 20 fewer
+    disputes (104) and pending claims (236), in SQL and in pandas alike."""
     from labeling.adjudication import adjudication_save, disputed_claims
 
     project = _imported("expertqa_dev.jsonl")
@@ -149,5 +163,38 @@ def test_expertqa_with_adjudicated_disputes_counts_the_leads_verdicts():
 
     totals = _assert_agree(project)
 
-    assert totals == {"runs": 4, "answers": 118, "supported": 191, "unsupported": 119, "disagreements": 198,
-                      "pending": 329}
+    assert totals == {"runs": 4, "answers": 118, "supported": 285, "unsupported": 118, "disagreements": 104,
+                      "pending": 236}
+
+
+def test_a_models_label_against_the_humans_leaves_the_humans_label(client):
+    """One answer, two cited claims. Claim 1: ann (human) SUPPORTED, the judge
+    (kind ``model``) UNSUPPORTED; claim 2: ann SUPPORTED alone. The judge is
+    graded, never counted (SPEC §4.4), so both claims are SUPPORTED: support
+    2/2 = 1.00, nothing pending or disputed — on the run page and in ``score``
+    (counting the judge would make claim 1 disputed: 1/1, 1 pending)."""
+    from tests.test_adjudication import disputed_run
+
+    project = ProjectFactory(slug="team")
+    run = disputed_run(project, answers=1)
+    judge = ReviewerFactory(username="judge", kind=ReviewerKind.MODEL)
+    bob_labels = Label.objects.filter(claim__answer__run=run, reviewer__username="bob")
+    for label in bob_labels:
+        Label.objects.create(claim=label.claim, reviewer=judge, value=label.value, justification="model",
+                             claim_revision=1)
+    bob_labels.delete()
+    lea = ReviewerFactory(username="lea")
+    Membership.objects.create(project=project, reviewer=lea, role="lead")
+    client.force_login(lea)
+
+    page = client.get(reverse("run_detail", args=["team", "r"])).content.decode()
+
+    support = page.split('<h2 class="stat-title">Support</h2>', 1)[1].split("</div>", 1)[0]
+    assert '<p class="stat-value metric">2/2 = 1.00</p>' in support
+    assert "SUPPORTED / labeled cited claims" in support
+    assert "Adjudicate (0 disputed)" in page
+    assert "provisional" not in page and "has disagreement" not in page
+    out = StringIO()
+    call_command("score", "--run", "r", "--project", "team", "--format", "json", stdout=out)
+    claims = json.loads(out.getvalue())["claims"]
+    assert (claims["supported"], claims["unsupported"], claims["pending"], claims["disputed"]) == (2, 0, 0, 0)

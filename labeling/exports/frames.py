@@ -30,7 +30,7 @@ from labeling.models import (
     LabelValue,
     Run,
 )
-from scoring.labels import apply_adjudications, resolve_labels
+from scoring.labels import apply_adjudications, counted_labels, resolve_labels
 
 
 def answers_frame(run: Run) -> pd.DataFrame:
@@ -63,13 +63,14 @@ def labels_frame(run: Run) -> pd.DataFrame:
     """Current (non-stale) labels on the claims of ``run``.
 
     Columns: ``claim_id`` (int), ``reviewer`` (username), ``label`` (value),
-    ``justification``, ``labeled_at`` (aware datetime). One query.
+    ``justification``, ``labeled_at`` (aware datetime), ``kind`` (the
+    reviewer's kind: ``human``, ``external`` or ``model``). One query.
     """
     rows = Label.objects.filter(claim__answer__run=run, is_current=True).values_list(
-        "claim_id", "reviewer__username", "value", "justification", "created_at"
+        "claim_id", "reviewer__username", "value", "justification", "created_at", "reviewer__kind"
     )
     return pd.DataFrame.from_records(
-        list(rows), columns=["claim_id", "reviewer", "label", "justification", "labeled_at"]
+        list(rows), columns=["claim_id", "reviewer", "label", "justification", "labeled_at", "kind"]
     )
 
 
@@ -143,13 +144,18 @@ def resolved_claims_frame(run: Run, *, reviewer: str | None = None) -> tuple[pd.
     Returns ``(frame, disagreements)``: the claims frame of
     :func:`claims_frame` plus ``label`` (value or None = pending),
     ``disagreement`` (bool) and ``adjudicated`` (bool), and the number of cited
-    claims whose current reviewers disagree and no lead adjudicated. A lead's
+    claims whose current human reviewers disagree and no lead adjudicated (an
+    automated labeler's labels never count, ``scoring.labels.counted_labels``;
+    with ``reviewer`` that reviewer's labels count, whatever its kind). A lead's
     current adjudication is the claim's label (``scoring.labels.apply_adjudications``);
     with ``reviewer`` (one reviewer's labels) adjudications are left out.
     Three queries (+1 for the answers in claims_frame).
     """
     claims = claims_frame(run)
     labels = labels_frame(run)
+    if reviewer is None:
+        # SPEC §4.4: the claim's label is the humans'; a model is only graded against it.
+        labels = counted_labels(labels)
     resolved = resolve_labels(labels[["claim_id", "reviewer", "label"]], reviewer=reviewer)
     adjudications = pd.DataFrame(
         list(Adjudication.objects.filter(claim__answer__run=run, is_current=True).values_list("claim_id", "value"))

@@ -10,7 +10,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from labeling.agreement import CATEGORIES, disagreement_rows, run_agreement, verdict
+from labeling.agreement import CATEGORIES, disagreement_rows, run_agreement, run_verdicts, verdict
 from labeling.selectors import ALL_LABELS
 from labeling.views.projects import run_for
 from scoring.agreement import BOOTSTRAP_RESAMPLES, Agreement
@@ -59,11 +59,15 @@ def run_agreement_page(request: HttpRequest, project_slug: str, run_name: str) -
     run = run_for(request, project_slug, run_name, ALL_LABELS)
     result = run_agreement(run=run)
     page = Paginator(result.disputed, DISAGREEMENTS_PER_PAGE).get_page(request.GET.get("page"))
-    rows = disagreement_rows(run=run, claim_ids=list(page.object_list), reviewers=result.reviewers)
+    # Every adjudication of the run, not the page's only: the count of settled disputes covers all of them.
+    verdicts = run_verdicts(run=run)
+    rows = disagreement_rows(run=run, claim_ids=list(page.object_list), reviewers=result.reviewers,
+                             verdicts=verdicts)
     overall = result.overall
     return render(request, "labeling/run_agreement.html", {
         "project": run.project, "run": run, "result": result, "overall": overall,
         "alpha_verdict": verdict(overall.alpha.value), "ac1_verdict": verdict(overall.ac1.value),
         "pairs": [pair_view(pair, result.kinds) for pair in result.pairs], "categories": CATEGORIES,
         "page": page, "disagreements": rows, "resamples": BOOTSTRAP_RESAMPLES,
+        "adjudicated": sum(1 for claim_id in result.disputed if claim_id in verdicts),
     })

@@ -1,7 +1,7 @@
 """Browser test of a team on one run: a lead sets overlap 2 and assigns two
 reviewers; each labels the same claims blind, checking they cannot see the
 other's label; the lead adjudicates their one disagreement by keyboard; the
-run's score and run page count the verdict."""
+run's score, run page and agreement page show the verdict."""
 
 from __future__ import annotations
 
@@ -123,6 +123,13 @@ def test_overlap_blind_labels_and_keyboard_adjudication(live_server, browser, tm
     assert "2/2" in lead.inner_text("#run-summary")
     assert "1 adjudicated" in lead.inner_text(".run-reviewers")
     lead.screenshot(path=str(tmp_path / "run.png"), full_page=True)
+    # The agreement page, reached from the run page, shows the verdict beside the two sides.
+    lead.click("a.button:has-text('Reviewer agreement')")
+    lead.wait_for_selector("#adjudicated-count")
+    assert "1 of 1 disputed claim adjudicated" in lead.inner_text("#adjudicated-count")
+    settled = lead.inner_text(f"#claim-{first.pk} .verdict-cell")
+    assert "SUPPORTED" in settled and LEAD_SAYS in settled and "by lea" in settled
+    lead.screenshot(path=str(tmp_path / "agreement.png"), full_page=True)
     lead.goto(live_server.url + reverse("project_members", args=["team"]))
     assert lead.inner_text("#member-ann").startswith("ann")
     lead.screenshot(path=str(tmp_path / "members.png"), full_page=True)

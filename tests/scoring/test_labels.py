@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from scoring.labels import SUPPORTED, UNCITED, UNSUPPORTED, disagreements, resolve_labels
+from scoring.labels import SUPPORTED, UNCITED, UNSUPPORTED, counted_labels, disagreements, resolve_labels
 
 
 def labels_frame(rows: list[tuple[object, str, str | None]]) -> pd.DataFrame:
@@ -122,3 +122,13 @@ def test_disagreements_empty_when_everyone_agrees():
     labels = labels_frame([(1, "ana", SUPPORTED), (1, "ben", SUPPORTED)])
 
     assert disagreements(labels).empty
+
+
+def test_counted_labels_drop_only_an_automated_labelers_rows():
+    labels = labels_frame([(1, "ana", SUPPORTED), (1, "judge", UNSUPPORTED), (2, "expert", SUPPORTED)])
+    labels["kind"] = ["human", "model", "external"]
+
+    counted = counted_labels(labels)
+
+    assert counted[["claim_id", "reviewer"]].values.tolist() == [[1, "ana"], [2, "expert"]]
+    assert resolve_labels(counted[["claim_id", "reviewer", "label"]])["label"].tolist() == [SUPPORTED, SUPPORTED]
