@@ -283,9 +283,8 @@ class _Writer:
             username = imported_reviewer_username(name, humans)
             reviewer = Reviewer.objects.filter(username=username).first()
             if reviewer is None:
-                reviewer = Reviewer(username=username, kind=ReviewerKind.EXTERNAL)
-                reviewer.set_unusable_password()
-                reviewer.save()
+                # No password: Django stores an unusable one, so an imported name never logs in.
+                reviewer = Reviewer.objects.create_user(username=username, kind=ReviewerKind.EXTERNAL)
             self.reviewers[name] = reviewer
         return self.reviewers[name]
 

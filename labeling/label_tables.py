@@ -58,7 +58,7 @@ from django.core.cache import cache
 from django.core.exceptions import ValidationError
 from django.core.files.base import ContentFile
 from django.db import IntegrityError, transaction
-from django.db.models import Count
+from django.db.models import Count, Q
 from django.utils.text import get_valid_filename
 
 from labeling.exports.cells import spreadsheet_text
@@ -410,17 +410,15 @@ def label_table_import_preview(
                                  issues=list(table_file.issues), file_problem=table_file.file_problem,
                                  newer_checked=table_file.has_labeled_at)
     problem = preview.issues.append
-    claims = {
-        pk: (qid, index, text, revision, n)
-        for pk, qid, index, text, revision, n in Claim.objects.filter(answer__run=run)
-        .annotate(n=Count("citations"))
-        .values_list("id", "answer__question__question_id", "index", "text", "revision", "n")
-    }
-    # Claims whose every citation is fabricated: SUPPORTED is refused on them.
-    fabricated_only = set(
-        Claim.objects.filter(answer__run=run, citations__isnull=False)
-        .exclude(citations__fabricated=False).values_list("id", flat=True)
-    )
+    claims: dict[int, tuple[str, int, str, int, int]] = {}
+    sent: dict[int, int] = {}  # citations of passages sent with the answer: SUPPORTED needs one
+    for pk, qid, index, text, revision, n, n_sent in (
+        Claim.objects.filter(answer__run=run)
+        .annotate(n=Count("citations"), n_sent=Count("citations", filter=Q(citations__fabricated=False)))
+        .values_list("id", "answer__question__question_id", "index", "text", "revision", "n", "n_sent")
+    ):
+        claims[pk] = (qid, index, text, revision, n)
+        sent[pk] = n_sent
     by_position = {(qid, index): pk for pk, (qid, index, _t, _r, _n) in claims.items()}
     # What a row is compared with: the current label of the reviewer it is recorded under.
     if adjudicate:
@@ -496,7 +494,7 @@ def label_table_import_preview(
         if row.label is None:
             preview.blank += 1
             continue
-        n_sent = 0 if claim_id in fabricated_only else n_citations
+        n_sent = sent[claim_id]
         broken = label_problem(row.label, n_citations=n_citations, n_sent=n_sent)
         if broken is not None:
             problem(ImportIssue(row.line, broken.field, broken.message))
@@ -623,10 +621,7 @@ def _owners(names: set[str]) -> dict[str, Reviewer]:
     """The reviewers ``names`` name, an ``external`` one (no usable password) created for a new name."""
     owners = {r.username: r for r in Reviewer.objects.filter(username__in=names)}
     for name in sorted(names - set(owners)):
-        owner = Reviewer(username=name, kind=ReviewerKind.EXTERNAL)
-        owner.set_unusable_password()
-        owner.save()
-        owners[name] = owner
+        owners[name] = Reviewer.objects.create_user(username=name, kind=ReviewerKind.EXTERNAL)
     return owners
 
 

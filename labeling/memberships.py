@@ -14,7 +14,8 @@ from django.db import transaction
 from labeling.models import Assignment, Membership, Project, Reviewer, ReviewerKind, Role, Run
 
 
-def _role(role: str) -> str:
+def role_checked(role: str) -> str:
+    """``role`` when it is one of ``Role``; ValidationError (code ``bad_role``) otherwise."""
     if role not in Role.values:
         raise ValidationError(f"Unknown role {role!r}: choose one of {', '.join(Role.values)}.", code="bad_role")
     return role
@@ -37,7 +38,7 @@ def membership_set(*, project: Project, reviewer: Reviewer, role: str) -> Member
     ``external``/``model``: they cannot log in, so a role means nothing), or
     demoting the project's last lead.
     """
-    role = _role(role)
+    role = role_checked(role)
     if reviewer.kind != ReviewerKind.HUMAN:
         raise ValidationError(
             f"{reviewer.username} is an imported labeler ({reviewer.get_kind_display()}), not a person who "

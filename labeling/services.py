@@ -21,6 +21,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Exists, F, Max, OuterRef
 
 from labeling.limits import MAX_JUSTIFICATION_CHARS
+from labeling.memberships import role_checked
 from labeling.models import (
     Adjudication,
     Answer,
@@ -406,8 +407,7 @@ def reviewer_create(
     validators reject, an unknown role, or unknown project slugs (nothing is
     created then).
     """
-    if role not in Role.values:
-        raise ValidationError(f"Unknown role {role!r}: choose one of {', '.join(Role.values)}.", code="bad_role")
+    role_checked(role)
     # The normal form the login form applies too (labeling.names): "ｒｅｖ０１" is rev01.
     username = Reviewer.normalize_username(username or "")
     if not username:
@@ -447,8 +447,11 @@ def run_manage_allowed(*, user: Reviewer, run: Run) -> bool:
     """Whether ``user`` may rename or delete ``run``: a lead of its project
     (or a superuser), by the role table of ``labeling.selectors.may``. The one
     place that decides it (the run page shows the buttons by it, the services
-    refuse by it). One query."""
-    role = visible_projects(user=user).filter(pk=run.project_id).values_list("my_role", flat=True).first()
+    refuse by it). A run from ``labeling.views.projects.run_for`` carries the
+    user's role already; otherwise one query."""
+    role = getattr(run, "my_role", None)
+    if role is None:
+        role = visible_projects(user=user).filter(pk=run.project_id).values_list("my_role", flat=True).first()
     return may(role, LEAD)
 
 

@@ -22,9 +22,7 @@ from labeling.limits import MAX_TEXT_CHARS
 
 # The csv module refuses cells over 131,072 characters by default; a text may
 # be as long as MAX_TEXT_CHARS, and anything longer is refused with its row.
-# The limit is process-wide: every reader in the process gets the same one.
 MAX_CELL_CHARS = MAX_TEXT_CHARS
-csv.field_size_limit(MAX_CELL_CHARS)
 
 
 class FileProblem(Exception):
@@ -64,6 +62,8 @@ def csv_rows(data: bytes) -> Iterator[Row]:
         return
     first_line = text.split("\n", 1)[0]
     delimiter = max([",", ";", "\t"], key=first_line.count)
+    # The limit is process-wide in the csv module; set it where it is needed, not at import.
+    csv.field_size_limit(MAX_CELL_CHARS)
     reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter)
     number = 0
     while True:

@@ -12,6 +12,7 @@ from django.views.decorators.http import require_http_methods
 from labeling import adjudication, assignments, selectors
 from labeling.memberships import membership_remove, membership_set, run_assign, run_settings_set
 from labeling.models import Membership, Reviewer, ReviewerKind, Role
+from labeling.views.params import int_param
 from labeling.views.projects import project_for, run_for
 
 
@@ -57,7 +58,7 @@ def run_reviewers(request: HttpRequest, project_slug: str, run_name: str) -> Htt
         names = request.POST.getlist("assigned")
         reviewers = list(Reviewer.objects.filter(username__in=names))
         try:
-            run_settings_set(run=run, overlap=int(overlap) if overlap.isdigit() else overlap,
+            run_settings_set(run=run, overlap=int_param(overlap) or overlap,
                              blind=BLIND_CHOICES.get(request.POST.get("blind", "auto")))
             run_assign(run=run, reviewers=reviewers)
         except ValidationError as exc:
@@ -86,7 +87,7 @@ def run_adjudicate(request: HttpRequest, project_slug: str, run_name: str) -> Ht
     run = run_for(request, project_slug, run_name, selectors.LEAD)
     error, typed = "", {"value": "", "reason": ""}
     claim_param = request.POST.get("claim") if request.method == "POST" else request.GET.get("claim", "")
-    claim_id = int(claim_param) if claim_param and claim_param.isdigit() else None
+    claim_id = int_param(claim_param)
     if request.method == "POST":
         claim = adjudication.disputed_claims(run=run).filter(pk=claim_id).first() if claim_id else None
         typed = {"value": request.POST.get("value", ""), "reason": request.POST.get("reason", "")}

@@ -94,7 +94,7 @@ def run_detail(request: HttpRequest, project_slug: str, run_name: str) -> HttpRe
     has_gold = metrics.run_has_gold(run)
     gold = _gold_context(request, run) if has_gold and inline else None
     scatter_metrics = gold["claims"] if gold else None
-    if scatter_metrics is None and inline and _own_labels_only(request, run):
+    if scatter_metrics is None and inline and not run.sees_all_labels:
         # A blind reviewer's scatter comes from their own labels, as their totals do.
         scatter_metrics = metrics.run_scores(run, reviewer=request.user.username).claims
     # The gold panel scored the run already: the scatter reuses its claim metrics.
@@ -137,7 +137,7 @@ def _gold_context(request: HttpRequest, run: Run) -> dict:
         except ValueError:
             threshold = None
     scores = metrics.run_scores(run, match_method=method, match_threshold=threshold,
-                                reviewer=request.user.username if _own_labels_only(request, run) else None)
+                                reviewer=request.user.username if not run.sees_all_labels else None)
     return {"rows": metrics.gold_rows(scores), "claims": scores.claims, "method": method, "threshold": threshold,
             "methods": GOLD_PAGE_METHODS, "pending": scores.gold.context.pending if scores.gold else 0}
 
@@ -158,16 +158,11 @@ def run_gold(request: HttpRequest, project_slug: str, run_name: str) -> HttpResp
 def run_scatter(request: HttpRequest, project_slug: str, run_name: str) -> HttpResponse:
     """The run's coverage × support scatter alone (lazy part of the run page; a page without JS)."""
     run = run_for(request, project_slug, run_name)
-    own = metrics.run_scores(run, reviewer=request.user.username).claims if _own_labels_only(request, run) else None
+    own = metrics.run_scores(run, reviewer=request.user.username).claims if not run.sees_all_labels else None
     context = {"project": run.project, "run": run, "chart": charts.run_scatter(run, metrics=own)}
     if request.htmx:
         return render(request, "labeling/_scatter.html", context)
     return render(request, "labeling/run_scatter.html", context)
-
-
-def _own_labels_only(request: HttpRequest, run: Run) -> bool:
-    """Blind labeling: the user may not see everyone's labels on ``run``, so figures use theirs alone."""
-    return not selectors.may_on_run(run, selectors.ALL_LABELS)
 
 
 def review_url(run: Run, answer_id: int, claim_id: int | None = None) -> str:
