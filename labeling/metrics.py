@@ -29,6 +29,8 @@ from scoring.citation_ids import (
 )
 from scoring.claims import ClaimMetrics, claim_metrics
 from scoring.gold import GoldMetrics, gold_metrics
+from scoring.judgments import DEFAULT_RULE, JudgmentMetrics, citation_judgments, resolve_judgments
+from scoring.labels import counted_labels
 from scoring.matching import DEFAULT_MATCH_METHOD, get_matcher
 from scoring.ratio import Ratio
 
@@ -50,6 +52,7 @@ class RunScores:
     gold: GoldMetrics | None
     claims_frame: pd.DataFrame
     disagreements: int
+    judgments: JudgmentMetrics | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON object of ``score --format json``."""
@@ -66,6 +69,8 @@ class RunScores:
             "citation_ids": self.citation_ids.to_dict(),
             "abstention": self.abstention.to_dict(),
         }
+        if self.judgments is not None:
+            result["citation_judgments"] = self.judgments.to_dict()
         if self.gold is not None:
             gold = self.gold.to_dict()
             result["context"] = gold["context"]
@@ -77,14 +82,23 @@ class RunScores:
     def per_answer_records(self) -> list[dict[str, Any]]:
         """One dict per answer: the claim counts and ratios of
         ``ClaimMetrics.per_answer_records`` plus citation-id ``tp, fp, fn,
-        precision, recall`` and, with gold, ``context_*`` and ``source_*``."""
+        precision, recall``, citation judgments ``judged_citations,
+        precise_citations, judged_precision`` (SPEC §4.3b) and, with gold,
+        ``context_*`` and ``source_*``."""
         ids = {r["answer_id"]: r for r in self.citation_ids.per_answer_records()}
+        judged = ({r["answer_id"]: r for r in self.judgments.per_answer_records()}
+                  if self.judgments is not None else {})
         gold = {r["answer_id"]: r for r in self.gold.per_answer_records()} if self.gold is not None else {}
         records = []
         for record in self.claims.per_answer_records():
             id_row = ids.get(record["answer_id"], {})
             merged = dict(record)
             merged.update({key: id_row.get(key) for key in ("tp", "fp", "fn", "precision", "recall")})
+            if self.judgments is not None:
+                judged_row = judged.get(record["answer_id"], {})
+                merged.update({"judged_citations": judged_row.get("judged", 0),
+                               "precise_citations": judged_row.get("precise", 0),
+                               "judged_precision": judged_row.get("precision")})
             gold_row = gold.get(record["answer_id"])
             if gold_row is not None:
                 merged.update({k: v for k, v in gold_row.items() if k.startswith(("context_", "source_"))})
@@ -95,6 +109,7 @@ class RunScores:
 def run_scores(
     run: Run, *, reviewer: str | None = None, match_method: str = DEFAULT_MATCH_METHOD,
     match_threshold: float | None = None, question_ids: set[str] | None = None,
+    citation_precision_rule: str = DEFAULT_RULE,
 ) -> RunScores:
     """Compute every metric of ``run`` (SPEC §4.1–§4.3).
 
@@ -102,7 +117,9 @@ def run_scores(
     ``match_threshold`` select the passage matcher for the gold metrics.
     ``question_ids`` limits the scores to the answers of those questions (run
     comparison and the CI gate use the questions both runs answered, SPEC §5).
-    Raises ValueError for an unknown match method, ImportError when the
+    ``citation_precision_rule`` (``strict``, ``union``, ``lenient``) decides
+    which judged citations are precise (SPEC §4.3b, ``scoring.judgments``).
+    Raises ValueError for an unknown match method or rule, ImportError when the
     method's optional extra is missing.
     """
     claims, disagreements = resolved_claims_frame(run, reviewer=reviewer)
@@ -117,9 +134,10 @@ def run_scores(
         gold_ids = gold_ids[gold_ids["answer_id"].isin(kept)]
         disagreements = int(claims["disagreement"].sum())
     claim_result = claim_metrics(
-        claims[["answer_id", "question_id", "claim_index", "n_citations", "label", "abstention"]],
+        claims[["answer_id", "question_id", "claim_index", "n_citations", "label", "abstention", "factual"]],
         answers[["answer_id", "question_id"]],
     )
+    judgments = run_judgment_metrics(run, claims, citations, reviewer=reviewer, rule=citation_precision_rule)
     id_citations = citations[["answer_id", "passage_id", "fabricated"]]
     ids = citation_id_metrics(answers, id_citations, gold_ids)
     abstention = abstention_metrics(answers, id_citations)
@@ -135,7 +153,27 @@ def run_scores(
             matcher=matcher,
         )
     return RunScores(run=run, reviewer=reviewer, claims=claim_result, citation_ids=ids, abstention=abstention,
-                     gold=gold, claims_frame=claims, disagreements=disagreements)
+                     gold=gold, claims_frame=claims, disagreements=disagreements, judgments=judgments)
+
+
+def run_judgment_metrics(run: Run, claims: pd.DataFrame, citations: pd.DataFrame, *, reviewer: str | None,
+                         rule: str = DEFAULT_RULE) -> JudgmentMetrics:
+    """Citation precision of ``run`` from its citation judgments (SPEC §4.3b).
+
+    ``claims``: the frame of ``resolved_claims_frame`` (its label decides the
+    union rule), ``citations``: ``frames.citations_frame`` (both possibly cut
+    to some questions). Which judgments count follows the labels: people's
+    (kinds human and external), or only ``reviewer``'s; a citation whose
+    reviewers differ is disputed (not judged). One query.
+    """
+    judged = frames.judgments_frame(run)
+    if reviewer is None:
+        judged = counted_labels(judged)
+    resolved = resolve_judgments(judged[["citation_id", "reviewer", "judgment"]], reviewer=reviewer)
+    rows = citations[["citation_id", "claim_id"]].merge(resolved, on="citation_id", how="left")
+    rows["judgment"] = rows["judgment"].astype(object).where(rows["judgment"].notna(), None)
+    return citation_judgments(claims[["claim_id", "answer_id", "question_id", "label", "factual", "abstention"]],
+                              rows, rule=rule)
 
 
 def run_has_gold(run: Run) -> bool:

@@ -14,7 +14,7 @@ from django.db.models import F, Q
 from django.urls import reverse
 
 from labeling.names import normalize_name, validate_project_slug, validate_question_id, validate_run_name
-from scoring import labels
+from scoring import judgments, labels
 
 
 class ReviewerKind(models.TextChoices):
@@ -64,6 +64,9 @@ class Project(models.Model):
                                      through="Membership")
     # Some teams want the reason for every verdict, not only for UNSUPPORTED ones.
     require_justification_for_supported = models.BooleanField(default=False)
+    # Judge each citation of a claim (FULL/PARTIAL/NONE/UNJUDGEABLE) before its label
+    # (SPEC §4.3b); off keeps the one-key SUPPORTED/UNSUPPORTED flow.
+    judge_citations = models.BooleanField(default=False)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -302,6 +305,9 @@ class Claim(models.Model):
     start = models.PositiveIntegerField(null=True, blank=True)
     end = models.PositiveIntegerField(null=True, blank=True)
     revision = models.PositiveIntegerField(default=1)
+    # False: "not a factual claim" (a greeting, a hedge, the question restated). It
+    # leaves every denominator, as an abstention's claims do (SPEC §4.1, §4.3b).
+    factual = models.BooleanField(default=True)
 
     class Meta:
         ordering = ["answer_id", "index"]
@@ -389,6 +395,47 @@ class Label(models.Model):
 
     def __str__(self) -> str:
         return f"{self.value} by {self.reviewer_id} on claim {self.claim_id}"
+
+
+class Judgment(models.TextChoices):
+    """How far one cited passage carries its claim (SPEC §4.3b; Liu, Zhang & Liang 2023), as
+    ``scoring.judgments`` (their one home) spells them."""
+
+    FULL = judgments.FULL, "FULL: this passage alone entails the claim"
+    PARTIAL = judgments.PARTIAL, "PARTIAL: it carries part of the claim"
+    NONE = judgments.NONE, "NONE: it does not support the claim"
+    UNJUDGEABLE = judgments.UNJUDGEABLE, "UNJUDGEABLE: passage inaccessible or claim unclear"
+
+
+class CitationJudgment(models.Model):
+    """One reviewer's judgment of one citation of a claim, with optional evidence (SPEC §4.3b).
+
+    Kept like labels: every judgment stays as history; ``is_current`` marks the
+    one current judgment per (citation, reviewer); one given on an older claim
+    revision is stale (``is_stale``) and no longer current. ``evidence`` holds
+    the passage words that carry the claim (may be blank).
+    """
+
+    citation = models.ForeignKey(Citation, on_delete=models.CASCADE, related_name="judgments")
+    reviewer = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="judgments")
+    judgment = models.CharField(max_length=16, choices=Judgment.choices)
+    evidence = models.TextField(blank=True)
+    claim_revision = models.PositiveIntegerField()
+    is_current = models.BooleanField(default=True)
+    is_stale = models.BooleanField(default=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["citation_id", "-created_at", "-id"]
+        constraints = [
+            models.UniqueConstraint(fields=["citation", "reviewer"], condition=Q(is_current=True),
+                                    name="one_current_judgment_per_reviewer"),
+            models.CheckConstraint(condition=~Q(is_current=True, is_stale=True), name="stale_judgment_not_current"),
+            models.CheckConstraint(condition=Q(judgment__in=judgments.JUDGMENTS), name="judgment_value_known"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.judgment} by {self.reviewer_id} on citation {self.citation_id}"
 
 
 class Adjudication(models.Model):

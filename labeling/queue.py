@@ -40,7 +40,8 @@ def works_on(run: Run, reviewer: Reviewer) -> Exists | Any:
 
 def unlabeled_claims(reviewer: Reviewer, run: Run) -> QuerySet[Claim]:
     """The reviewer's queue in ``run`` (see the module docstring), unordered."""
-    return (Claim.objects.filter(answer__run=run).filter(Exists(Citation.objects.filter(claim=OuterRef("pk"))))
+    return (Claim.objects.filter(answer__run=run, factual=True)
+            .filter(Exists(Citation.objects.filter(claim=OuterRef("pk"))))
             .exclude(Exists(Label.objects.filter(claim=OuterRef("pk"), reviewer=reviewer, is_current=True)))
             .alias(n_human=human_label_count()).filter(n_human__lt=run.overlap)
             .filter(works_on(run, reviewer)))
@@ -62,7 +63,7 @@ WHERE a.run_id = %s {where}
        OR EXISTS (SELECT 1 FROM {assignment} s WHERE s.run_id = a.run_id AND s.reviewer_id = %s))
   AND EXISTS (
     SELECT 1 FROM {claim} c
-    WHERE c.answer_id = a.id
+    WHERE c.answer_id = a.id AND c.factual
       AND EXISTS (SELECT 1 FROM {citation} ci WHERE ci.claim_id = c.id)
       AND NOT EXISTS (SELECT 1 FROM {label} l WHERE l.claim_id = c.id AND l.reviewer_id = %s AND l.is_current)
       AND (SELECT COUNT(*) FROM {label} h JOIN {reviewer} r ON r.id = h.reviewer_id

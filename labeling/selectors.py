@@ -130,7 +130,9 @@ def _answer_count_aggregates(reviewer: Reviewer, *, own_only: bool = False) -> d
     whose labels are all SUPPORTED = judged claims − claims with an
     UNSUPPORTED label (and the reverse); disputed = claims with both values.
     """
-    cited = Q(claims__citations__isnull=False)
+    # SPEC §4.3b: a claim marked not factual leaves every count.
+    factual = Q(claims__factual=True)
+    cited = factual & Q(claims__citations__isnull=False)
     judged = cited & Q(claims__labels__is_current=True,
                        claims__labels__value__in=[LabelValue.SUPPORTED, LabelValue.UNSUPPORTED])
     if own_only:
@@ -143,8 +145,8 @@ def _answer_count_aggregates(reviewer: Reviewer, *, own_only: bool = False) -> d
     # abstention; its claims are not factual claims and leave every count.
     abstaining = Q(question__answerable=False) & ~Exists(Citation.objects.filter(claim__answer=OuterRef("pk")))
     return {
-        "n_claims": Count("claims", distinct=True),
-        "n_abstaining": Count("claims", distinct=True, filter=abstaining),
+        "n_claims": Count("claims", distinct=True, filter=factual),
+        "n_abstaining": Count("claims", distinct=True, filter=factual & abstaining),
         "n_cited": Count("claims", distinct=True, filter=cited),
         "n_judged": Count("claims", distinct=True, filter=judged),
         "n_has_supported": Count("claims", distinct=True,
@@ -313,19 +315,21 @@ def _runs_claim_counts(*, reviewer: Reviewer, run: Run | None = None, project: P
     scope = {"run": run} if run is not None else {"run__project": project}
     claims = {
         row["answer__run_id"]: row
-        for row in Claim.objects.filter(**{f"answer__{k}": v for k, v in scope.items()})
+        for row in Claim.objects.filter(**{f"answer__{k}": v for k, v in scope.items()}, factual=True)
         .values("answer__run_id").order_by()
         .annotate(n=Count("id"), unanswerable=Count("id", filter=Q(answer__question__answerable=False)))
     }
     citations = {
         row["claim__answer__run_id"]: row
-        for row in Citation.objects.filter(**{f"claim__answer__{k}": v for k, v in scope.items()})
+        for row in Citation.objects.filter(**{f"claim__answer__{k}": v for k, v in scope.items()},
+                                           claim__factual=True)
         .values("claim__answer__run_id").order_by()
         .annotate(cited=Count("claim", distinct=True), fabricated=Count("id", filter=Q(fabricated=True)))
     }
     labels = {
         row["claim__answer__run_id"]: row
         for row in Label.objects.filter(**{f"claim__answer__{k}": v for k, v in scope.items()}, is_current=True,
+                                        claim__factual=True,
                                         value__in=[LabelValue.SUPPORTED, LabelValue.UNSUPPORTED])
         .filter(Exists(Citation.objects.filter(claim=OuterRef("claim"))))
         .filter(Q(reviewer=reviewer) | ~Q(claim__answer__run_id__in=blind_run_ids))
@@ -341,11 +345,11 @@ def _runs_claim_counts(*, reviewer: Reviewer, run: Run | None = None, project: P
         # SPEC §4.2: claims of an answer to an unanswerable question that cites nothing are not factual claims.
         answers = Answer.objects.filter(**scope, question__answerable=False).exclude(
             Exists(Citation.objects.filter(claim__answer=OuterRef("pk"))))
-        abstaining = dict(Claim.objects.filter(answer__in=answers).values("answer__run_id").order_by()
+        abstaining = dict(Claim.objects.filter(answer__in=answers, factual=True).values("answer__run_id").order_by()
                           .annotate(n=Count("id")).values_list("answer__run_id", "n"))
     # Blind labeling counts a reviewer's own labels only: no lead's verdict on those runs either.
     adjudicated = _adjudicated_counts(
-        Adjudication.objects.filter(**{f"claim__answer__{k}": v for k, v in scope.items()})
+        Adjudication.objects.filter(**{f"claim__answer__{k}": v for k, v in scope.items()}, claim__factual=True)
         .exclude(claim__answer__run_id__in=blind_run_ids), "claim__answer__run_id")
     counts = {}
     for run_id, row in claims.items():
@@ -391,8 +395,10 @@ def run_progress(*, run: Run, reviewer: Reviewer) -> Ratio:
 
     Two cheap counts (the run progress bar refreshes after every save).
     """
-    cited = Claim.objects.filter(answer__run=run).filter(Exists(Citation.objects.filter(claim=OuterRef("pk"))))
-    labeled = Label.objects.filter(reviewer=reviewer, is_current=True, claim__answer__run=run).filter(
+    cited = Claim.objects.filter(answer__run=run, factual=True).filter(
+        Exists(Citation.objects.filter(claim=OuterRef("pk"))))
+    labeled = Label.objects.filter(reviewer=reviewer, is_current=True, claim__answer__run=run,
+                                   claim__factual=True).filter(
         Exists(Citation.objects.filter(claim=OuterRef("claim")))
     )
     return Ratio(labeled.count(), cited.count())
@@ -448,7 +454,7 @@ def answer_page(*, run: Run, reviewer: Reviewer, answer_filter: str = "", page_n
     )
     by_id = {answer.pk: answer for answer in rows}
     adjudicated = {} if own_only else _adjudicated_counts(
-        Adjudication.objects.filter(claim__answer_id__in=page_ids), "claim__answer_id")
+        Adjudication.objects.filter(claim__answer_id__in=page_ids, claim__factual=True), "claim__answer_id")
     return AnswerPage(
         page=page,
         rows=[AnswerRow(answer=by_id[pk], counts=_counts(by_id[pk], adjudicated.get(pk))) for pk in page_ids],

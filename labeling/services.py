@@ -26,6 +26,7 @@ from labeling.models import (
     Adjudication,
     Answer,
     Citation,
+    CitationJudgment,
     Claim,
     Label,
     LabelTableVersion,
@@ -190,8 +191,9 @@ def _check_revision(claim: Claim, base_revision: int | None) -> None:
 
 def _stale_labels(claim: Claim) -> int:
     """Mark every label of ``claim`` stale (SPEC §3: kept in history, no longer current); a lead's
-    adjudication of the claim as it was ends too."""
+    adjudication of the claim as it was ends too, and so do its citations' judgments (SPEC §4.3b)."""
     Adjudication.objects.filter(claim=claim, is_current=True).update(is_current=False)
+    CitationJudgment.objects.filter(citation__claim=claim, is_stale=False).update(is_current=False, is_stale=True)
     return Label.objects.filter(claim=claim, is_stale=False).update(is_current=False, is_stale=True)
 
 

@@ -10,6 +10,11 @@ SPEC §4.1, per answer and pooled over answers:
 - support       SUPPORTED / labeled cited (so a half-labeled run shows a
                 provisional support beside its pending count)
 - gap           pooled coverage − pooled support
+- supported rate SUPPORTED / claims (SPEC §4.3b: Liu et al.'s "citation
+                recall", "claims supported by their citations"; equals
+                coverage × support when nothing is pending)
+- non-factual   a claim marked "not a factual claim" leaves every count
+                above and is counted as ``non_factual`` (SPEC §4.3b)
 
 A claim without citations needs no reviewer (it is UNCITED automatically, SPEC
 §3), so its label may be UNCITED or null; it is never pending.
@@ -37,7 +42,7 @@ from scoring.ratio import Ratio, gap
 
 CLAIM_COLUMNS = ("answer_id", "question_id", "claim_index", "n_citations", "label")
 ANSWER_COLUMNS = ("answer_id", "question_id")
-COUNT_COLUMNS = ("claims", "cited", "labeled_cited", "supported", "unsupported", "pending")
+COUNT_COLUMNS = ("claims", "cited", "labeled_cited", "supported", "unsupported", "pending", "non_factual")
 _RECORD_KEYS = (
     "question_id",
     "answer_id",
@@ -48,6 +53,8 @@ _RECORD_KEYS = (
     "pending",
     "coverage",
     "support",
+    "supported_rate",
+    "non_factual",
 )
 
 
@@ -85,6 +92,14 @@ class ClaimMetrics:
     support_skipped: int
     per_answer: pd.DataFrame = field(repr=False, compare=False)
     abstentions: int = 0
+    non_factual: int = 0
+    mean_supported_rate: float | None = None
+    supported_rate_skipped: int = 0
+
+    @property
+    def supported_rate(self) -> Ratio:
+        """SUPPORTED / factual claims (SPEC §4.3b), ``None`` on no claims."""
+        return Ratio(self.supported, self.claims)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready pooled figures: ints, floats in [0, 1] or ``None`` (never NaN)."""
@@ -102,11 +117,16 @@ class ClaimMetrics:
             "mean_support": self.mean_support,
             "coverage_skipped": self.coverage_skipped,
             "support_skipped": self.support_skipped,
+            "supported_rate": self.supported_rate.value,
+            "mean_supported_rate": self.mean_supported_rate,
+            "supported_rate_skipped": self.supported_rate_skipped,
+            "non_factual": self.non_factual,
         }
 
     def per_answer_records(self) -> list[dict[str, Any]]:
         """One JSON-ready dict per answer (keys ``question_id, answer_id, claims,
-        cited, labeled_cited, supported, pending, coverage, support``), in
+        cited, labeled_cited, supported, pending, coverage, support,
+        supported_rate, non_factual``), in
         ``per_answer`` order; undefined ratios are ``None``."""
         columns = [self.per_answer[key].tolist() for key in _RECORD_KEYS]
         return [
@@ -131,6 +151,9 @@ def claim_metrics(claims: pd.DataFrame, answers: pd.DataFrame | None = None) -> 
       Its claims are not factual claims (SPEC §4.2, last bullet): they are left
       out of every count, and the answer's coverage and support are ``None``.
       An answer is taken as abstaining when any of its rows says so.
+    - ``factual``     optional bool, per claim (null or absent: True). A claim
+      marked not factual leaves every count like an abstention's claims and
+      is counted in ``non_factual`` (SPEC §4.3b).
 
     ``answers``: optional, columns ``answer_id, question_id`` (and optionally
     ``abstention``); answers listed here without claims still get a per-answer
@@ -161,7 +184,8 @@ def claim_metrics(claims: pd.DataFrame, answers: pd.DataFrame | None = None) -> 
         return np.bincount(codes[mask], minlength=n_answers)
 
     abstaining = per_answer_count(_abstention_flags(claims)) > 0
-    factual = ~abstaining[codes]
+    marked_factual = _factual_flags(claims)
+    factual = ~abstaining[codes] & marked_factual
     first_row = np.unique(codes, return_index=True)[1]
 
     per_answer = pd.DataFrame(
@@ -174,12 +198,14 @@ def claim_metrics(claims: pd.DataFrame, answers: pd.DataFrame | None = None) -> 
             "supported": per_answer_count(factual & cited & supported),
             "unsupported": per_answer_count(factual & cited & unsupported),
             "pending": per_answer_count(factual & cited & (label < 0)),
+            "non_factual": per_answer_count(~abstaining[codes] & ~marked_factual),
             "abstention": abstaining,
         }
     )
     per_answer = _add_answers_without_claims(per_answer, answers)
-    per_answer.insert(8, "coverage", _ratio_column(per_answer["cited"], per_answer["claims"]))
-    per_answer.insert(9, "support", _ratio_column(per_answer["supported"], per_answer["labeled_cited"]))
+    per_answer.insert(9, "coverage", _ratio_column(per_answer["cited"], per_answer["claims"]))
+    per_answer.insert(10, "support", _ratio_column(per_answer["supported"], per_answer["labeled_cited"]))
+    per_answer.insert(11, "supported_rate", _ratio_column(per_answer["supported"], per_answer["claims"]))
     per_answer = sort_by(per_answer, ["question_id", "answer_id"])
 
     totals = {column: int(per_answer[column].sum()) for column in COUNT_COLUMNS}
@@ -187,6 +213,7 @@ def claim_metrics(claims: pd.DataFrame, answers: pd.DataFrame | None = None) -> 
     support = Ratio(totals["supported"], totals["labeled_cited"])
     mean_coverage, coverage_skipped = mean_of_defined(per_answer["coverage"])
     mean_support, support_skipped = mean_of_defined(per_answer["support"])
+    mean_supported_rate, supported_rate_skipped = mean_of_defined(per_answer["supported_rate"])
     return ClaimMetrics(
         answers=len(per_answer),
         **totals,
@@ -199,6 +226,8 @@ def claim_metrics(claims: pd.DataFrame, answers: pd.DataFrame | None = None) -> 
         support_skipped=support_skipped,
         per_answer=per_answer,
         abstentions=int(per_answer["abstention"].sum()),
+        mean_supported_rate=mean_supported_rate,
+        supported_rate_skipped=supported_rate_skipped,
     )
 
 
@@ -264,6 +293,13 @@ def _abstention_flags(frame: pd.DataFrame) -> np.ndarray:
     if "abstention" not in frame.columns:
         return np.zeros(len(frame), dtype=bool)
     return frame["abstention"].astype("boolean").fillna(False).to_numpy(dtype=bool)
+
+
+def _factual_flags(frame: pd.DataFrame) -> np.ndarray:
+    """The optional ``factual`` column as bools (absent or null: True)."""
+    if "factual" not in frame.columns:
+        return np.ones(len(frame), dtype=bool)
+    return frame["factual"].astype("boolean").fillna(True).to_numpy(dtype=bool)
 
 
 def _ratio_column(numerator: pd.Series, denominator: pd.Series) -> np.ndarray:

@@ -22,6 +22,7 @@ from labeling.models import (
     Adjudication,
     Answer,
     Citation,
+    CitationJudgment,
     Claim,
     ExpectedSource,
     GoldPassageId,
@@ -79,18 +80,21 @@ def claims_frame(run: Run) -> pd.DataFrame:
 
     Columns: ``claim_id``, ``answer_id`` (int), ``question_id`` (str),
     ``claim_index`` (int, 1-based), ``claim`` (text), ``n_citations`` (int),
-    ``abstention`` (bool: the answer is to an unanswerable question and cites
-    nothing, SPEC §4.2). One query.
+    ``factual`` (bool: False for a claim marked "not a factual claim", SPEC
+    §4.3b), ``abstention`` (bool: the answer is to an unanswerable question and
+    cites nothing, SPEC §4.2). Two queries (the answers for ``abstention``).
     """
     rows = (
         Claim.objects.filter(answer__run=run)
         .annotate(n_citations=Count("citations"))
-        .values_list("id", "answer_id", "answer__question__question_id", "index", "text", "n_citations")
+        .values_list("id", "answer_id", "answer__question__question_id", "index", "text", "n_citations", "factual")
         .order_by("answer__question__question_id", "index")
     )
     frame = pd.DataFrame.from_records(
-        list(rows), columns=["claim_id", "answer_id", "question_id", "claim_index", "claim", "n_citations"]
+        list(rows),
+        columns=["claim_id", "answer_id", "question_id", "claim_index", "claim", "n_citations", "factual"],
     )
+    frame["factual"] = frame["factual"].astype(bool)
     answers = answers_frame(run)
     abstained = answers.loc[(answers["answerable"] == False) & (answers["cited"] == 0), "answer_id"]  # noqa: E712
     frame["abstention"] = frame["answer_id"].isin(set(abstained))
@@ -116,6 +120,22 @@ def citations_frame(run: Run) -> pd.DataFrame:
     frame["source"] = frame["source"].fillna("")
     frame["text"] = frame["span"].where(frame["span"].fillna("") != "", frame["passage_text"].fillna(""))
     return frame.drop(columns=["span", "passage_text"])
+
+
+def judgments_frame(run: Run) -> pd.DataFrame:
+    """Current (non-stale) citation judgments on the claims of ``run`` (SPEC §4.3b).
+
+    Columns: ``citation_id``, ``claim_id`` (int), ``reviewer`` (username),
+    ``judgment`` (FULL/PARTIAL/NONE/UNJUDGEABLE), ``evidence`` (str),
+    ``judged_at`` (aware datetime), ``kind`` (the reviewer's kind). One query.
+    """
+    rows = CitationJudgment.objects.filter(citation__claim__answer__run=run, is_current=True).values_list(
+        "citation_id", "citation__claim_id", "reviewer__username", "judgment", "evidence", "created_at",
+        "reviewer__kind",
+    )
+    return pd.DataFrame.from_records(
+        list(rows), columns=["citation_id", "claim_id", "reviewer", "judgment", "evidence", "judged_at", "kind"]
+    )
 
 
 def gold_ids_frame(run: Run) -> pd.DataFrame:
@@ -171,4 +191,6 @@ def resolved_claims_frame(run: Run, *, reviewer: str | None = None) -> tuple[pd.
     merged["label"] = labels_col
     merged.loc[uncited, "disagreement"] = False
     merged.loc[uncited, "adjudicated"] = False
+    # SPEC §4.3b: a claim marked not factual leaves every count, its reviewers' dispute too.
+    merged.loc[~merged["factual"], "disagreement"] = False
     return merged, int(merged["disagreement"].sum())

@@ -114,6 +114,10 @@ def test_no_claims_at_all_gives_nulls():
         "mean_support": None,
         "coverage_skipped": 0,
         "support_skipped": 0,
+        "supported_rate": None,
+        "mean_supported_rate": None,
+        "supported_rate_skipped": 0,
+        "non_factual": 0,
     }
     assert metrics.answers == 0
 
@@ -163,6 +167,8 @@ def test_answers_without_claims_appear_with_null_coverage():
         "pending": 0,
         "coverage": None,
         "support": None,
+        "supported_rate": None,
+        "non_factual": 0,
     }
     assert (metrics.coverage_skipped, metrics.support_skipped) == (1, 1)
     assert metrics.mean_coverage == 1.0
@@ -227,6 +233,8 @@ def test_per_answer_records_have_the_documented_keys():
         "pending": 0,
         "coverage": 1.0,
         "support": 1.0,
+        "supported_rate": 1.0,
+        "non_factual": 0,
     }
     assert type(record["claims"]) is int
 

@@ -1,4 +1,5 @@
-"""``python manage.py score --run NAME [--project SLUG] [--reviewer NAME] --format json|table``.
+"""``python manage.py score --run NAME [--project SLUG] [--reviewer NAME] --format json|table
+[--citation-precision-rule strict|union|lenient]``.
 
 With ``--baseline A --max-drop support=0.05 …`` it is a CI gate: exit status 1,
 naming the metric and the numbers, when the run falls more than the allowed
@@ -19,6 +20,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from labeling.management.lookup import find_project, find_run
 from labeling.metrics import DEFAULT_MATCH_METHOD, RunScores, run_scores
 from labeling.models import Question, Reviewer, Run
+from scoring.judgments import DEFAULT_RULE, RULES
 from scoring.ratio import Ratio, format_value
 
 # Metric name → path in RunScores.to_dict(); all are "higher is better".
@@ -27,6 +29,8 @@ GATE_METRICS: dict[str, tuple[str, ...]] = {
     "support": ("claims", "support"),
     "mean_coverage": ("claims", "mean_coverage"),
     "mean_support": ("claims", "mean_support"),
+    "supported_rate": ("claims", "supported_rate"),
+    "judged_precision": ("citation_judgments", "precision"),
     "precision": ("citation_ids", "precision"),
     "recall": ("citation_ids", "recall"),
     "context_precision": ("context", "precision"),
@@ -74,6 +78,9 @@ class Command(BaseCommand):
         parser.add_argument("--match-method", default=DEFAULT_MATCH_METHOD,
                             help="passage match method for gold metrics: substring, ngram, embeddings, llm")
         parser.add_argument("--match-threshold", type=float, default=None)
+        parser.add_argument("--citation-precision-rule", choices=RULES, default=DEFAULT_RULE,
+                            help="which judged citations are precise (SPEC §4.3b): strict (FULL only), union "
+                                 "(FULL, or PARTIAL on a SUPPORTED claim; default) or lenient (FULL or PARTIAL)")
         parser.add_argument("--baseline", help="baseline run to gate against (CI)")
         parser.add_argument("--max-drop", action="append", default=[], metavar="METRIC=X",
                             help="fail when METRIC falls more than X below the baseline (repeatable)")
@@ -126,7 +133,8 @@ class Command(BaseCommand):
     def _scores(self, run: Run, options: dict[str, Any], question_ids: set[str] | None = None) -> RunScores:
         try:
             return run_scores(run, reviewer=options["reviewer"], match_method=options["match_method"],
-                              match_threshold=options["match_threshold"], question_ids=question_ids)
+                              match_threshold=options["match_threshold"], question_ids=question_ids,
+                              citation_precision_rule=options.get("citation_precision_rule") or DEFAULT_RULE)
         except (ValueError, ImportError) as exc:
             raise CommandError(str(exc)) from None
 
@@ -173,11 +181,22 @@ def render_table(scores: RunScores) -> str:
         f"  {'coverage':<22}{str(c.coverage):>22}{_mean(c.mean_coverage, c.coverage_skipped):>22}",
         f"  {'support':<22}{str(c.support):>22}{_mean(c.mean_support, c.support_skipped):>22}",
         f"  {'gap':<22}{format_value(c.gap):>22}",
+        f"  {'supported rate':<22}{str(c.supported_rate):>22}"
+        f"{_mean(c.mean_supported_rate, c.supported_rate_skipped):>22}",
         f"  {'citation precision':<22}{str(ids.precision):>22}{_mean(ids.mean_precision, None):>22}",
         f"  {'citation recall':<22}{str(ids.recall):>22}{_mean(ids.mean_recall, None):>22}",
         f"  {'fabricated':<22}{str(ids.fabricated_rate):>22}",
         f"  {'abstention':<22}{str(scores.abstention.rate):>22}",
     ]
+    j = scores.judgments
+    if j is not None and j.judged:
+        lines.append(f"  {'judged precision':<22}{str(j.precision):>22}"
+                     f"{_mean(j.mean_precision, j.precision_skipped):>22}")
+        lines.append(f"    rule {j.rule}; judged {j.judged} of {j.citations} citation(s): "
+                     + ", ".join(f"{value} {count}" for value, count in j.counts.items())
+                     + (f"; {j.disputed} disputed" if j.disputed else ""))
+    if c.non_factual:
+        lines.append(f"  {c.non_factual} non-factual claim(s) left out of every count")
     if scores.gold is not None:
         gold = scores.gold.to_dict()
         context, source = gold["context"], gold["source"]
