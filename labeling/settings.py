@@ -8,6 +8,9 @@ Environment variables:
   unset means a SQLite file ``db.sqlite3`` beside ``manage.py``.
 - ``CITELAB_MEDIA_ROOT``: where label table version files are stored.
 - ``CITELAB_MAX_UPLOAD_MB``: upload size limit for imports (default 50).
+- ``CITELAB_MAX_IMPORT_ROWS``: most data rows (or JSON lines) in one imported
+  file (default 500000).
+- ``CITELAB_MAX_UNZIPPED_MB``: most an imported .xlsx may unzip to (default 512).
 - ``CITELAB_LOG_LEVEL``: ``DEBUG``, ``INFO`` (default), ``WARNING``, ``ERROR``
   or ``CRITICAL``: the least severe record written to stderr.
 """
@@ -175,6 +178,9 @@ STORAGES = {
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 CITELAB_MAX_UPLOAD_BYTES = env_int("CITELAB_MAX_UPLOAD_MB", 50) * 1024 * 1024
+# Checked by labeling.importers.content for every imported file (web and commands).
+CITELAB_MAX_IMPORT_ROWS = env_int("CITELAB_MAX_IMPORT_ROWS", 500_000)
+CITELAB_MAX_UNZIPPED_BYTES = env_int("CITELAB_MAX_UNZIPPED_MB", 512) * 1024 * 1024
 DATA_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
 FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
 

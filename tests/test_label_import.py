@@ -310,7 +310,7 @@ def test_apply_is_all_or_nothing(seed_run, alice):
 
 def test_unreadable_files_are_reported_not_raised():
     assert [str(i) for i in read_label_table(b"not a zip", format="xlsx").issues] == [
-        "line 1: (file): not a readable .xlsx workbook (BadZipFile)"]
+        "line 1: (file): not an .xlsx workbook: the file is plain text (a CSV file? name it .csv)"]
     assert read_label_table(b"claim,text\n1,2\n", format="csv").issues[0].reason.startswith("no 'label' column")
     assert read_label_table(b"\xff\xfe", format="csv").issues[0].field == "(file)"
 

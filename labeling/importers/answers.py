@@ -13,6 +13,7 @@ from typing import IO
 
 from labeling.importers.answers_jsonl import iter_answer_records
 from labeling.importers.answers_table import iter_table_records
+from labeling.importers.content import HEAD_BYTES, content_problem
 from labeling.importers.records import AnswerRecord, ImportIssue
 
 FORMATS = ("jsonl", "csv", "xlsx")
@@ -40,7 +41,8 @@ def answer_records(
     ``source`` is a path (format from its suffix unless ``format`` is given),
     bytes or a seekable binary file (``format`` defaults to ``"jsonl"``).
     ``run`` overrides the file's run names. Raises ValueError for an unknown
-    format.
+    format. A JSON Lines file that is not text (``labeling.importers.content``)
+    yields one ``(file)`` issue; CSV/XLSX are checked as they are read.
     """
     if format is None:
         format = answers_format(str(source)) if isinstance(source, (str, Path)) else "jsonl"
@@ -48,9 +50,24 @@ def answer_records(
         raise ValueError(f"unknown answers file format {format!r} (expected one of {', '.join(FORMATS)})")
     if format == "jsonl":
         open_lines = _line_opener(source)
+        if problem := content_problem(_head(source), format="jsonl"):
+            return lambda: iter([(problem.line, None, [problem])])
         return lambda: iter_answer_records(open_lines(), run=run)
     data = _read_bytes(source)
     return lambda: iter_table_records(data, format=format, run=run)
+
+
+def _head(source: AnswersSource) -> bytes:
+    """The first HEAD_BYTES of ``source``, leaving a file where it was."""
+    if isinstance(source, bytes):
+        return source[:HEAD_BYTES]
+    if isinstance(source, (str, Path)):
+        with Path(source).open("rb") as handle:
+            return handle.read(HEAD_BYTES)
+    position = source.tell()
+    head = source.read(HEAD_BYTES)
+    source.seek(position)
+    return head
 
 
 def _read_bytes(source: AnswersSource) -> bytes:

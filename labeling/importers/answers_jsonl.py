@@ -15,6 +15,7 @@ from typing import Any
 
 from django.core.exceptions import ValidationError
 
+from labeling.importers.content import max_rows, too_many_rows
 from labeling.importers.markers import find_markers, split_claims
 from labeling.importers.records import (
     AnswerRecord,
@@ -56,8 +57,12 @@ def iter_answer_records(
     Yields ``(line_number, record, issues)`` for every non-blank line: a record
     when the line is valid (``issues`` then holds only warnings that do not
     block the import), else ``None`` and the issues. ``run`` overrides the
-    file's ``run`` field (SPEC §6: "`run` (or given on import)").
+    file's ``run`` field (SPEC §6: "`run` (or given on import)"). The
+    first non-blank line past CITELAB_MAX_IMPORT_ROWS yields one ``(file)``
+    issue and ends the stream.
     """
+    limit = max_rows()
+    answers = 0
     for number, raw in enumerate(lines, start=1):
         try:
             text = raw.decode("utf-8", errors="strict") if isinstance(raw, bytes) else raw
@@ -69,6 +74,10 @@ def iter_answer_records(
             text = text.removeprefix("\ufeff")
         if not text.strip():
             continue
+        answers += 1
+        if answers > limit:
+            yield number, None, [too_many_rows(number)]
+            return
         try:
             data = json.loads(text)
         except json.JSONDecodeError as exc:

@@ -49,6 +49,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import IO, Any
 
+from labeling.importers.content import HEAD_BYTES, content_problem, max_rows, not_utf8, too_many_rows
 from labeling.importers.records import ImportIssue
 from labeling.importers.tabular import FileProblem, csv_rows, xlsx_rows
 from labeling.limits import MAX_JUSTIFICATION_CHARS
@@ -222,14 +223,20 @@ def _json_line(line: str) -> tuple[Any, str]:
 
 
 def _jsonl_records(data: bytes) -> Iterator[tuple[int, dict[str, Any]]]:
+    if problem := content_problem(data[:HEAD_BYTES], format="jsonl"):
+        raise FileProblem(problem)
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        raise FileProblem(ImportIssue(1, "(file)", f"not UTF-8 text: {exc.reason} at byte {exc.start}")) from None
+        raise FileProblem(not_utf8(data, exc)) from None
     header_given = False
+    limit, rows = max_rows(), 0
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
+        rows += 1
+        if rows > limit:
+            raise FileProblem(too_many_rows(number))
         raw, error = _json_line(line)
         if error:
             if not header_given:

@@ -52,6 +52,8 @@ from scoring.claims import ClaimMetrics
 _UPLOAD_SALT = "citelab.label-import"
 _UPLOAD_MAX_AGE = 24 * 3600
 _UPLOAD_DIR = "label_imports"
+# Room for the multipart boundaries, the CSRF token and the file name around the file itself.
+_FORM_OVERHEAD_BYTES = 16 * 1024
 
 
 def _page_or_partial(request: HttpRequest, template: str, partial: str, context: dict) -> HttpResponse:
@@ -178,6 +180,10 @@ def label_import(request: HttpRequest, project_slug: str, run_name: str) -> Http
     context = {"project": run.project, "run": run, "preview": None, "error": "", "token": "",
                "max_size": filesizeformat(settings.CITELAB_MAX_UPLOAD_BYTES)}
     if request.method == "POST":
+        # Refused from the announced length, before Django spools the body to disk.
+        if _content_length(request) > settings.CITELAB_MAX_UPLOAD_BYTES + _FORM_OVERHEAD_BYTES:
+            context["error"] = f"The upload is larger than the limit of {context['max_size']} (CITELAB_MAX_UPLOAD_MB)."
+            return _page_or_partial(request, "labeling/label_import.html", "import-preview", context)
         upload = request.FILES.get("file")
         if upload is None:
             context["error"] = "Choose a label table file (.xlsx, .csv or .jsonl) to upload."
@@ -198,6 +204,13 @@ def label_import(request: HttpRequest, project_slug: str, run_name: str) -> Http
                 if preview.ok and preview.changes:
                     context["token"] = _store_upload(request, run, data, fmt, upload.name, preview.checked)
     return _page_or_partial(request, "labeling/label_import.html", "import-preview", context)
+
+
+def _content_length(request: HttpRequest) -> int:
+    try:
+        return int(request.META.get("CONTENT_LENGTH") or 0)
+    except ValueError:
+        return 0
 
 
 def _store_upload(request: HttpRequest, run: Run, data: bytes, fmt: str, filename: str,
