@@ -40,6 +40,7 @@ from labeling.models import (
     Answer,
     Assignment,
     Citation,
+    CitationJudgment,
     Claim,
     GoldReference,
     Label,
@@ -53,6 +54,7 @@ from labeling.models import (
     Run,
 )
 from labeling.queue import unlabeled_claims
+from scoring import judgments as judgments_module
 from scoring.gold import answer_gold_matches
 from scoring.matching import DEFAULT_MATCH_METHOD, get_matcher
 from scoring.normalize import normalize_source
@@ -477,6 +479,13 @@ class CitationView:
     citation: Citation
     segments: list[Segment]
     span_found: bool
+    # Judging citations (SPEC §4.3b): the reviewer's current judgment and every
+    # judgment on it (newest first; the reviewer's own only on a blind run).
+    my_judgment: CitationJudgment | None = None
+    judgments: list[CitationJudgment] = field(default_factory=list)
+    # What the judging form shows (set by the view: the current judgment, or what was sent).
+    shown_judgment: str = ""
+    shown_evidence: str = ""
 
     @property
     def source_url(self) -> str:
@@ -504,8 +513,8 @@ class ClaimView:
 
     @property
     def in_queue(self) -> bool:
-        """In the reviewer's queue: cited, not labeled by them, still open."""
-        return self.cited and self.my_label is None and self.open
+        """In the reviewer's queue: factual, cited, not labeled by them, still open."""
+        return self.claim.factual and self.cited and self.my_label is None and self.open
 
     @property
     def cited(self) -> bool:
@@ -513,7 +522,10 @@ class ClaimView:
 
     @property
     def state(self) -> str:
-        """CSS/badge state for the reviewer: UNCITED, SUPPORTED, UNSUPPORTED or pending."""
+        """CSS/badge state for the reviewer: UNCITED, SUPPORTED, UNSUPPORTED, pending, or
+        non_factual (marked "not a factual claim", SPEC §4.3b)."""
+        if not self.claim.factual:
+            return "non_factual"
         if not self.citations:
             return LabelValue.UNCITED.value
         return self.my_label.value if self.my_label is not None else "pending"
@@ -554,6 +566,19 @@ class ReviewContext:
     answer_counts: ClaimCounts = field(default_factory=ClaimCounts)
     # Blind labeling: ``history`` holds the reviewer's own labels only.
     blind: bool = False
+    # The project judges each citation (SPEC §4.3b): the label form is the judging form,
+    # ``proposed`` the label the reviewer's current judgments propose (None until all are judged).
+    judging: bool = False
+    proposed: str | None = None
+    partials_enough: bool = False
+    judged_precision: Ratio = field(default_factory=lambda: Ratio(0, 0))
+
+    @property
+    def supported_rate(self) -> Ratio:
+        """Factual claims of this answer the reviewer labeled SUPPORTED / factual claims (SPEC §4.3b)."""
+        factual = [v for v in self.claims if v.claim.factual]
+        return Ratio(sum(1 for v in factual if v.cited and v.my_label is not None
+                         and v.my_label.value == LabelValue.SUPPORTED), len(factual))
 
     @property
     def more_after_current(self) -> bool:
@@ -679,15 +704,58 @@ def review_context(*, answer: Answer, reviewer: Reviewer, claim_id: int | None =
         if blind:
             labels = [label for label in labels if label.reviewer_id == reviewer.pk]
         history = history_entries(labels)
-    cited = sum(1 for v in views if v.cited)
+    judging = answer.run.project.judge_citations
+    proposed, partials_enough, judged_precision = None, False, Ratio(0, 0)
+    if judging:
+        judged_precision = _answer_judged_precision(views, reviewer=reviewer)
+    if judging and passages:
+        proposed, partials_enough = _attach_judgments(passages, current, reviewer=reviewer, blind=blind)
+    factual = [v for v in views if v.claim.factual]
     counts = ClaimCounts(
-        claims=len(views), cited=cited, labeled=sum(1 for v in views if v.cited and v.my_label is not None),
+        claims=len(factual), cited=sum(1 for v in factual if v.cited),
+        labeled=sum(1 for v in factual if v.cited and v.my_label is not None),
     )
     return ReviewContext(
         answer=answer, claims=views, segments=segments, unplaced=unplaced, current=current, passages=passages,
         history=history, gold=question_gold(question=answer.question, answer=answer), previous_claim=previous_claim,
-        next_claim=next_claim, answer_counts=counts, blind=blind,
+        next_claim=next_claim, answer_counts=counts, blind=blind, judging=judging, proposed=proposed,
+        partials_enough=partials_enough, judged_precision=judged_precision,
     )
+
+
+def _answer_judged_precision(views: list[ClaimView], *, reviewer: Reviewer) -> Ratio:
+    """Citation precision of ``reviewer``'s current judgments on the answer's factual
+    claims, under the default (union) rule with their own labels (SPEC §4.3b). One query."""
+    mine = {view.claim.pk: view.my_label.value if view.my_label is not None else None
+            for view in views if view.claim.factual}
+    rows = CitationJudgment.objects.filter(reviewer=reviewer, is_current=True,
+                                           citation__claim_id__in=list(mine)).values_list("citation__claim_id",
+                                                                                           "judgment")
+    frame = pd.DataFrame(list(rows), columns=["claim_id", "judgment"])
+    labels = frame["claim_id"].map(mine)
+    precise = judgments_module.precise_mask(frame["judgment"], labels, judgments_module.DEFAULT_RULE)
+    return Ratio(int(precise.sum()), len(frame))
+
+
+def _attach_judgments(passages: list[CitationView], current: ClaimView, *, reviewer: Reviewer,
+                      blind: bool) -> tuple[str | None, bool]:
+    """Give each passage of the current claim its judgments (SPEC §4.3b; one query) and
+    return ``(proposed, partials_enough)``: the label the reviewer's current judgments
+    propose, and whether their SUPPORTED label rests on PARTIAL citations together."""
+    judgments = CitationJudgment.objects.filter(citation__in=[p.citation for p in passages])
+    if blind:
+        judgments = judgments.filter(reviewer=reviewer)
+    by_citation: dict[int, list[CitationJudgment]] = {}
+    for judgment in judgments.select_related("reviewer").order_by("-pk"):
+        by_citation.setdefault(judgment.citation_id, []).append(judgment)
+    for view in passages:
+        view.judgments = by_citation.get(view.citation.pk, [])
+        view.my_judgment = next((j for j in view.judgments if j.reviewer_id == reviewer.pk and j.is_current), None)
+    mine = [view.my_judgment.judgment if view.my_judgment else None for view in passages]
+    label = current.my_label
+    partials_enough = (label is not None and label.value == LabelValue.SUPPORTED
+                       and judgments_module.FULL not in mine and judgments_module.PARTIAL in mine)
+    return judgments_module.proposed_label(mine, partials_enough=partials_enough), partials_enough
 
 
 def history_entries(labels: list[Label]) -> list[HistoryEntry]:

@@ -26,7 +26,7 @@ from django.utils.html import format_html
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import HttpResponseClientRedirect, push_url, reswap, retarget, trigger_client_event
 
-from labeling import queue, selectors, services
+from labeling import judging, queue, selectors, services
 from labeling.highlight import suggest_split
 from labeling.models import Answer, Claim, Run
 from labeling.selectors import LABEL
@@ -36,6 +36,9 @@ from labeling.views.projects import review_url, run_for
 ClaimWriteView = Callable[[HttpRequest, Run, Claim], HttpResponse]
 
 TEMPLATE = "labeling/answer_review.html"
+# (value, key, text) of each citation judgment on the review page (SPEC §4.3b).
+JUDGMENT_CHOICES = [("FULL", "f", "Full"), ("PARTIAL", "p", "Partial"), ("NONE", "x", "None"),
+                    ("UNJUDGEABLE", "c", "Unjudgeable")]
 LABEL_SAVED = "labelSaved"
 
 
@@ -108,8 +111,20 @@ def _context(request: HttpRequest, run: Run, answer: Answer, claim_id: int | Non
         "justification": my_label.justification if my_label is not None else "",
         "require_supported": run.project.require_justification_for_supported,
         "mode": "label", "error": None, "conflict": None, "notice": None,
+        "judgment_choices": JUDGMENT_CHOICES, "partials_enough": review.partials_enough,
     }
     context.update(extra)
+    if review.judging:
+        # What the judging form shows: the reviewer's current judgments, or what they sent when nothing was saved.
+        typed, typed_evidence = extra.get("typed_judgments"), extra.get("typed_evidence") or {}
+        for view in review.passages:
+            mine = view.my_judgment
+            view.shown_judgment = (typed.get(view.citation.pk, "") if typed is not None
+                                   else mine.judgment if mine is not None else "")
+            view.shown_evidence = (typed_evidence.get(view.citation.pk, "") if typed is not None
+                                   else mine.evidence if mine is not None else "")
+        if "typed_partials_enough" in extra:
+            context["partials_enough"] = extra["typed_partials_enough"]
     return context
 
 
@@ -140,7 +155,7 @@ def _fragment(request: HttpRequest, context: dict[str, Any], *, whole_review: bo
         return reswap(retarget(response, "#review"), "outerHTML")
     parts = [render_to_string(f"{TEMPLATE}#claim-panel", context, request=request)]
     oob = {**context, "oob": True}
-    for name in ("answer-text", "claim-list", "answer-progress"):
+    for name in ("answer-text", "claim-list", "answer-progress", "answer-figures"):
         parts.append(render_to_string(f"{TEMPLATE}#{name}", oob, request=request))
     return HttpResponse("".join(parts))
 
@@ -267,6 +282,12 @@ def claim_label(request: HttpRequest, run: Run, claim: Claim) -> HttpResponse:
         return again(conflict={"message": exc.messages[0], "newer": exc.newer}, armed=data["value"])
     except ValidationError as exc:
         return again(error=exc.messages[0], armed=data["value"])
+    return _after_label(request, run, claim, label, first=data["base_label"] is None)
+
+
+def _after_label(request: HttpRequest, run: Run, claim: Claim, label: Any, *, first: bool) -> HttpResponse:
+    """After a label was saved on ``claim`` (``first``: the reviewer had none): the next
+    claim to label in the answer, else the next answer with work left."""
     notice = f"Saved {label.value} on claim {claim.index}."
     # Most saves move on within the answer: its review (3 queries) finds the next
     # claim. The form's more_in_answer says what the page knew: "0" = no claim after
@@ -286,7 +307,7 @@ def claim_label(request: HttpRequest, run: Run, claim: Claim) -> HttpResponse:
         push_url(response, review_url(run, claim.answer_id, following.pk))
         # The page moves its run progress bar by this much at once; a save that moves to
         # another answer (plain event) has the bar recounted, which corrects any drift.
-        return trigger_client_event(response, LABEL_SAVED, {"labeled": 1 if data["base_label"] is None else 0})
+        return trigger_client_event(response, LABEL_SAVED, {"labeled": 1 if first else 0})
     # The review of the next answer with work left opens on its first claim to label.
     answer = queue.next_answer_to_label(run=run, reviewer=request.user, after=claim.answer)
     if answer is None:
@@ -298,6 +319,59 @@ def claim_label(request: HttpRequest, run: Run, claim: Claim) -> HttpResponse:
         messages.success(request, notice)
         return redirect(review_url(run, answer.pk))
     return _show(request, run, answer, None, came_from=claim.answer_id, saved=True, notice=notice)
+
+
+class JudgeForm(forms.Form):
+    # Empty: confirm the label the judgments propose; a value overrules it (with a justification).
+    value = forms.CharField(max_length=32, required=False)
+    justification = forms.CharField(required=False)
+    partials_enough = forms.BooleanField(required=False)
+    claim = IdField()
+    revision = IdField()
+    base_label = IdField(required=False)
+
+
+@_claim_write_view("POST")
+def claim_judge(request: HttpRequest, run: Run, claim: Claim) -> HttpResponse:
+    """Judge each citation of the claim and confirm (or overrule) the proposed label (SPEC §4.3b)."""
+    form = JudgeForm(request.POST)
+    citation_ids = list(claim.citations.order_by("position").values_list("pk", flat=True))
+    judgments = {pk: request.POST.get(f"judgment-{pk}", "") for pk in citation_ids}
+    evidence = {pk: request.POST.get(f"evidence-{pk}", "") for pk in citation_ids}
+    typed = {"justification": request.POST.get("justification", ""), "typed_judgments": judgments,
+             "typed_evidence": evidence, "typed_partials_enough": request.POST.get("partials_enough") == "on"}
+
+    def again(**extra: Any) -> HttpResponse:
+        return _show(request, run, claim.answer, claim.pk, came_from=claim.answer_id, **typed, **extra)
+
+    if not form.is_valid() or form.cleaned_data["claim"] != claim.pk:
+        return again(error="The judging form came back incomplete or for another claim: nothing was saved. "
+                           "Reload the page and try again.")
+    data = form.cleaned_data
+    try:
+        judged = judging.claim_judge(
+            claim=claim, reviewer=request.user, judgments=judgments, evidence=evidence,
+            partials_enough=data["partials_enough"], value=data["value"] or None,
+            justification=data["justification"], base_revision=data["revision"], base_label_id=data["base_label"])
+    except services.LabelConflict as exc:
+        return again(conflict={"message": exc.messages[0], "newer": exc.newer})
+    except ValidationError as exc:
+        return again(error=exc.messages[0], armed=data["value"] or None)
+    return _after_label(request, run, claim, judged.label, first=data["base_label"] is None)
+
+
+@_claim_write_view("POST")
+def claim_factual(request: HttpRequest, run: Run, claim: Claim) -> HttpResponse:
+    """Mark the claim "not a factual claim", or factual again (key ``0``, SPEC §4.3b)."""
+    factual = request.POST.get("factual") == "1"
+    try:
+        changed = judging.claim_set_factual(claim=claim, factual=factual,
+                                            base_revision=int_param(request.POST.get("revision")))
+    except ValidationError as exc:
+        return _show(request, run, claim.answer, claim.pk, came_from=claim.answer_id, error=exc.messages[0])
+    notice = (f"Claim {changed.index} is a factual claim again." if changed.factual else
+              f"Claim {changed.index} marked not a factual claim: it leaves every count (0 undoes).")
+    return _after_write(request, run, changed, show=changed, notice=notice)
 
 
 @login_required

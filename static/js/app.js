@@ -17,7 +17,7 @@
   // Elements that Enter activates by itself (a link, a button): Enter there is theirs.
   var ACTIVATES = "a[href], button, summary, select";
   // Keys that act on the claim shown (everything but ? and Esc).
-  var CLAIM_KEYS = ["1", "2", "e", "j", "k", "n", "u", "s", "t", "m", "Enter"];
+  var CLAIM_KEYS = ["1", "2", "e", "j", "k", "n", "u", "s", "t", "m", "0", "f", "p", "x", "c", "v", "a", "Enter"];
   var busy = null;        // the XHR of the review request being answered: set until its swap settles
   var requesting = null;  // the same, until its response is in (clicks wait only for this)
   var shown = false;      // the claim panel has been painted since it last changed
@@ -35,6 +35,7 @@
       document.querySelector('[data-shortcut="' + key + '"]');
   }
   function labelForm() { return document.getElementById("label-form"); }
+  function judgeForm() { return document.getElementById("judge-form"); }
   function justificationOf(form) { return form.querySelector("textarea[name=justification]"); }
   function shownClaim() {
     var panel = document.getElementById("claim-panel");
@@ -157,6 +158,157 @@
     if (help.open) { help.close(); } else { help.showModal(); }
   }
 
+  // ---- Judging each citation (projects with "judge citations" on; SPEC §4.3b) ----
+  // f FULL · p PARTIAL · x NONE · c UNJUDGEABLE on the highlighted citation (then the
+  // next one is highlighted) · ↓/↑ or Tab move · v evidence · a PARTIALs together
+  // enough · Enter confirms the proposed label · 1/2 overrule it (type why, Enter saves).
+  var JUDGMENT_KEYS = { f: "FULL", p: "PARTIAL", x: "NONE", c: "UNJUDGEABLE" };
+
+  function judgments() { return Array.prototype.slice.call(document.querySelectorAll("#claim-panel fieldset.judgment")); }
+  function activeJudgment() { return document.querySelector("#claim-panel fieldset.judgment.active"); }
+
+  function activate(fieldset) {
+    judgments().forEach(function (f) { f.classList.toggle("active", f === fieldset); });
+    if (fieldset) { fieldset.scrollIntoView({ block: "nearest" }); }
+  }
+
+  function moveJudgment(step) {
+    var all = judgments();
+    if (!all.length) { return; }
+    var at = all.indexOf(activeJudgment());
+    activate(all[Math.max(0, Math.min(all.length - 1, at + step))]);
+  }
+
+  function judgedValue(fieldset) {
+    var checked = fieldset.querySelector("input[type=radio]:checked");
+    return checked ? checked.value : "";
+  }
+
+  // The label the judgments propose (scoring.judgments.proposed_label): "" until every citation is judged.
+  function proposal() {
+    var values = judgments().map(judgedValue);
+    if (!values.length || values.indexOf("") >= 0) { return ""; }
+    var form = judgeForm();
+    var enough = form && form.querySelector("input[name=partials_enough]:checked");
+    if (values.indexOf("FULL") >= 0 || (enough && values.indexOf("PARTIAL") >= 0)) { return "SUPPORTED"; }
+    return "UNSUPPORTED";
+  }
+
+  function showProposal() {
+    var node = document.querySelector("#judge-form [data-proposal]");
+    if (!node) { return; }
+    var value = proposal();
+    node.textContent = value || "judge every citation";
+    node.className = "badge " + (value || "pending");
+    judgments().forEach(function (f) { f.classList.toggle("judged", Boolean(judgedValue(f))); });
+  }
+
+  function judge(value) {
+    var fieldset = activeJudgment();
+    if (!fieldset) { return; }
+    var radio = fieldset.querySelector('input[type=radio][value="' + value + '"]');
+    if (!radio || radio.disabled) {
+      status("A fabricated citation can be NONE (x) or UNJUDGEABLE (c), never " + value + ".");
+      return;
+    }
+    radio.checked = true;
+    showProposal();
+    var all = judgments();
+    var next = all.slice(all.indexOf(fieldset) + 1).filter(function (f) { return !judgedValue(f); })[0] ||
+      all.filter(function (f) { return !judgedValue(f); })[0];
+    if (next) { activate(next); }
+  }
+
+  function confirmJudged(form) {
+    if (!proposal()) { status("Judge every citation first (f, p, x or c on each), then Enter."); return; }
+    var button = form.querySelector("button[data-confirm]");
+    button.classList.add("sending");
+    button.click();
+  }
+
+  function overrule(form, value) {
+    if (value === proposal()) {
+      // The same as the proposal: nothing to justify.
+      var button = form.querySelector('button[name=value][value="' + value + '"]');
+      button.classList.add("sending");
+      button.click();
+      return;
+    }
+    if (!proposal()) { status("Judge every citation first (f, p, x or c on each)."); return; }
+    form.dataset.armed = value;
+    hint(form, "The judgments propose " + proposal() + ": say why it is " + value + ", Enter saves · Esc cancels.");
+    focusJustification(form);
+  }
+
+  function onJudgeTextKey(event, form) {
+    var target = event.target;
+    var plainEnter = event.key === "Enter" && !event.shiftKey && !event.ctrlKey && !event.metaKey && !event.altKey;
+    if (target.name === "justification") {
+      if (plainEnter) {
+        event.preventDefault();
+        if (busy || !shown) { ignored("Enter"); return; }
+        var value = form.dataset.armed;
+        if (value) { form.querySelector('button[name=value][value="' + value + '"]').click(); }
+        else { confirmJudged(form); }
+      } else if (event.key === "Escape") {
+        event.preventDefault();
+        delete form.dataset.armed;
+        restoreSaved(form);
+        target.blur();
+      }
+    } else if (plainEnter || event.key === "Escape") {
+      // Evidence: Enter or Esc goes back to the keys, on the same citation.
+      event.preventDefault();
+      target.blur();
+    }
+  }
+
+  function runJudge(key, event) {
+    var form = judgeForm();
+    if (JUDGMENT_KEYS[key]) { judge(JUDGMENT_KEYS[key]); return true; }
+    switch (key) {
+      case "ArrowDown": moveJudgment(1); return true;
+      case "ArrowUp": moveJudgment(-1); return true;
+      case "Tab": moveJudgment(event.shiftKey ? -1 : 1); return true;
+      case "v":
+        var fieldset = activeJudgment();
+        var evidence = fieldset && fieldset.querySelector("input.evidence");
+        if (evidence) { evidence.focus(); }
+        return true;
+      case "a":
+        var box = form.querySelector("input[name=partials_enough]");
+        box.checked = !box.checked;
+        showProposal();
+        return true;
+      case "Enter":
+        if (form.dataset.armed) { form.querySelector('button[name=value][value="' + form.dataset.armed + '"]').click(); }
+        else { confirmJudged(form); }
+        return true;
+      case "1": overrule(form, "SUPPORTED"); return true;
+      case "2": overrule(form, "UNSUPPORTED"); return true;
+      case "e": focusJustification(form); return true;
+      case "Escape":
+        if (form.dataset.armed) { delete form.dataset.armed; restoreSaved(form); showProposal(); return true; }
+        return false;
+    }
+    return false;
+  }
+
+  function initJudging() {
+    if (!judgeForm()) { return; }
+    var all = judgments();
+    activate(all.filter(function (f) { return !judgedValue(f); })[0] || all[0] || null);
+    showProposal();
+  }
+
+  document.addEventListener("change", function (event) {
+    var target = event.target;
+    if (target.form && target.form.id === "judge-form" && (target.type === "radio" || target.type === "checkbox")) {
+      if (target.type === "radio") { activate(target.closest("fieldset.judgment")); }
+      showProposal();
+    }
+  });
+
   // Returns true when the key was a shortcut of the review page.
   function run(key) {
     var form = labelForm();
@@ -192,7 +344,7 @@
         var cancel = document.querySelector("#claim-panel [data-cancel]");
         if (cancel) { cancel.click(); }
         return Boolean(cancel);
-      case "j": case "k": case "n": case "u": case "s": case "t": case "m":
+      case "j": case "k": case "n": case "u": case "s": case "t": case "m": case "0":
         var target = byShortcut(key);
         if (target) { target.click(); }
         return true;
@@ -203,10 +355,12 @@
   document.addEventListener("keydown", function (event) {
     if (!document.getElementById("claim-panel") || event.defaultPrevented || event.isComposing) { return; }
     var target = event.target;
-    if (target.closest && target.closest(TYPING)) {
+    var choosing = target.type === "radio" || target.type === "checkbox";
+    if (target.closest && target.closest(TYPING) && !choosing) {
       var form = target.form || target.closest("form");
       if (!form) { return; }
-      if (form.id === "label-form" && target.name === "justification") { onJustificationKey(event, form); }
+      if (form.id === "judge-form") { onJudgeTextKey(event, form); }
+      else if (form.id === "label-form" && target.name === "justification") { onJustificationKey(event, form); }
       else if (form.hasAttribute("data-submit-on-ctrl-enter")) { onFormKey(event, form); }
       return;
     }
@@ -215,12 +369,13 @@
     var help = document.getElementById("shortcut-help");
     if (help && help.open && event.key !== "?") { return; }
     if ((busy || !shown) && CLAIM_KEYS.indexOf(event.key) >= 0) {
-      if (event.key !== "Enter" || (labelForm() && labelForm().dataset.armed)) {
+      if (event.key !== "Enter" || (labelForm() && labelForm().dataset.armed) || judgeForm()) {
         event.preventDefault();
         ignored(event.key);
       }
       return;
     }
+    if (judgeForm() && runJudge(event.key, event)) { event.preventDefault(); return; }
     if (run(event.key)) { event.preventDefault(); }
   });
 
@@ -298,6 +453,7 @@
         focusJustification(form);
       }
     }
+    initJudging();
     var field = panel && panel.querySelector("[data-autofocus]");
     if (field) {
       field.focus();
