@@ -15,9 +15,10 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models import Exists, OuterRef, Prefetch, QuerySet
 
+from labeling.audit import audit_record, claim_target
 from labeling.highlight import Segment, passage_segments
 from labeling.limits import MAX_JUSTIFICATION_CHARS
-from labeling.models import COUNTED_KINDS, Adjudication, Citation, Claim, Label, LabelValue, Reviewer, Run
+from labeling.models import COUNTED_KINDS, Adjudication, AuditAction, Citation, Claim, Label, LabelValue, Reviewer, Run
 
 DISPUTES_LISTED = 100
 
@@ -49,8 +50,11 @@ def adjudication_save(*, claim: Claim, lead: Reviewer, value: str, reason: str) 
             raise ValidationError(f"Claim {claim.index} has no citation: it is UNCITED, nothing to adjudicate.",
                                   code="uncited")
         Adjudication.objects.filter(claim_id=claim.pk, is_current=True).update(is_current=False)
-        return Adjudication.objects.create(claim_id=claim.pk, lead=lead, value=value, reason=reason,
-                                           claim_revision=revision)
+        verdict = Adjudication.objects.create(claim_id=claim.pk, lead=lead, value=value, reason=reason,
+                                              claim_revision=revision)
+        audit_record(action=AuditAction.ADJUDICATE, actor=lead, run=claim.answer.run, target=claim_target(claim),
+                     claim_id=claim.pk, detail={"value": value, "reason": reason[:300]})
+        return verdict
 
 
 def disputed_claims(*, run: Run) -> QuerySet[Claim]:

@@ -161,3 +161,23 @@ class LabelAdmin(ViewOnly, admin.ModelAdmin):
 class LabelTableVersionAdmin(ViewOnly, admin.ModelAdmin):
     list_display = ["run", "number", "author", "created_at", "row_count", "label_count", "sha256"]
     list_select_related = ["run", "author"]
+
+
+@admin.register(models.AuditEvent)
+class AuditEventAdmin(ViewOnly, admin.ModelAdmin):
+    """The audit log, read only: an entry is written with the change it records and never edited."""
+
+    list_display = ["at", "actor_name", "action", "project", "run_name", "target"]
+    list_filter = ["action", "project"]
+    search_fields = ["actor_name", "run_name", "target"]
+    list_select_related = ["project"]
+    date_hierarchy = "at"
+    raw_id_fields = ["actor", "run"]
+
+    def get_queryset(self, request: HttpRequest) -> Any:
+        # As the run's audit page: staff who are not superusers see the log of projects they lead.
+        events = super().get_queryset(request)
+        if request.user.is_superuser:
+            return events
+        led = models.Membership.objects.filter(reviewer=request.user, role=models.Role.LEAD).values("project_id")
+        return events.filter(project_id__in=led)

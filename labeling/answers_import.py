@@ -22,15 +22,18 @@ import hashlib
 import json
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from django.db import transaction
 from django.db.models import Count
 
+from labeling.audit import audit_record
 from labeling.importers.answers import AnswersSource, RecordResults, answer_records
 from labeling.importers.answers_jsonl import canonical_passage_id
 from labeling.importers.records import AnswerRecord, ImportFailed, ImportIssue
 from labeling.models import (
     Answer,
+    AuditAction,
     Citation,
     Claim,
     ExpectedSource,
@@ -113,7 +116,7 @@ def _batches(records: Iterable[AnswerRecord], size: int) -> Iterator[list[Answer
 
 def run_import(
     *, project: Project, source: AnswersSource, format: str | None = None, run_name: str | None = None,
-    default_reviewer: str = DEFAULT_IMPORT_REVIEWER,
+    default_reviewer: str = DEFAULT_IMPORT_REVIEWER, actor: Reviewer | None = None, source_name: str = "",
 ) -> ImportReport:
     """Import an answers file into ``project`` (SPEC §6): the one entry point
     for every format.
@@ -129,6 +132,10 @@ def run_import(
     ImportFailed listing every bad line (line, field, reason); nothing is
     written then. Fabricated citations are kept, flagged and reported as
     warnings in the returned ImportReport.
+
+    The audit log records the import on every run of the file, under
+    ``actor`` (None: the command line), naming the file ``source_name``
+    (default: the file name of a path ``source``).
     """
     if run_name is not None:
         run_name = clean(run_name, validate_run_name)
@@ -143,7 +150,14 @@ def run_import(
         records = (record for _n, record, _i in open_records() if record)
         for batch in _batches(records, BATCH_ANSWERS):
             writer.write(batch)
-    report.runs = sorted(writer.runs)
+        report.runs = sorted(writer.runs)
+        if not source_name and isinstance(source, (str, Path)):
+            source_name = Path(source).name
+        for run in writer.runs.values():
+            audit_record(action=AuditAction.IMPORT_ANSWERS, actor=actor, run=run, target=source_name,
+                         detail={"summary": report.summary(), "answers_created": report.answers_created,
+                                 "answers_unchanged": report.answers_unchanged,
+                                 "labels_created": report.labels_created})
     return report
 
 

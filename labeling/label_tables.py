@@ -61,6 +61,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Count, Q
 from django.utils.text import get_valid_filename
 
+from labeling.audit import audit_record
 from labeling.exports.cells import spreadsheet_text
 from labeling.exports.csv_jsonl import write_csv, write_jsonl
 from labeling.exports.label_table import (
@@ -79,6 +80,7 @@ from labeling.importers.records import ImportIssue
 from labeling.label_table_diff import LabelTableDiff, diff_label_tables
 from labeling.models import (
     Adjudication,
+    AuditAction,
     Claim,
     Label,
     LabelTableVersion,
@@ -158,6 +160,9 @@ def label_table_snapshot(*, run: Run, author: Reviewer | None = None, note: str 
                 version.file.save(name, ContentFile(data), save=False)
                 stored = version.file.name
                 version.save()
+                audit_record(action=AuditAction.SNAPSHOT, actor=author, run=run, target=f"version {number}",
+                             detail={"sha256": digest, "rows": version.row_count, "labels": version.label_count,
+                                     "note": note[:300]})
                 return version
         except IntegrityError:
             if stored:
@@ -250,9 +255,11 @@ def export_filename(run: Run, fmt: str, *, version: int | None = None, reviewer:
 
 def label_table_export(
     *, run: Run, fmt: str, out: IO[bytes], version: LabelTableVersion | None = None, reviewer: str | None = None,
+    actor: Reviewer | None = None,
 ) -> None:
     """Write ``run``'s label table — current (agreed, or ``reviewer``'s
-    labels) or ``version``'s — as ``fmt`` (xlsx, csv, jsonl) to ``out``.
+    labels) or ``version``'s — as ``fmt`` (xlsx, csv, jsonl) to ``out``, and
+    record in the audit log that ``actor`` (None: the command line) did.
 
     Raises ValueError for an unknown format or a reviewer combined with a
     version (a version stores the agreed labels), VersionIntegrityError when
@@ -278,6 +285,10 @@ def label_table_export(
         )
         write_label_workbook(out, table=table, metrics=table_claim_metrics(table), passages=passages_frame(run),
                              info=info)
+    audit_record(action=AuditAction.EXPORT, actor=actor, run=run,
+                 target=export_filename(run, fmt, version=version.number if version else None, reviewer=reviewer),
+                 detail={"format": fmt, "version": version.number if version else None, "reviewer": reviewer,
+                         "rows": len(table)})
 
 
 # ----------------------------------------------------------------- imports
@@ -560,9 +571,12 @@ def _changed_since_preview(before: tuple[int, int] | None, claim_id: int, revisi
 def label_table_import_apply(
     *, run: Run, reviewer: Reviewer, table_file: LabelTableFile, checked: dict[int, tuple[int, int]] | None = None,
     overwrite_newer: bool | None = None, keep_reviewers: bool = False, adjudicate: bool = False,
+    source_name: str = "",
 ) -> LabelImportPreview:
     """Apply ``table_file`` for ``reviewer`` on ``run``, all or nothing
     (``keep_reviewers``, ``adjudicate``: see :func:`label_table_import_preview`).
+    The audit log records the import under ``reviewer``, naming the file
+    ``source_name``.
 
     Re-validates under a row lock on the run (the database may have moved
     since the preview; ``checked`` is that preview's, see
@@ -595,6 +609,8 @@ def label_table_import_apply(
             if newer and not overwrite_newer:
                 preview.skipped_newer = newer
                 preview.changes = [change for change in preview.changes if change.newer is None]
+            _audit_import(run=run, reviewer=reviewer, preview=preview, source_name=source_name,
+                          mode="adjudicate" if adjudicate else "keep_reviewers" if keep_reviewers else "own")
             if adjudicate:
                 _apply_adjudications(reviewer, preview.changes)
                 return preview
@@ -615,6 +631,13 @@ def label_table_import_apply(
     except IntegrityError:
         raise ValidationError("labels of this run changed while the import was applied; preview it again") from None
     return preview
+
+
+def _audit_import(*, run: Run, reviewer: Reviewer, preview: LabelImportPreview, source_name: str,
+                  mode: str) -> None:
+    audit_record(action=AuditAction.IMPORT_LABELS, actor=reviewer, run=run, target=source_name,
+                 detail={"format": preview.format, "rows": preview.rows, "labels": len(preview.changes),
+                         "skipped_newer": len(preview.skipped_newer), "mode": mode})
 
 
 def _owners(names: set[str]) -> dict[str, Reviewer]:

@@ -20,11 +20,13 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import IntegrityError, transaction
 from django.db.models import Exists, F, Max, OuterRef
 
+from labeling.audit import audit_record, claim_target
 from labeling.limits import MAX_JUSTIFICATION_CHARS
 from labeling.memberships import role_checked
 from labeling.models import (
     Adjudication,
     Answer,
+    AuditAction,
     Citation,
     CitationJudgment,
     Claim,
@@ -139,10 +141,15 @@ def label_save(
         if current is not None:
             current.is_current = False
             current.save(update_fields=["is_current"])
-        return Label.objects.create(
+        label = Label.objects.create(
             claim=claim, reviewer=reviewer, value=value, justification=justification,
             claim_revision=revision, is_current=True, is_stale=False, supersedes=current,
         )
+        # The one query the audit log adds to a save (its run is the one read above).
+        audit_record(action=AuditAction.LABEL, actor=reviewer, run=claim.answer.run,
+                     target=claim_target(claim, index=index), claim_id=claim.pk,
+                     detail={"value": value, "previous": current.value if current is not None else None})
+        return label
 
 
 def label_undo(*, claim: Claim, reviewer: Reviewer) -> Label | None:
@@ -174,6 +181,9 @@ def label_undo(*, claim: Claim, reviewer: Reviewer) -> Label | None:
         )
         current.is_current = False
         current.save(update_fields=["is_current"])
+        audit_record(action=AuditAction.UNDO, actor=reviewer, run=locked.answer.run, target=claim_target(locked),
+                     claim_id=locked.pk,
+                     detail={"undone": current.value, "restored": previous.value if previous is not None else None})
         if previous is None:
             return None
         previous.is_current = True
@@ -237,7 +247,7 @@ def _locate(answer_text: str, text: str, *, near: int | None,
 def claim_split(
     *, claim: Claim, at: int | None = None, first_text: str | None = None, second_text: str | None = None,
     first_citation_ids: Iterable[int] | None = None, second_citation_ids: Iterable[int] | None = None,
-    base_revision: int | None = None,
+    base_revision: int | None = None, actor: Reviewer | None = None,
 ) -> tuple[Claim, Claim]:
     """Split ``claim`` into two claims that follow each other (SPEC §3: claims are atomic).
 
@@ -258,6 +268,7 @@ def claim_split(
     Returns ``(first, second)``. Raises ValidationError for a bad offset, an
     empty part, a citation that is not the claim's, a dropped citation, or a
     ``base_revision`` (the revision the reviewer saw) that is no longer current.
+    ``actor`` (None: the command line) is who the audit log names.
     """
     with transaction.atomic():
         locked = _lock_claim(claim)
@@ -312,10 +323,13 @@ def claim_split(
                      fabricated=c.fabricated)
             for position, c in enumerate(c for c in citations if c.pk in keep_second)
         ])
+        audit_record(action=AuditAction.SPLIT, actor=actor, run=locked.answer.run, target=claim_target(locked),
+                     claim_id=locked.pk, detail={"first": first, "second": second, "second_claim_id": new.pk})
         return locked, new
 
 
-def claim_merge(*, claim: Claim, other: Claim, base_revision: int | None = None) -> Claim:
+def claim_merge(*, claim: Claim, other: Claim, base_revision: int | None = None,
+                actor: Reviewer | None = None) -> Claim:
     """Merge two adjacent claims of one answer into the first (SPEC §3).
 
     The merged claim keeps the lower index and id; its text is the answer text
@@ -328,10 +342,11 @@ def claim_merge(*, claim: Claim, other: Claim, base_revision: int | None = None)
     Returns the merged claim. Raises ValidationError when the claims are the
     same, belong to different answers or are not neighbours, or when
     ``base_revision`` (the revision of ``claim`` the reviewer saw) is stale.
+    ``actor`` (None: the command line) is who the audit log names.
     """
     with transaction.atomic():
         pair = list(
-            Claim.objects.select_for_update(of=("self",)).select_related("answer")
+            Claim.objects.select_for_update(of=("self",)).select_related("answer__run")
             .filter(pk__in=[claim.pk, other.pk]).order_by("index")
         )
         if len(pair) != 2 or pair[0].answer_id != pair[1].answer_id:
@@ -362,20 +377,25 @@ def claim_merge(*, claim: Claim, other: Claim, base_revision: int | None = None)
             kept.add(key)
             Citation.objects.filter(pk=citation.pk).update(claim=first, position=position)
             position += 1
+        second_id = second.pk
         second.delete()
         first.revision += 1
         first.save(update_fields=["text", "start", "end", "revision"])
         _shift_indexes(answer_id=first.answer_id, from_index=second.index + 1, delta=-1)
+        audit_record(action=AuditAction.MERGE, actor=actor, run=first.answer.run,
+                     target=f"{first.answer.question_key} · claims {first.index} and {second.index}",
+                     claim_id=first.pk, detail={"merged_claim_id": second_id, "text": first.text[:300]})
         return first
 
 
-def claim_edit(*, claim: Claim, text: str, base_revision: int | None = None) -> Claim:
+def claim_edit(*, claim: Claim, text: str, base_revision: int | None = None, actor: Reviewer | None = None) -> Claim:
     """Replace the text of ``claim`` (SPEC §3: a changed claim loses its labels' validity).
 
     Same text (after stripping): nothing changes. Otherwise revision + 1, every
     label becomes stale (kept in history) and offsets are recomputed (``None``
     when the new text is not verbatim answer text). Raises ValidationError on
-    an empty text or a stale ``base_revision``.
+    an empty text or a stale ``base_revision``. ``actor`` (None: the command
+    line) is who the audit log names.
     """
     text = (text or "").strip()
     if not text:
@@ -388,6 +408,8 @@ def claim_edit(*, claim: Claim, text: str, base_revision: int | None = None) -> 
         if text == locked.text:
             return locked
         _stale_labels(locked)
+        audit_record(action=AuditAction.EDIT, actor=actor, run=locked.answer.run, target=claim_target(locked),
+                     claim_id=locked.pk, detail={"from": locked.text[:300], "to": text[:300]})
         locked.text = text
         locked.start, locked.end = _locate(locked.answer.text, text, near=locked.start)
         locked.revision += 1
@@ -493,13 +515,15 @@ def run_rename(*, run: Run, user: Reviewer, name: str) -> Run:
         locked = Run.objects.select_for_update().select_related("project").get(pk=run.pk)
         name = run_name_clean(name, project=locked.project, run=locked)
         if name != locked.name:
-            locked.name = name
+            old, locked.name = locked.name, name
             try:
                 with transaction.atomic():
                     locked.save(update_fields=["name"])
             except IntegrityError:  # the same name taken by a concurrent rename or import
                 raise ValidationError(f"Project {locked.project.slug!r} already has a run named {name!r}.",
                                       code="exists") from None
+            audit_record(action=AuditAction.RENAME, actor=user, run=locked, target=f"{old} → {name}",
+                         detail={"from": old, "to": name})
         return locked
 
 
@@ -544,6 +568,10 @@ def run_delete(*, run: Run, user: Reviewer) -> RunContents:
     with transaction.atomic():
         locked = Run.objects.select_for_update().get(pk=run.pk)
         contents = run_contents(run=locked)
+        # Recorded first: deleting the run keeps its events (run set null, run_name kept).
+        audit_record(action=AuditAction.DELETE, actor=user, run=locked, target=locked.name,
+                     detail={"answers": contents.answers, "claims": contents.claims, "labels": contents.labels,
+                             "versions": contents.versions})
         # Versions protect their run (no version disappears by accident): remove them on purpose.
         LabelTableVersion.objects.filter(run=locked).delete()
         locked.delete()

@@ -6,6 +6,7 @@ from django.urls import include, path, register_converter
 
 from labeling.forms import LoginForm
 from labeling.views import agreement as agreement_views
+from labeling.views import audit as audit_views
 from labeling.views import compare as compare_views
 from labeling.views import label_tables as label_table_views
 from labeling.views import members as member_views
@@ -31,6 +32,7 @@ run_urlpatterns = [
     # Team: who works on the run, and the lead's adjudication of disputed claims
     path("reviewers/", member_views.run_reviewers, name="run_reviewers"),
     path("adjudicate/", member_views.run_adjudicate, name="run_adjudicate"),
+    path("audit/", audit_views.run_audit, name="run_audit"),
     path("undo/", review_views.label_undo, name="label_undo"),
     path("answers/<id:answer_id>/", review_views.answer_review, name="answer_review"),
     path("claims/<id:claim_id>/label/", review_views.claim_label, name="claim_label"),

@@ -24,6 +24,7 @@ from django.utils import timezone
 from django.utils.http import content_disposition_header
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from labeling.audit import audit_record
 from labeling.exports.label_table import label_table_frame, table_claim_metrics
 from labeling.importers.label_table import label_table_format, read_label_table
 from labeling.label_tables import (
@@ -42,7 +43,7 @@ from labeling.label_tables import (
     version_read,
     version_scores,
 )
-from labeling.models import LabelTableVersion, Run
+from labeling.models import AuditAction, LabelTableVersion, Run
 from labeling.selectors import ALL_LABELS, LEAD, may_on_run
 from labeling.views.params import int_param
 from labeling.views.projects import blind_refusal
@@ -115,6 +116,8 @@ def version_file(request: HttpRequest, project_slug: str, run_name: str, number:
         return redirect("version_list", project_slug=project_slug, run_name=run_name)
     response = HttpResponse(data, content_type=CONTENT_TYPES["jsonl"])
     name = export_filename(run, "jsonl", version=number).replace("_labels_", "_canonical_")
+    audit_record(action=AuditAction.EXPORT, actor=request.user, run=run, target=name,
+                 detail={"format": "jsonl", "version": number, "canonical": True})
     # RFC 6266: filename*=utf-8''… for names beyond ASCII (a run named "Prüfung – 日本").
     response["Content-Disposition"] = content_disposition_header(True, name)
     return response
@@ -163,7 +166,7 @@ def label_export(request: HttpRequest, project_slug: str, run_name: str) -> Http
         raise PermissionDenied(blind_refusal(run))
     handle = tempfile.TemporaryFile()
     try:
-        label_table_export(run=run, fmt=fmt, out=handle, version=version, reviewer=reviewer)
+        label_table_export(run=run, fmt=fmt, out=handle, version=version, reviewer=reviewer, actor=request.user)
     except (ValueError, VersionIntegrityError) as exc:
         handle.close()
         messages.error(request, str(exc))
@@ -272,7 +275,7 @@ def label_import_apply(request: HttpRequest, project_slug: str, run_name: str) -
     overwrite_newer = {"overwrite": True, "skip": False}.get(request.POST.get("newer", ""))
     try:
         preview = label_table_import_apply(run=run, reviewer=request.user, table_file=table_file, checked=checked,
-                                           overwrite_newer=overwrite_newer)
+                                           overwrite_newer=overwrite_newer, source_name=stored["filename"])
     except LabelImportError as failure:
         # The database moved since the preview: show what is wrong now.
         preview = LabelImportPreview(run=run, reviewer=request.user, format=stored["format"],

@@ -435,6 +435,7 @@ def claim_split(request: HttpRequest, run: Run, claim: Claim) -> HttpResponse:
         first, second = services.claim_split(
             claim=claim, at=data["at"], first_text=data["first"], second_text=data["second"],
             first_citation_ids=first_ids, second_citation_ids=second_ids, base_revision=data["revision"],
+            actor=request.user,
         )
     except ValidationError as exc:
         return _show(request, run, answer, claim.pk, came_from=answer.pk, mode="split", split=split,
@@ -457,7 +458,8 @@ def claim_merge(request: HttpRequest, run: Run, claim: Claim) -> HttpResponse:
         other = selectors.claim_in_run(run=run, claim_id=form.cleaned_data["other"])
         if other is None:
             raise ValidationError("Choose the neighbouring claim to merge with.")
-        merged = services.claim_merge(claim=claim, other=other, base_revision=form.cleaned_data["revision"])
+        merged = services.claim_merge(claim=claim, other=other, base_revision=form.cleaned_data["revision"],
+                                      actor=request.user)
     except ValidationError as exc:
         return _show(request, run, claim.answer, claim.pk, came_from=claim.answer_id, error=exc.messages[0])
     notice = f"Merged into claim {merged.index}: label it again (the old labels are kept as stale)."
@@ -476,7 +478,7 @@ def claim_edit(request: HttpRequest, run: Run, claim: Claim) -> HttpResponse:
                      error="The edit form came back incomplete: nothing was changed. Reload and try again.")
     try:
         edited = services.claim_edit(claim=claim, text=form.cleaned_data["text"],
-                                     base_revision=form.cleaned_data["revision"])
+                                     base_revision=form.cleaned_data["revision"], actor=request.user)
     except ValidationError as exc:
         return _show(request, run, answer, claim.pk, came_from=answer.pk, mode="edit", edit_text=text,
                      error=exc.messages[0])
