@@ -207,6 +207,13 @@ class Run(models.Model):
     # Who works on the run; nobody assigned: every member who may label.
     reviewers = models.ManyToManyField(settings.AUTH_USER_MODEL, blank=True, related_name="assigned_runs",
                                        through="Assignment")
+    # A lead may promote one judge (a reviewer of kind ``model``) whose labels then
+    # count as a human's on this run (SPEC §4.4), and choose a judge whose
+    # UNSUPPORTED verdicts come first in every reviewer's queue (issue 12).
+    promoted_judge = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+                                       related_name="+")
+    queue_judge = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+                                    related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -380,6 +387,9 @@ class Label(models.Model):
     is_stale = models.BooleanField(default=False)
     # The reviewer's label this one replaced as current: what undo brings back.
     supersedes = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    # The judge run that gave this label (a reviewer of kind ``model``): two runs of
+    # one judge are compared through it (self-agreement, issue 12).
+    judge_run = models.ForeignKey("JudgeRun", null=True, blank=True, on_delete=models.SET_NULL, related_name="labels")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -551,3 +561,80 @@ class AuditEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.at:%Y-%m-%d %H:%M:%S} {self.actor_name or 'command line'} {self.action} {self.target}"
+
+
+class JudgeRunStatus(models.TextChoices):
+    QUEUED = "queued", "Queued"
+    RUNNING = "running", "Running"
+    DONE = "done", "Done"
+    FAILED = "failed", "Failed"
+
+
+class JudgeSource(models.TextChoices):
+    ENDPOINT = "endpoint", "OpenAI-compatible endpoint"
+    IMPORT = "import", "Imported verdicts"
+
+
+class JudgeRun(models.Model):
+    """One pass of an automated labeler (a reviewer of kind ``model``) over a
+    run: what it was (model, prompt and its SHA-256, temperature, endpoint, or
+    the imported file) so two passes can be compared, and what it did.
+
+    The counts are the pass's own record, written by the job as it goes (a
+    job log, not a figure derived from labels): ``answers_total`` answers to
+    judge, ``answers_done`` judged, ``answers_failed`` whose request or reply
+    failed (nothing written for them); per claim ``claims_labeled``,
+    ``claims_missing`` (no verdict for its id), ``claims_duplicated`` (two
+    verdicts for its id), ``claims_malformed`` (a verdict that is not a
+    valid label) and ``claims_changed`` (edited while the judge read it);
+    ``verdicts_unknown`` counts verdicts for ids that were not asked about.
+    """
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="judge_runs")
+    reviewer = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="judge_runs")
+    started_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+                                   related_name="+")
+    source = models.CharField(max_length=16, choices=JudgeSource.choices, default=JudgeSource.ENDPOINT)
+    model = models.CharField(max_length=200, blank=True)
+    base_url = models.CharField(max_length=1000, blank=True)
+    prompt = models.TextField(blank=True)
+    prompt_sha256 = models.CharField(max_length=64, blank=True)
+    temperature = models.FloatField(null=True, blank=True)
+    answer_limit = models.PositiveIntegerField(null=True, blank=True)
+    relabel = models.BooleanField(default=False)
+    # Free description of an import (file name, format, threshold): never scored.
+    details = models.JSONField(default=dict, blank=True)
+    status = models.CharField(max_length=16, choices=JudgeRunStatus.choices, default=JudgeRunStatus.QUEUED)
+    error = models.TextField(blank=True)
+    answers_total = models.PositiveIntegerField(default=0)
+    answers_done = models.PositiveIntegerField(default=0)
+    answers_failed = models.PositiveIntegerField(default=0)
+    claims_labeled = models.PositiveIntegerField(default=0)
+    claims_missing = models.PositiveIntegerField(default=0)
+    claims_duplicated = models.PositiveIntegerField(default=0)
+    claims_malformed = models.PositiveIntegerField(default=0)
+    claims_changed = models.PositiveIntegerField(default=0)
+    verdicts_unknown = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["run_id", "created_at", "id"]
+        constraints = [
+            models.CheckConstraint(condition=Q(status__in=JudgeRunStatus.values), name="judge_run_status_known"),
+            models.CheckConstraint(condition=Q(answers_done__lte=F("answers_total") - F("answers_failed")),
+                                   name="judge_run_processed_within_total"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.reviewer_id} on run {self.run_id} ({self.status})"
+
+    @property
+    def finished(self) -> bool:
+        return self.status in (JudgeRunStatus.DONE, JudgeRunStatus.FAILED)
+
+    @property
+    def answers_processed(self) -> int:
+        """Answers judged or failed: the progress bar's value."""
+        return self.answers_done + self.answers_failed

@@ -11,6 +11,13 @@ Environment variables:
 - ``CITELAB_MAX_IMPORT_ROWS``: most data rows (or JSON lines) in one imported
   file (default 500000).
 - ``CITELAB_MAX_UNZIPPED_MB``: most an imported .xlsx may unzip to (default 512).
+- ``CITELAB_REDIS_URL``: e.g. ``redis://127.0.0.1:6379/0``: the task queue
+  (judge runs) goes through Redis workers; unset, through the database.
+- ``CITELAB_TASKS_SYNC``: run queued tasks at once in the web process
+  (default off; the tests turn it on).
+- ``CITELAB_OPENAI_API_KEY`` (or ``OPENAI_API_KEY``) and
+  ``CITELAB_OPENAI_BASE_URL``: the judge's OpenAI-compatible endpoint, read
+  when a judge run starts (``labeling.judge_protocol``), never stored.
 - ``CITELAB_LOG_LEVEL``: ``DEBUG``, ``INFO`` (default), ``WARNING``, ``ERROR``
   or ``CRITICAL``: the least severe record written to stderr.
 """
@@ -92,6 +99,7 @@ INSTALLED_APPS = [
     "django.contrib.humanize",
     "django_htmx",
     "template_partials",
+    "django_q",
     "labeling",
 ]
 
@@ -183,6 +191,25 @@ CITELAB_MAX_IMPORT_ROWS = env_int("CITELAB_MAX_IMPORT_ROWS", 500_000)
 CITELAB_MAX_UNZIPPED_BYTES = env_int("CITELAB_MAX_UNZIPPED_MB", 512) * 1024 * 1024
 DATA_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
 FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
+
+# Task queue (django-q2) for judge runs: its ORM broker keeps the queue in the
+# project's database (no extra server); CITELAB_REDIS_URL moves it to Redis
+# workers. Start a worker with `manage.py qcluster` (`manage.py demo` starts one).
+CITELAB_REDIS_URL = os.environ.get("CITELAB_REDIS_URL", "").strip()
+CITELAB_TASKS_SYNC = env_bool("CITELAB_TASKS_SYNC", False)
+Q_CLUSTER = {
+    "name": "citelab",
+    "workers": 1,
+    # A judge run asks one request per answer; a 10k-answer run takes hours.
+    "timeout": 6 * 3600,
+    "retry": 6 * 3600 + 60,
+    "max_attempts": 1,
+    "ack_failures": True,
+    "catch_up": False,
+    "sync": CITELAB_TASKS_SYNC,
+    "log_level": "WARNING",
+    **({"redis": CITELAB_REDIS_URL} if CITELAB_REDIS_URL else {"orm": "default", "poll": 1}),
+}
 
 # Everything goes to stderr, where the process manager or container keeps it.
 # Django's default logging prints nothing with DEBUG off (it mails ADMINS), so

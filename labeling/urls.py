@@ -8,6 +8,7 @@ from labeling.forms import LoginForm
 from labeling.views import agreement as agreement_views
 from labeling.views import audit as audit_views
 from labeling.views import compare as compare_views
+from labeling.views import judges as judge_views
 from labeling.views import label_tables as label_table_views
 from labeling.views import members as member_views
 from labeling.views import projects
@@ -29,6 +30,10 @@ run_urlpatterns = [
     path("summary/", projects.run_summary, name="run_summary"),
     path("gold/", projects.run_gold, name="run_gold"),
     path("agreement/", agreement_views.run_agreement_page, name="run_agreement"),
+    # Automated labelers (judges): the run page's panel, starting a judge run, one judge's grading
+    path("judges/", judge_views.run_judges_panel, name="run_judges"),
+    path("judge-runs/start/", judge_views.judge_run_start, name="judge_run_start"),
+    path("judges/<str:judge_name>/", judge_views.judge_grade_page, name="judge_grade"),
     # Team: who works on the run, and the lead's adjudication of disputed claims
     path("reviewers/", member_views.run_reviewers, name="run_reviewers"),
     path("adjudicate/", member_views.run_adjudicate, name="run_adjudicate"),

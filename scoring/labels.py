@@ -171,16 +171,17 @@ def sort_by(frame: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
 MODEL_KIND = "model"
 
 
-def counted_labels(labels: pd.DataFrame) -> pd.DataFrame:
+def counted_labels(labels: pd.DataFrame, *, promoted: str | None = None) -> pd.DataFrame:
     """The rows of ``labels`` that may make a claim's label (SPEC §4.4): all
     but an automated labeler's. ``labels`` has a ``kind`` column (the
     reviewer's kind: ``human``, ``external`` — imported human experts, who
     count — or ``model``, who never counts as a human label and is only
-    graded against them); without one every row counts. Out: the same
-    columns, the ``model`` rows dropped."""
+    graded against them); without one every row counts. ``promoted``: the
+    name of a judge a lead promoted for the run, whose labels count too.
+    Out: the same columns, the other ``model`` rows dropped."""
     if "kind" not in labels.columns:
         return labels
-    return labels[labels["kind"] != MODEL_KIND]
+    return labels[(labels["kind"] != MODEL_KIND) | (labels["reviewer"] == promoted)]
 
 
 def resolve_labels(labels: pd.DataFrame, *, reviewer: str | None = None) -> pd.DataFrame:

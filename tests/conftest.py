@@ -50,3 +50,16 @@ def alice(client, reviewer):
     """The test client logged in as ``reviewer`` (``alice``)."""
     client.force_login(reviewer)
     return client
+
+
+@pytest.fixture
+def judging_run(db, tmp_path):
+    """Run ``judged`` of project ``judging`` (tests/judge_server.py): six answers, one per
+    scripted judge behaviour, each with 2 cited claims and 1 uncited: 12 cited claims."""
+    from labeling.answers_import import project_for_import, run_import
+    from labeling.models import Run
+    from tests.judge_server import judging_answers
+
+    project = project_for_import(slug="judging")
+    run_import(project=project, source=judging_answers(tmp_path / "answers.jsonl"))
+    return Run.objects.get(project=project, name="judged")

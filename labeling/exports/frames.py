@@ -158,7 +158,8 @@ def expected_sources_frame(run: Run) -> pd.DataFrame:
     return pd.DataFrame.from_records(list(rows), columns=["answer_id", "source"])
 
 
-def resolved_claims_frame(run: Run, *, reviewer: str | None = None) -> tuple[pd.DataFrame, int]:
+def resolved_claims_frame(run: Run, *, reviewer: str | None = None,
+                          humans_only: bool = False) -> tuple[pd.DataFrame, int]:
     """Claims of ``run`` with the label that counts (SPEC §4.4).
 
     Returns ``(frame, disagreements)``: the claims frame of
@@ -166,7 +167,9 @@ def resolved_claims_frame(run: Run, *, reviewer: str | None = None) -> tuple[pd.
     ``disagreement`` (bool) and ``adjudicated`` (bool), and the number of cited
     claims whose current human reviewers disagree and no lead adjudicated (an
     automated labeler's labels never count, ``scoring.labels.counted_labels``;
-    with ``reviewer`` that reviewer's labels count, whatever its kind). A lead's
+    with ``reviewer`` that reviewer's labels count, whatever its kind; a judge a
+    lead promoted for the run, ``Run.promoted_judge``, counts as a human
+    unless ``humans_only``, as when the judge is graded). A lead's
     current adjudication is the claim's label (``scoring.labels.apply_adjudications``);
     with ``reviewer`` (one reviewer's labels) adjudications are left out.
     Three queries (+1 for the answers in claims_frame).
@@ -175,7 +178,8 @@ def resolved_claims_frame(run: Run, *, reviewer: str | None = None) -> tuple[pd.
     labels = labels_frame(run)
     if reviewer is None:
         # SPEC §4.4: the claim's label is the humans'; a model is only graded against it.
-        labels = counted_labels(labels)
+        promoted = None if humans_only or run.promoted_judge_id is None else run.promoted_judge.username
+        labels = counted_labels(labels, promoted=promoted)
     resolved = resolve_labels(labels[["claim_id", "reviewer", "label"]], reviewer=reviewer)
     adjudications = pd.DataFrame(
         list(Adjudication.objects.filter(claim__answer__run=run, is_current=True).values_list("claim_id", "value"))

@@ -22,10 +22,12 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from labeling.agreement import CATEGORIES, run_agreement
+from labeling.judge_grades import claim_texts, judge_labels
 from labeling.management.lookup import find_project, find_run
-from labeling.models import Claim
+from labeling.models import Claim, Reviewer, ReviewerKind, Run
 from labeling.names import normalize_name
 from scoring.agreement import Agreement, Coefficient, Interval, pairwise_agreement
+from scoring.judge_grading import JudgeGrade, grade_judge
 from scoring.labels import LABEL_VALUES
 from scoring.ratio import format_value
 
@@ -88,6 +90,9 @@ class Command(BaseCommand):
         if reviewer:
             pair = pairs[0]
             payload = pair.to_dict() | {"confusion": confusion_dict(pair), "run": target.name} | figures
+            grade = self._judge_grade(target, reviewer, result.kinds)
+            if grade is not None:
+                payload["judge"] = grade.to_dict()
         else:
             payload = {"run": target.name, **figures, "per_label": _values(overall.per_label),
                        "pairs": [p.to_dict() | {"confusion": confusion_dict(p)} for p in pairs]}
@@ -102,6 +107,18 @@ class Command(BaseCommand):
                                returncode=1)
         if min_alpha is not None or min_kappa is not None:
             self.stderr.write(self.style.SUCCESS(f"agreement gate passed on run {target.name!r}"))
+
+    def _judge_grade(self, run: Run, names: list[str], kinds: dict[str, str]) -> JudgeGrade | None:
+        """When exactly one of the pair is a judge (kind ``model``): the judge graded
+        against the other reviewer's labels (``scoring.judge_grading``)."""
+        judges = [name for name in names if kinds.get(name) == ReviewerKind.MODEL]
+        if len(judges) != 1:
+            return None
+        judge = Reviewer.objects.get(username=judges[0])
+        human = Reviewer.objects.get(username=next(name for name in names if name != judges[0]))
+        reference = judge_labels(run, human).rename(columns={"reason": "justification"})
+        return grade_judge(reference, judge_labels(run, judge), claims=claim_texts(run), judge_name=judge.username,
+                           reference_name=human.username)
 
     def _gate(self, min_alpha: float | None, min_kappa: float | None, alpha: Coefficient,
               pairs: list[Agreement]) -> list[str]:

@@ -1,0 +1,120 @@
+"""Reads for grading a run's judges (issue 12; figures in ``scoring.judge_grading``).
+
+A judge is a reviewer of kind ``model``. It is graded on the run's cited
+claims against the label that counts for each claim from the humans alone
+(SPEC §4.4): a lead's adjudication, else the label the claim's current human
+reviewers (kinds ``human`` and ``external``) agree on; disputed and unlabeled
+claims are left out. A promoted judge is still graded against the humans only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pandas as pd
+from django.db.models import Count, Q
+
+from labeling.exports.frames import citations_frame, resolved_claims_frame
+from labeling.models import COUNTED_KINDS, Adjudication, JudgeRun, JudgeRunStatus, Label, Reviewer, ReviewerKind, Run
+from scoring.judge_grading import CATEGORIES, JudgeGrade, grade_judge
+
+REFERENCE = "humans"
+
+
+def reference_labels(run: Run) -> pd.DataFrame:
+    """The humans' label of each cited claim of ``run`` that has one: columns
+    ``claim_id``, ``label`` (SUPPORTED/UNSUPPORTED), ``justification`` (the
+    adjudication's reason, else the human justifications joined by " | ").
+    Four queries."""
+    claims, _ = resolved_claims_frame(run, humans_only=True)
+    resolved = claims[(claims["n_citations"] > 0) & claims["label"].isin(CATEGORIES)]
+    reasons = dict(Adjudication.objects.filter(claim__answer__run=run, is_current=True)
+                   .values_list("claim_id", "reason"))
+    said: dict[int, list[str]] = {}
+    for claim_id, text in (Label.objects.filter(claim__answer__run=run, is_current=True,
+                                                reviewer__kind__in=COUNTED_KINDS)
+                           .exclude(justification="").order_by("claim_id", "reviewer__username")
+                           .values_list("claim_id", "justification")):
+        said.setdefault(claim_id, []).append(text)
+    return pd.DataFrame({
+        "claim_id": resolved["claim_id"].astype("int64").to_numpy(),
+        "label": resolved["label"].to_numpy(dtype=object),
+        "justification": [reasons.get(c) or " | ".join(said.get(c, [])) for c in resolved["claim_id"]],
+    })
+
+
+def judge_labels(run: Run, judge: Reviewer, *, judge_run: JudgeRun | None = None) -> pd.DataFrame:
+    """The judge's labels on the cited claims of ``run``: ``claim_id``,
+    ``label``, ``reason``. Without ``judge_run``, its current labels; with
+    one, the latest non-stale label that judge run gave each claim. One query."""
+    labels = Label.objects.filter(claim__answer__run=run, reviewer=judge,
+                                  value__in=CATEGORIES).order_by("claim_id", "-created_at", "-id")
+    labels = labels.filter(judge_run=judge_run, is_stale=False) if judge_run is not None else labels.filter(
+        is_current=True)
+    frame = pd.DataFrame.from_records(list(labels.values_list("claim_id", "value", "justification")),
+                                      columns=["claim_id", "label", "reason"])
+    return frame.drop_duplicates("claim_id", keep="first").reset_index(drop=True)
+
+
+def claim_texts(run: Run) -> pd.DataFrame:
+    """``claim_id``, ``claim`` (text) and ``cited_chars`` (characters of its cited
+    texts: spans, else passages) of every claim of ``run``. Two queries."""
+    citations = citations_frame(run)
+    chars = citations.assign(chars=citations["text"].str.len()).groupby("claim_id")["chars"].sum()
+    from labeling.models import Claim
+
+    rows = Claim.objects.filter(answer__run=run).values_list("pk", "text")
+    frame = pd.DataFrame.from_records(list(rows), columns=["claim_id", "claim"])
+    frame["cited_chars"] = frame["claim_id"].map(chars).fillna(0).astype("int64")
+    return frame
+
+
+def run_judge_grade(*, run: Run, judge: Reviewer, reference: pd.DataFrame | None = None,
+                    claims: pd.DataFrame | None = None) -> JudgeGrade:
+    """``judge`` graded against the humans on ``run`` (module docstring);
+    ``reference``/``claims`` may be passed when already read."""
+    return grade_judge(reference if reference is not None else reference_labels(run), judge_labels(run, judge),
+                       claims=claims if claims is not None else claim_texts(run),
+                       judge_name=judge.username, reference_name=REFERENCE)
+
+
+def judge_self_agreement(*, run: Run, judge: Reviewer, claims: pd.DataFrame | None = None) -> JudgeGrade | None:
+    """The judge's two latest finished judge runs on ``run`` that labeled claims,
+    the later graded against the earlier on the claims both labeled (same
+    figures as a grade: kappa with its interval, confusion, flips); ``None``
+    when the judge has not run twice. Three queries."""
+    passes = list(JudgeRun.objects.filter(run=run, reviewer=judge, status=JudgeRunStatus.DONE)
+                  .filter(Q(labels__isnull=False)).annotate(n=Count("labels")).filter(n__gt=0)
+                  .order_by("-created_at", "-id")[:2])
+    if len(passes) < 2:
+        return None
+    later, earlier = passes
+    return grade_judge(judge_labels(run, judge, judge_run=earlier).rename(columns={"reason": "justification"}),
+                       judge_labels(run, judge, judge_run=later),
+                       claims=claims if claims is not None else claim_texts(run),
+                       judge_name=f"judge run {later.pk}", reference_name=f"judge run {earlier.pk}")
+
+
+@dataclass(frozen=True)
+class JudgeRow:
+    """A judge of a run for the run page: its reviewer, current labels on the run, latest judge run (or None)."""
+
+    reviewer: Reviewer
+    labels: int
+    latest: JudgeRun | None
+
+
+def run_judges(*, run: Run) -> list[JudgeRow]:
+    """The judges of ``run`` (reviewers of kind ``model`` with a current label on
+    it or a judge run), by name. Two queries."""
+    latest: dict[int, JudgeRun] = {}
+    for judge_run in JudgeRun.objects.filter(run=run).select_related("reviewer").order_by("created_at", "id"):
+        latest[judge_run.reviewer_id] = judge_run
+    counts = dict(Label.objects.filter(claim__answer__run=run, is_current=True, reviewer__kind=ReviewerKind.MODEL)
+                  .order_by().values("reviewer").annotate(n=Count("id")).values_list("reviewer", "n"))
+    reviewers = {j.reviewer_id: j.reviewer for j in latest.values()}
+    missing = set(counts) - set(reviewers)
+    if missing:
+        reviewers.update({r.pk: r for r in Reviewer.objects.filter(pk__in=missing)})
+    return sorted((JudgeRow(reviewer, counts.get(pk, 0), latest.get(pk)) for pk, reviewer in reviewers.items()),
+                  key=lambda row: row.reviewer.username)

@@ -1,0 +1,131 @@
+"""Grading a judge on the real ExpertQA labels in fixtures/ (issue 12): a judge
+whose verdicts are the experts' labels with a known number of flips, run
+through the fake OpenAI-compatible server, grades to the hand-computed kappa,
+UNSUPPORTED precision and recall — on the grading selector and in
+``agreement --format json``'s ``judge`` key — and a second pass gives the
+judge's self-agreement."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from django.core.management import call_command
+
+from labeling.judge_grades import judge_self_agreement, reference_labels, run_judge_grade
+from labeling.judge_protocol import JudgeEndpoint
+from labeling.judges import judge_run_create, judge_run_execute
+from labeling.models import Label, Reviewer, Run
+from tests.agreement_data import EXPERT
+from tests.judge_server import JudgeServer
+
+RUN = "post_hoc_sphere_gpt4"
+FLIP = {"SUPPORTED": "UNSUPPORTED", "UNSUPPORTED": "SUPPORTED"}
+
+
+def _expert_labels(run: Run) -> dict[str, str]:
+    """Claim id (str) → the experts' label, for every cited claim of ``run`` in question/claim order
+    (pending claims: absent)."""
+    return {str(claim_id): value for claim_id, value in
+            Label.objects.filter(claim__answer__run=run, reviewer__username=EXPERT, is_current=True)
+            .exclude(value="UNCITED").order_by("claim__answer__question_key", "claim__index")
+            .values_list("claim_id", "value")}
+
+
+def _verdicts_with_flips(run: Run, *, to_unsupported: int, to_supported: int) -> dict[str, str]:
+    """The experts' labels with the first ``to_unsupported`` SUPPORTED and the first
+    ``to_supported`` UNSUPPORTED flipped; the cited claims the experts left pending
+    are SUPPORTED."""
+    verdicts = {str(pk): "SUPPORTED" for pk in run.answers.values_list("claims__pk", flat=True)}
+    left = {"SUPPORTED": to_unsupported, "UNSUPPORTED": to_supported}
+    for claim_id, value in _expert_labels(run).items():
+        if left[value]:
+            left[value] -= 1
+            value = FLIP[value]
+        verdicts[claim_id] = value
+    return verdicts
+
+
+def _judge(run: Run, verdicts: dict[str, str], *, relabel: bool = False) -> None:
+    with JudgeServer(labels_by_id=verdicts) as server:
+        judge_run = judge_run_create(run=run, reviewer_name="flip-judge", relabel=relabel,
+                                     endpoint=JudgeEndpoint(model="fake", base_url=server.base_url))
+        judge_run = judge_run_execute(judge_run.pk, api_key="k")
+    assert judge_run.status == "done" and judge_run.answers_failed == 0
+
+
+@pytest.fixture
+def judged(expertqa_project) -> Run:
+    """post_hoc_sphere_gpt4 (fixtures/README.md): 180 cited claims, 171 labeled by the
+    experts, 92 SUPPORTED and 79 UNSUPPORTED, 9 pending. The judge flips 6 SUPPORTED
+    and 4 UNSUPPORTED and calls the 9 pending claims SUPPORTED."""
+    run = Run.objects.get(project=expertqa_project, name=RUN)
+    experts = list(_expert_labels(run).values())
+    assert (len(experts), experts.count("SUPPORTED"), experts.count("UNSUPPORTED")) == (171, 92, 79)
+    _judge(run, _verdicts_with_flips(run, to_unsupported=6, to_supported=4))
+    return run
+
+
+# Hand computation on the 171 claims both labeled (the 9 pending claims have no human label):
+#   confusion (rows experts, columns judge): S→S 92 − 6 = 86, S→U 6, U→S 4, U→U 79 − 4 = 75.
+#   agreement (86 + 75)/171 = 161/171; judge margins S 86 + 4 = 90, U 6 + 75 = 81.
+#   kappa: chance = 92·90 + 79·81 = 8280 + 6399 = 14679;
+#          (171·161 − 14679)/(171² − 14679) = (27531 − 14679)/(29241 − 14679) = 12852/14562 ≈ 0.88257.
+#   UNSUPPORTED calls: precision 75/81 ≈ 0.92593, recall 75/79 ≈ 0.94937, F1 = 2·75/(81 + 79) = 0.9375;
+#   human UNSUPPORTED called SUPPORTED (decorative citations let through): 4.
+KAPPA = 12852 / 14562
+
+
+def test_flipped_judge_grades_to_the_hand_computed_figures(judged):
+    judge = Reviewer.objects.get(username="flip-judge")
+    assert Label.objects.filter(reviewer=judge, is_current=True).count() == 180
+    grade = run_judge_grade(run=judged, judge=judge)
+    assert (grade.n, grade.reference_only) == (171, 0)
+    assert (grade.agreement.numerator, grade.agreement.denominator) == (161, 171)
+    assert grade.kappa == pytest.approx(KAPPA, abs=1e-12)
+    low, high = grade.kappa_ci95
+    assert low < KAPPA < high and high - low == pytest.approx(2 * 1.959964 * grade.kappa_se, abs=1e-6)
+    assert (grade.precision.numerator, grade.precision.denominator) == (75, 81)
+    assert (grade.recall.numerator, grade.recall.denominator) == (75, 79)
+    assert grade.f1 == pytest.approx(0.9375, abs=1e-12)
+    assert grade.missed_unsupported == 4
+    assert grade.confusion.to_numpy().tolist() == [[86, 6], [4, 75]]
+    assert len(grade.disagreements) == 10
+
+
+def test_agreement_json_gains_the_judge_grade(judged, capsys):
+    """Against the named expert the judge has the same 171 claims: the same figures."""
+    call_command("agreement", "--project", "expertqa", "--run", RUN, "--reviewer", EXPERT,
+                 "--reviewer", "flip-judge", "--format", "json")
+    result = json.loads(capsys.readouterr().out)
+    judge = result["judge"]
+    assert (judge["judge"], judge["reference"], judge["n"]) == ("flip-judge", EXPERT, 171)
+    assert judge["kappa"] == pytest.approx(KAPPA, abs=1e-12) and result["kappa"] == pytest.approx(KAPPA)
+    assert judge["unsupported"]["precision"] == {"value": 75 / 81, "numerator": 75, "denominator": 81}
+    assert judge["unsupported"]["recall"] == {"value": 75 / 79, "numerator": 75, "denominator": 79}
+    assert judge["unsupported"]["f1"] == pytest.approx(0.9375)
+    assert judge["confusion"] == {"SUPPORTED": {"SUPPORTED": 86, "UNSUPPORTED": 6},
+                                  "UNSUPPORTED": {"SUPPORTED": 4, "UNSUPPORTED": 75}}
+    assert [d["reference"] + ">" + d["judge"] for d in judge["disagreements"]].count("UNSUPPORTED>SUPPORTED") == 4
+
+
+def test_reference_is_the_humans_only(judged):
+    """The judge's 180 labels add nothing to the reference: 171 claims, 92 / 79."""
+    reference = reference_labels(judged)
+    assert len(reference) == 171 and reference["label"].value_counts().to_dict() == {"SUPPORTED": 92,
+                                                                                      "UNSUPPORTED": 79}
+
+
+def test_self_agreement_of_two_judge_passes(judged):
+    """Second pass (--relabel) gives the experts' labels unflipped (pending: SUPPORTED).
+    Pass 1: S 86 + 4 + 9 = 99, U 81; pass 2: S 92 + 9 = 101, U 79; n = 180.
+    Confusion (rows pass 1, columns pass 2): S→S 86 + 9 = 95, S→U 4, U→S 6, U→U 75;
+    agreement 170/180; chance = 99·101 + 81·79 = 9999 + 6399 = 16398;
+    kappa = (180·170 − 16398)/(180² − 16398) = 14202/16002 ≈ 0.88751."""
+    judge = Reviewer.objects.get(username="flip-judge")
+    assert judge_self_agreement(run=judged, judge=judge) is None
+    _judge(judged, _verdicts_with_flips(judged, to_unsupported=0, to_supported=0), relabel=True)
+    agreement = judge_self_agreement(run=judged, judge=judge)
+    assert (agreement.n, agreement.agreement.numerator) == (180, 170)
+    assert agreement.confusion.to_numpy().tolist() == [[95, 4], [6, 75]]
+    assert agreement.kappa == pytest.approx(14202 / 16002, abs=1e-12)
