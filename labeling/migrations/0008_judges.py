@@ -9,7 +9,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('labeling', '0006_names_and_team_review'),
+        ('labeling', '0007_citation_judgments'),
     ]
 
     operations = [
