@@ -143,13 +143,14 @@ def _write_verdicts(judge_run: JudgeRun, claims: list[Claim], reply: ParsedReply
     if not asked:
         return counts
     with transaction.atomic():
-        now = {
-            pk: (revision, n_citations, n_sent)
-            for pk, revision, n_citations, n_sent in Claim.objects.select_for_update(of=("self",))
-            .filter(pk__in=[claim.pk for claim in asked.values()]).order_by()
-            .annotate(n_citations=Count("citations"), n_sent=Count("citations", filter=Q(citations__fabricated=False)))
-            .values_list("pk", "revision", "n_citations", "n_sent")
-        }
+        ids = [claim.pk for claim in asked.values()]
+        # Lock first (PostgreSQL refuses FOR UPDATE with GROUP BY), then count the citations as they are now.
+        revisions = dict(Claim.objects.select_for_update().filter(pk__in=ids).order_by("pk")
+                         .values_list("pk", "revision"))
+        cites = {pk: (n, sent) for pk, n, sent in Citation.objects.filter(claim_id__in=ids).values("claim_id")
+                 .order_by().annotate(n=Count("id"), sent=Count("id", filter=Q(fabricated=False)))
+                 .values_list("claim_id", "n", "sent")}
+        now = {pk: (revision, *cites.get(pk, (0, 0))) for pk, revision in revisions.items()}
         new: list[Label] = []
         for claim_id, claim in asked.items():
             verdict = reply.verdicts[claim_id]
