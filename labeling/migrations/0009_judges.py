@@ -9,7 +9,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('labeling', '0007_citation_judgments'),
+        ('labeling', '0008_audit_events'),
     ]
 
     operations = [
