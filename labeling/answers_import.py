@@ -48,6 +48,7 @@ from labeling.models import (
     Run,
 )
 from labeling.names import clean, validate_project_slug, validate_reviewer_name, validate_run_name
+from labeling.services import claims_changed
 from scoring.labels import label_problem
 from scoring.normalize import normalize_source
 
@@ -158,6 +159,8 @@ def run_import(
                          detail={"summary": report.summary(), "answers_created": report.answers_created,
                                  "answers_unchanged": report.answers_unchanged,
                                  "labels_created": report.labels_created})
+        for run in writer.runs.values():
+            claims_changed(run=run)
     return report
 
 

@@ -21,7 +21,7 @@ from django.db import transaction
 
 from labeling.limits import MAX_JUSTIFICATION_CHARS
 from labeling.models import Citation, CitationJudgment, Claim, Label, Reviewer
-from labeling.services import label_save
+from labeling.services import claims_changed, label_save
 from scoring.judgments import FULL, JUDGMENTS, PARTIAL, check_judgment, proposed_label
 
 
@@ -147,7 +147,7 @@ def claim_set_factual(*, claim: Claim, factual: bool, base_revision: int | None 
     is no longer current.
     """
     with transaction.atomic():
-        locked = Claim.objects.select_for_update().get(pk=claim.pk)
+        locked = Claim.objects.select_for_update(of=("self",)).select_related("answer").get(pk=claim.pk)
         if base_revision is not None and base_revision != locked.revision:
             raise ValidationError(
                 f"Claim {locked.index} was changed by someone else after you opened it: nothing was changed. "
@@ -155,4 +155,6 @@ def claim_set_factual(*, claim: Claim, factual: bool, base_revision: int | None 
         if locked.factual != factual:
             locked.factual = factual
             locked.save(update_fields=["factual"])
+            # The run's cited factual claims (progress) changed: see services.claims_changed.
+            claims_changed(run=locked.answer.run_id)
         return locked

@@ -215,6 +215,15 @@ class Run(models.Model):
     queue_judge = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
                                     related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
+    # A versioned cache of how many cited claims the run has (the denominator of every
+    # progress bar), so a page need not count a 50k-claim run: ``claims_version`` goes up
+    # in the transaction of every write that adds, removes or re-cites claims
+    # (``services.claims_changed``); ``cited_claims`` is valid only while
+    # ``cited_claims_version`` equals it (``selectors.run_cited_claims``). Not a counter
+    # kept up by hand: a stale or missing value is recounted, never trusted.
+    claims_version = models.PositiveIntegerField(default=0, editable=False)
+    cited_claims = models.PositiveIntegerField(null=True, blank=True, editable=False)
+    cited_claims_version = models.PositiveIntegerField(null=True, blank=True, editable=False)
 
     class Meta:
         ordering = ["project_id", "created_at", "name"]

@@ -59,6 +59,18 @@ class LabelConflict(ValidationError):
         self.newer = newer
 
 
+def claims_changed(*, run: Run | int) -> None:
+    """Say that ``run``'s claims or their citations changed: call it inside the
+    transaction of every write that adds, removes, splits or merges claims or
+    changes which claims are cited (``answers_import.run_import``,
+    ``claim_split``, ``claim_merge``; a new write of that kind must call it
+    too; ``claim_edit`` changes a claim's text only, so it need not). One
+    UPDATE: ``Run.claims_version`` + 1, which makes the run's cached cited-claim
+    count stale (``selectors.run_cited_claims`` recounts it once, on the next
+    read). ``run`` is a Run or its id."""
+    Run.objects.filter(pk=getattr(run, "pk", run)).update(claims_version=F("claims_version") + 1)
+
+
 def _lock_claim(claim: Claim) -> Claim:
     """Re-read ``claim`` under a row lock, with its answer, run and project, and
     ``is_cited`` (whether it has a citation) in the same query."""
@@ -325,6 +337,7 @@ def claim_split(
         ])
         audit_record(action=AuditAction.SPLIT, actor=actor, run=locked.answer.run, target=claim_target(locked),
                      claim_id=locked.pk, detail={"first": first, "second": second, "second_claim_id": new.pk})
+        claims_changed(run=locked.answer.run_id)
         return locked, new
 
 
@@ -385,6 +398,7 @@ def claim_merge(*, claim: Claim, other: Claim, base_revision: int | None = None,
         audit_record(action=AuditAction.MERGE, actor=actor, run=first.answer.run,
                      target=f"{first.answer.question_key} · claims {first.index} and {second.index}",
                      claim_id=first.pk, detail={"merged_claim_id": second_id, "text": first.text[:300]})
+        claims_changed(run=first.answer.run_id)
         return first
 
 

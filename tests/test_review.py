@@ -414,8 +414,8 @@ def test_htmx_save_on_the_last_claim_of_an_answer_moves_to_the_next_answer(alice
     html = response.content.decode()
     assert "Lyon is big." in html
     assert "Saved UNSUPPORTED on claim 3 of q1, the last one to label there: this is the next answer." in html
-    # Moving to another answer has the run progress bar recounted.
-    assert json.loads(response["HX-Trigger"]) == {"labelSaved": {}}
+    # Moving to another answer moves the run progress bar by one too: nothing is recounted.
+    assert json.loads(response["HX-Trigger"]) == {"labelSaved": {"labeled": 1}}
 
 
 def test_run_progress_fragment_counts_the_reviewers_labels(alice, site, reviewer):
@@ -602,6 +602,8 @@ def test_undo_view_removes_the_last_label_and_shows_its_claim(alice, site, revie
     assert response["HX-Retarget"] == "#review"  # back from answer q2 to q1
     assert response["HX-Push-Url"] == site.review(site.a1, site.c3)
     assert my_labels(reviewer) == [("Paris is the capital of France.", "SUPPORTED", "")]
+    # Claim 3 has no label of alice's left: the run progress bar goes back by one.
+    assert json.loads(response["HX-Trigger"]) == {"labelSaved": {"labeled": -1}}
 
 
 def test_undo_without_js_redirects(alice, site, reviewer):

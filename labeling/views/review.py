@@ -4,8 +4,10 @@ With htmx (``request.htmx``) every action answers with the smallest fragment:
 the claim panel plus out-of-band swaps of the answer text and the claim list
 (or the whole ``#review`` block when the next claim is in another answer),
 and a ``labelSaved`` client event for the run progress bar: with
-``{"labeled": n}`` the page adds n to it at once, without it the bar is
-recounted by the server.
+``{"labeled": n}`` (a label save: +1 or 0; an undo: −1 or 0) the page adds n
+to it at once, so a reviewer's label step never recounts the run; without it
+(splits, merges, edits) the bar is reloaded from the server, which also
+corrects any drift (a label saved in another tab).
 Without JavaScript the same URLs take plain form posts and redirect.
 """
 
@@ -28,7 +30,7 @@ from django_htmx.http import HttpResponseClientRedirect, push_url, reswap, retar
 
 from labeling import judging, queue, selectors, services
 from labeling.highlight import suggest_split
-from labeling.models import Answer, Claim, Run
+from labeling.models import Answer, Claim, LabelValue, Run
 from labeling.selectors import LABEL
 from labeling.views.params import IdField, int_param
 from labeling.views.projects import review_url, run_for
@@ -161,9 +163,10 @@ def _fragment(request: HttpRequest, context: dict[str, Any], *, whole_review: bo
 
 
 def _show(request: HttpRequest, run: Run, answer: Answer, claim_id: int | None, *, came_from: int | None,
-          saved: bool = False, **extra: Any) -> HttpResponse:
+          saved: bool = False, labeled: int | None = None, **extra: Any) -> HttpResponse:
     """Respond with the review of ``answer`` on ``claim_id``: a fragment for htmx
-    (``came_from`` is the answer the page showed), else the full page."""
+    (``came_from`` is the answer the page showed), else the full page. ``saved``
+    sends ``labelSaved``, with ``{"labeled": labeled}`` when that is known."""
     context = _context(request, run, answer, claim_id, **extra)
     if not request.htmx:
         return _page(request, context)
@@ -171,12 +174,12 @@ def _show(request: HttpRequest, run: Run, answer: Answer, claim_id: int | None, 
     current = context["current"]
     push_url(response, review_url(run, answer.pk, current.claim.pk if current is not None else None))
     if saved:
-        trigger_client_event(response, LABEL_SAVED)
+        trigger_client_event(response, LABEL_SAVED, {"labeled": labeled} if labeled is not None else None)
     return response
 
 
 def _after_write(request: HttpRequest, run: Run, claim: Claim, *, show: Claim | None, notice: str,
-                 saved: bool = True) -> HttpResponse:
+                 saved: bool = True, labeled: int | None = None) -> HttpResponse:
     """After a successful write: show ``show`` (or ``claim``) with ``notice``;
     without JS, redirect there with the notice as a message."""
     target = show or claim
@@ -184,7 +187,7 @@ def _after_write(request: HttpRequest, run: Run, claim: Claim, *, show: Claim | 
         messages.success(request, notice)
         return redirect(review_url(run, target.answer_id, target.pk))
     return _show(request, run, _answer_of(run, target), target.pk, came_from=claim.answer_id, saved=saved,
-                 notice=notice)
+                 labeled=labeled, notice=notice)
 
 
 def _answer_of(run: Run, claim: Claim) -> Answer:
@@ -289,6 +292,8 @@ def _after_label(request: HttpRequest, run: Run, claim: Claim, label: Any, *, fi
     """After a label was saved on ``claim`` (``first``: the reviewer had none): the next
     claim to label in the answer, else the next answer with work left."""
     notice = f"Saved {label.value} on claim {claim.index}."
+    # How far the run progress bar moves: a first label on this (cited) claim adds one.
+    labeled = 1 if first else 0
     # Most saves move on within the answer: its review (3 queries) finds the next
     # claim. The form's more_in_answer says what the page knew: "0" = no claim after
     # this one was left, so skip that review (a claim another tab brought back into
@@ -305,20 +310,18 @@ def _after_label(request: HttpRequest, run: Run, claim: Claim, label: Any, *, fi
         response = _fragment(request, _context(request, run, claim.answer, None, review=review, notice=notice),
                              whole_review=False)
         push_url(response, review_url(run, claim.answer_id, following.pk))
-        # The page moves its run progress bar by this much at once; a save that moves to
-        # another answer (plain event) has the bar recounted, which corrects any drift.
-        return trigger_client_event(response, LABEL_SAVED, {"labeled": 1 if first else 0})
+        return trigger_client_event(response, LABEL_SAVED, {"labeled": labeled})
     # The review of the next answer with work left opens on its first claim to label.
     answer = queue.next_answer_to_label(run=run, reviewer=request.user, after=claim.answer)
     if answer is None:
         notice += " Every cited claim of this run now carries your label."
-        return _after_write(request, run, claim, show=None, notice=notice)
+        return _after_write(request, run, claim, show=None, notice=notice, labeled=labeled)
     notice = (f"Saved {label.value} on claim {claim.index} of {claim.answer.question.question_id}, "
               f"the last one to label there: this is the next answer.")
     if not request.htmx:
         messages.success(request, notice)
         return redirect(review_url(run, answer.pk))
-    return _show(request, run, answer, None, came_from=claim.answer_id, saved=True, notice=notice)
+    return _show(request, run, answer, None, came_from=claim.answer_id, saved=True, labeled=labeled, notice=notice)
 
 
 class JudgeForm(forms.Form):
@@ -399,8 +402,10 @@ def label_undo(request: HttpRequest, project_slug: str, run_name: str) -> HttpRe
         messages.success(request, notice)
         return redirect(review_url(run, last.claim.answer_id, last.claim.pk))
     answer = _answer_of(run, last.claim)
+    # Undoing a first label takes one off the bar; restoring an earlier one leaves it.
+    labeled = -1 if restored is None and last.value != LabelValue.UNCITED else 0
     return _show(request, run, answer, last.claim.pk, came_from=_came_from(request, answer.pk), saved=True,
-                 notice=notice)
+                 labeled=labeled, notice=notice)
 
 
 def _ids(values: list[str]) -> list[int]:

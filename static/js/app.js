@@ -479,8 +479,8 @@
     markBusy();
   }
 
-  // A save within the answer says how many labels it added: move the run bar at once
-  // (the server recounts it on every other write, see answer_review.html).
+  // A label save or undo says how far the run bar moves (+1, 0 or -1): move it at once,
+  // with no request (the server reloads it after other writes, see answer_review.html).
   document.body.addEventListener("labelSaved", function (event) {
     var delta = event.detail && event.detail.labeled;
     var box = document.getElementById("run-progress");
@@ -489,7 +489,7 @@
     var text = box.querySelector(".metric");
     var parts = text ? text.textContent.split("/") : [];
     if (!bar || parts.length !== 2) { return; }
-    var done = Math.min(parseInt(parts[0], 10) + delta, parseInt(parts[1], 10));
+    var done = Math.max(0, Math.min(parseInt(parts[0], 10) + delta, parseInt(parts[1], 10)));
     bar.value = done;
     text.textContent = done + "/" + parts[1];
   });
