@@ -125,3 +125,17 @@ def test_progress_counts_the_reviewers_labels_on_cited_claims_only(run):
 
     # Cited: claims 1 and 3; alice labeled claim 1 (her UNCITED on claim 2 is not a cited claim).
     assert (progress.numerator, progress.denominator) == (1, 2)
+
+
+def test_marking_a_claim_not_factual_takes_it_out_of_the_count(run):
+    from labeling.judging import claim_set_factual
+
+    selectors.run_cited_claims(run=run)
+    c3 = run.answers.get().claims.get(index=3)
+
+    claim_set_factual(claim=c3, factual=False)
+
+    # Cited factual claims: claim 1 only (claim 3 is cited but no longer a factual claim).
+    assert selectors.run_cited_claims(run=fresh(run)) == 1
+    claim_set_factual(claim=c3, factual=True)
+    assert selectors.run_cited_claims(run=fresh(run)) == 2
