@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -28,6 +28,7 @@ from django.db import transaction
 from django.db.models import Count
 
 from labeling.audit import audit_record
+from labeling.bulk import allocate_ids, insert_rows
 from labeling.importers.answers import AnswersSource, RecordResults, answer_records
 from labeling.importers.answers_jsonl import canonical_passage_id
 from labeling.importers.records import AnswerRecord, ImportFailed, ImportIssue
@@ -104,17 +105,6 @@ def _gold_key(record: AnswerRecord) -> str | None:
     )
 
 
-def _batches(records: Iterable[AnswerRecord], size: int) -> Iterator[list[AnswerRecord]]:
-    batch: list[AnswerRecord] = []
-    for record in records:
-        batch.append(record)
-        if len(batch) >= size:
-            yield batch
-            batch = []
-    if batch:
-        yield batch
-
-
 def run_import(
     *, project: Project, source: AnswersSource, format: str | None = None, run_name: str | None = None,
     default_reviewer: str = DEFAULT_IMPORT_REVIEWER, actor: Reviewer | None = None, source_name: str = "",
@@ -124,7 +114,10 @@ def run_import(
 
     ``source`` is a path (format from its suffix: ``.jsonl``, ``.csv``,
     ``.xlsx``), bytes or a seekable binary file (``format``, default
-    ``"jsonl"``); it is read twice (validate, then write). ``run_name``
+    ``"jsonl"``); it is read once, as a stream: each batch of
+    ``BATCH_ANSWERS`` answers is checked, then written, so memory stays flat
+    in the file's size. The first bad line stops the writing (the checks go
+    on, to report every bad line) and the whole transaction rolls back. ``run_name``
     overrides each line's ``run``. Labels without a ``reviewer`` are credited
     to the imported reviewer ``default_reviewer``.
 
@@ -142,15 +135,18 @@ def run_import(
         run_name = clean(run_name, validate_run_name)
     default_reviewer = clean(default_reviewer, validate_reviewer_name)
     open_records = answer_records(source, format=format, run=run_name)
-    issues, warnings = _validate(project=project, records=open_records())
-    if issues:
-        raise ImportFailed(issues)
-    report = ImportReport(warnings=warnings)
+    report = ImportReport()
+    issues: list[ImportIssue] = []
+    warnings: list[ImportIssue] = []
     with transaction.atomic():
         writer = _Writer(project=project, report=report, default_reviewer=default_reviewer)
-        records = (record for _n, record, _i in open_records() if record)
-        for batch in _batches(records, BATCH_ANSWERS):
-            writer.write(batch)
+        for batch in _checked_batches(project=project, records=open_records(), issues=issues, warnings=warnings):
+            if not issues:
+                writer.write(batch)
+        if issues:
+            # Raised inside the transaction: what the batches before the first bad line wrote is rolled back.
+            raise ImportFailed(issues)
+        report.warnings = warnings + report.warnings
         report.runs = sorted(writer.runs)
         if not source_name and isinstance(source, (str, Path)):
             source_name = Path(source).name
@@ -159,7 +155,6 @@ def run_import(
                          detail={"summary": report.summary(), "answers_created": report.answers_created,
                                  "answers_unchanged": report.answers_unchanged,
                                  "labels_created": report.labels_created})
-        for run in writer.runs.values():
             claims_changed(run=run)
     return report
 
@@ -174,11 +169,16 @@ def imported_reviewer_username(name: str, taken_by_humans: set[str]) -> str:
     return username
 
 
-def _validate(*, project: Project, records: RecordResults) -> tuple[list[ImportIssue], list[ImportIssue]]:
-    """First pass: every line's own problems plus cross-line and database
-    conflicts. Returns ``(issues, warnings)``; writes nothing."""
-    issues: list[ImportIssue] = []
-    warnings: list[ImportIssue] = []
+def _checked_batches(*, project: Project, records: RecordResults, issues: list[ImportIssue],
+                     warnings: list[ImportIssue]) -> Iterator[list[AnswerRecord]]:
+    """Batches of checked records: every line's own problems plus cross-line and
+    database conflicts are appended to ``issues`` (and non-blocking ones to
+    ``warnings``) before the batch holding the line is yielded. What the
+    database held before the import is what counts: a question is looked up
+    once, before any batch wrote it, and only runs that held answers before
+    can conflict with the file. Writes nothing."""
+    # question_id -> (text, answerable) stored before this import, or None.
+    stored_questions: dict[str, tuple[str, bool | None] | None] = {}
     seen_answers: dict[tuple[str, str], int] = {}
     seen_gold: dict[str, tuple[str | None, int]] = {}
     seen_questions: dict[str, tuple[str, bool | None, int]] = {}
@@ -187,16 +187,19 @@ def _validate(*, project: Project, records: RecordResults) -> tuple[list[ImportI
     stored_runs = set(Run.objects.filter(project=project, answers__isnull=False).values_list("name", flat=True))
 
     def check_questions(batch: list[AnswerRecord]) -> None:
-        stored = {
-            qid: (text, answerable)
-            for qid, text, answerable in Question.objects.filter(
-                project=project, question_id__in={r.question_id for r in batch},
-            ).values_list("question_id", "text", "answerable")
-        }
+        unknown = {r.question_id for r in batch} - stored_questions.keys()
+        if unknown:
+            stored_questions.update(dict.fromkeys(unknown))
+            stored_questions.update(
+                (qid, (text, answerable))
+                for qid, text, answerable in Question.objects.filter(
+                    project=project, question_id__in=unknown,
+                ).values_list("question_id", "text", "answerable")
+            )
         for record in batch:
-            if record.question_id not in stored:
+            if stored_questions[record.question_id] is None:
                 continue
-            text, answerable = stored[record.question_id]
+            text, answerable = stored_questions[record.question_id]
             if record.question != text:
                 issues.append(ImportIssue(record.line, "question", (
                     f"question {record.question_id!r} is stored with the text {_shown(text)}, this line gives "
@@ -262,10 +265,11 @@ def _validate(*, project: Project, records: RecordResults) -> tuple[list[ImportI
         pending.append(record)
         if len(pending) >= BATCH_ANSWERS:
             check_database(pending)
+            yield pending
             pending = []
     if pending:
         check_database(pending)
-    return issues, warnings
+        yield pending
 
 
 def _shown(text: str, limit: int = 300) -> str:
@@ -344,7 +348,13 @@ class _Writer:
                 # Only an unknown answerable is filled in; a differing one was refused (_validate).
                 question.answerable = record.answerable
                 to_update[record.question_id] = question
-        Question.objects.bulk_create(to_create.values())
+        question_ids = allocate_ids(Question, len(to_create))
+        insert_rows(Question, ["project_id", "question_id", "text", "answerable"],
+                    ((self.project.pk, q.question_id, q.text, q.answerable) for q in to_create.values()),
+                    ids=question_ids)
+        for question, pk in zip(to_create.values(), question_ids, strict=True):
+            question.pk = question.id = pk
+            question._state.adding = False
         if to_update:
             Question.objects.bulk_update(to_update.values(), ["answerable"])
         self.report.questions_created += len(to_create)
@@ -384,70 +394,68 @@ class _Writer:
         self.gold_written.update(records)
 
     def _create_answers(self, records: list[AnswerRecord], questions: dict[str, Question]) -> None:
+        """Insert the batch's new answers with their passages, claims, citations and
+        labels: plain rows through ``labeling.bulk`` (ids allocated first, so each
+        table's rows point at the previous one's), no model instance per row."""
         if not records:
             return
-        answers = Answer.objects.bulk_create([
-            Answer(run=self.runs[r.run], question=questions[r.question_id], question_key=r.question_id,
-                   text=r.answer, content_hash=answer_content_hash(r))
-            for r in records
-        ])
-        passages: list[Passage] = []
-        for record, answer in zip(records, answers, strict=True):
-            passages.extend(
-                Passage(answer_id=answer.pk, passage_id=p.passage_id, position=k, source=p.source, text=p.text)
-                for k, p in enumerate(record.passages)
-            )
-        Passage.objects.bulk_create(passages)
-        by_id: dict[tuple[int, str], Passage] = {}
-        by_source: dict[tuple[int, str], Passage] = {}
-        for passage in passages:
-            by_id[(passage.answer_id, canonical_passage_id(passage.passage_id))] = passage
-            by_source.setdefault((passage.answer_id, normalize_source(passage.source)), passage)
+        answer_ids = allocate_ids(Answer, len(records))
+        insert_rows(Answer, ["run_id", "question_id", "question_key", "text", "content_hash"], (
+            (self.runs[r.run].pk, questions[r.question_id].pk, r.question_id, r.answer, answer_content_hash(r))
+            for r in records), ids=answer_ids)
+        passages: list[tuple] = []
+        for record, answer_id in zip(records, answer_ids, strict=True):
+            passages.extend((answer_id, p.passage_id, k, p.source, p.text) for k, p in enumerate(record.passages))
+        passage_ids = allocate_ids(Passage, len(passages))
+        insert_rows(Passage, ["answer_id", "passage_id", "position", "source", "text"], passages, ids=passage_ids)
+        # (answer id, canonical passage id) and (answer id, normalized source) -> (passage pk, passage id)
+        by_id: dict[tuple[int, str], tuple[int, str]] = {}
+        by_source: dict[tuple[int, str], tuple[int, str]] = {}
+        for (answer_id, passage_id, _k, source, _t), pk in zip(passages, passage_ids, strict=True):
+            by_id[(answer_id, canonical_passage_id(passage_id))] = (pk, passage_id)
+            by_source.setdefault((answer_id, normalize_source(source)), (pk, passage_id))
 
-        claims: list[Claim] = []
-        for record, answer in zip(records, answers, strict=True):
+        claims: list[tuple] = []
+        for record, answer_id in zip(records, answer_ids, strict=True):
             cursor = 0
             for position, claim in enumerate(record.claims):
                 # Claim indexes are 1-based, as in the seed's label table.
                 start = record.answer.find(claim.text, cursor) if claim.text else -1
                 if start >= 0:
                     cursor = start + len(claim.text)
-                claims.append(Claim(
-                    answer_id=answer.pk, index=position + 1, text=claim.text,
-                    start=start if start >= 0 else None,
-                    end=start + len(claim.text) if start >= 0 else None,
-                ))
-        Claim.objects.bulk_create(claims)
+                claims.append((answer_id, position + 1, claim.text, start if start >= 0 else None,
+                               start + len(claim.text) if start >= 0 else None))
+        claim_ids = allocate_ids(Claim, len(claims))
+        insert_rows(Claim, ["answer_id", "index", "text", "start", "end"], claims, ids=claim_ids)
 
-        citations: list[Citation] = []
-        labels: list[Label] = []
-        claim_iter = iter(claims)
+        citations: list[tuple] = []
+        labels: list[tuple] = []
+        fabricated = 0
+        claim_iter = iter(zip(claim_ids, claims, strict=True))
         for record in records:
             for claim_record in record.claims:
-                claim = next(claim_iter)
+                claim_id, (answer_id, *_rest) = next(claim_iter)
                 for position, cited in enumerate(claim_record.citations):
                     if cited.passage_id is not None:
-                        passage = by_id.get((claim.answer_id, canonical_passage_id(cited.passage_id)))
+                        passage = by_id.get((answer_id, canonical_passage_id(cited.passage_id)))
                     else:
-                        passage = by_source.get((claim.answer_id, normalize_source(cited.source)))
-                    citations.append(Citation(
-                        claim_id=claim.pk, passage_id=passage.pk if passage else None, position=position,
-                        cited_id=passage.passage_id if passage else (cited.passage_id or cited.source or ""),
-                        span=cited.span, fabricated=passage is None,
+                        passage = by_source.get((answer_id, normalize_source(cited.source)))
+                    fabricated += passage is None
+                    citations.append((
+                        claim_id, passage[0] if passage else None, position,
+                        passage[1] if passage else (cited.passage_id or cited.source or ""),
+                        cited.span, passage is None,
                     ))
                 if claim_record.label is not None:
-                    labels.append(Label(
-                        claim_id=claim.pk,
-                        reviewer_id=self.reviewer(claim_record.reviewer or self.default_reviewer).pk,
-                        value=claim_record.label, justification=claim_record.justification,
-                        claim_revision=claim.revision,
-                    ))
-        Citation.objects.bulk_create(citations)
-        Label.objects.bulk_create(labels)
-        self.report.answers_created += len(answers)
+                    # A new claim is at revision 1 (Claim.revision's default).
+                    labels.append((claim_id, self.reviewer(claim_record.reviewer or self.default_reviewer).pk,
+                                   claim_record.label, claim_record.justification, 1))
+        insert_rows(Citation, ["claim_id", "passage_id", "position", "cited_id", "span", "fabricated"], citations)
+        insert_rows(Label, ["claim_id", "reviewer_id", "value", "justification", "claim_revision"], labels)
+        self.report.answers_created += len(answer_ids)
         self.report.claims_created += len(claims)
         self.report.citations_created += len(citations)
-        self.report.fabricated_citations += sum(c.fabricated for c in citations)
+        self.report.fabricated_citations += fabricated
         self.report.labels_created += len(labels)
 
     def _sync_labels(self, known: list[tuple[AnswerRecord, Answer]]) -> None:

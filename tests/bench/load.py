@@ -1,0 +1,405 @@
+"""A bounded load test: simulated reviewers labeling against gunicorn on loopback.
+
+Run (from the repository root)::
+
+    .venv/bin/python -m tests.bench.load --database postgres --reviewers 20 --duration 60 [--think S]
+    .venv/bin/python -m tests.bench.load --database sqlite --reviewers 5 --duration 60
+    .venv/bin/python -m tests.bench.load --database postgres --label-step
+
+What it does, in order:
+
+1. A fresh database: a new PostgreSQL database ``<--db-prefix>_<pid>`` on the
+   server of ``--postgres-url`` (dropped afterwards unless ``--keep``), never
+   ANALYZEd by hand, as a new team has it; or a new SQLite file in a temporary
+   folder. ``migrate``, then a generated project of ``--answers`` answers (default
+   8,334 × 6 claims = 50,004 claims, 33,336 of them cited) written by the
+   benchmarks' one generator (``tests.bench.answers_file.write_answers``) and
+   imported with ``run_import``; reviewers ``load-01`` … are members of it.
+2. ``gunicorn labeling.wsgi`` with ``--workers`` (2) sync workers on
+   ``127.0.0.1:--port``, ``DEBUG=0`` with a generated ``SECRET_KEY``, plain HTTP
+   (``CITELAB_SSL_REDIRECT=0 CITELAB_SECURE_COOKIES=0``: loopback only).
+3. Each reviewer (a thread) logs in as the browser does (GET the login page,
+   POST the form; timed apart: password hashing is slow on purpose), then all
+   start together and label for ``--duration`` seconds as the review page does
+   with htmx: open the next claim (``run_next``, full page), then for each key
+   press POST the label form (``HX-Request``, the CSRF header, the hidden
+   fields the previous response carried; every fourth label UNSUPPORTED with a
+   justification), follow the claim the response pushes, and fetch what the page
+   would fetch after it (the progress fragment when the ``labelSaved`` event
+   carries no delta). A *label step* is that save plus whatever followed it.
+   ``--think`` seconds pass between steps (0: as fast as the server answers).
+4. Afterwards every label a 2xx response acknowledged ("Saved …") is looked up
+   in the database: reviewer, claim and value must be there as a current label.
+   A missing one is a lost label.
+
+Printed (and with ``--json PATH`` written as JSON): requests/s over the
+labeling window, p50/p95/p99/max of every request and of label steps, by kind,
+errors (non-2xx/3xx answers, connection failures), lost labels, logins, the
+load average before and after. ``--label-step`` is one reviewer, no think time,
+300 steps, plus 30 openings of an answer page: the review screen's latency over
+HTTP without contention.
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import os
+import re
+import secrets
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import urlencode, urlsplit
+
+ROOT = Path(__file__).resolve().parents[2]
+PASSWORD = "load-test-password-1"
+PROJECT = "load"
+RUN = "bench"
+_HIDDEN = re.compile(r'<input type="hidden" name="(claim|revision|base_label|more_in_answer)" value="(\d*)"')
+
+
+def percentile(values: list[float], q: float) -> float:
+    """The ``q`` quantile (0–1) of ``values`` by the nearest-rank method; 0 when empty."""
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    return ordered[max(0, min(len(ordered) - 1, int(round(q * len(ordered))) - 1))]
+
+
+def load_average() -> str:
+    return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+
+
+@dataclass
+class Stats:
+    """Timings in milliseconds by request kind, and what went wrong."""
+
+    times: dict[str, list[float]] = field(default_factory=dict)
+    steps: list[float] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    acked: list[tuple[str, int, str]] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def add(self, kind: str, ms: float) -> None:
+        with self.lock:
+            self.times.setdefault(kind, []).append(ms)
+
+    def error(self, message: str) -> None:
+        with self.lock:
+            self.errors.append(message)
+
+
+class Browser:
+    """One reviewer's browser: a cookie jar, the CSRF token, one connection per request
+    (gunicorn's sync workers close each one)."""
+
+    def __init__(self, port: int, stats: Stats):
+        self.port = port
+        self.stats = stats
+        self.cookies: dict[str, str] = {}
+
+    def request(self, kind: str, method: str, path: str, body: dict | None = None, *, htmx: bool = False,
+                timed: bool = True) -> tuple[int, dict[str, str], str, float]:
+        headers = {"Host": "127.0.0.1", "Cookie": "; ".join(f"{k}={v}" for k, v in self.cookies.items())}
+        data = None
+        if body is not None:
+            data = urlencode(body).encode()
+            headers["Content-Type"] = "application/x-www-form-urlencoded"
+            headers["X-CSRFToken"] = self.cookies.get("csrftoken", "")
+        if htmx:
+            headers["HX-Request"] = "true"
+        started = time.perf_counter()
+        connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=120)
+        try:
+            connection.request(method, path, body=data, headers=headers)
+            response = connection.getresponse()
+            text = response.read().decode("utf-8", "replace")
+        finally:
+            connection.close()
+        ms = (time.perf_counter() - started) * 1000
+        for value in response.headers.get_all("Set-Cookie") or []:
+            name, _, rest = value.partition("=")
+            self.cookies[name.strip()] = rest.split(";", 1)[0]
+        if timed:
+            self.stats.add(kind, ms)
+        if response.status >= 400:
+            self.stats.error(f"{kind} {method} {path}: HTTP {response.status} {text[:200]!r}")
+        return response.status, {k.lower(): v for k, v in response.getheaders()}, text, ms
+
+    def login(self, username: str) -> None:
+        self.request("login page", "GET", "/login/", timed=False)
+        status, headers, _text, ms = self.request("login", "POST", "/login/",
+                                                  {"username": username, "password": PASSWORD,
+                                                   "csrfmiddlewaretoken": self.cookies.get("csrftoken", "")},
+                                                  timed=False)
+        self.stats.add("login", ms)
+        if status != 302:
+            raise RuntimeError(f"login of {username} failed: HTTP {status}")
+
+
+def run_base() -> str:
+    return f"/p/{PROJECT}/runs/{RUN}"
+
+
+def open_next(browser: Browser) -> tuple[str, dict[str, str]] | None:
+    """Open the reviewer's next claim as "Start labeling" does (redirect, then the page):
+    ``(label URL, hidden fields)``, or None when the queue is empty."""
+    status, headers, _t, _ms = browser.request("next (redirect)", "GET", f"{run_base()}/next/")
+    location = headers.get("location", "")
+    if status != 302 or "/answers/" not in location:
+        return None
+    _s, _h, html, _ms = browser.request("open item (page)", "GET", location)
+    return form_of(html)
+
+
+def form_of(html: str) -> tuple[str, dict[str, str]] | None:
+    if 'id="label-form"' not in html:
+        return None
+    form = html.split('id="label-form"', 1)[1]
+    action = re.search(r'hx-post="([^"]+)"', form)
+    return (action.group(1) if action else ""), dict(_HIDDEN.findall(form.split("</form>", 1)[0]))
+
+
+def label_step(browser: Browser, username: str, url: str, fields: dict[str, str], n: int
+               ) -> tuple[str, dict[str, str]] | None:
+    """One key press: POST the label, then whatever the page fetches after it. Returns the
+    next claim's form, or None when the queue is done or something failed."""
+    value = {"value": "UNSUPPORTED", "justification": "only part of it"} if n % 4 == 3 else {"value": "SUPPORTED"}
+    body = {**fields, **value, "csrfmiddlewaretoken": browser.cookies.get("csrftoken", "")}
+    status, headers, html, step = browser.request("label save", "POST", url, body, htmx=True)
+    if status != 200:
+        return None
+    if "Saved " in html and "Not saved." not in html:
+        with browser.stats.lock:
+            browser.stats.acked.append((username, int(fields["claim"]), value["value"]))
+    trigger = json.loads(headers.get("hx-trigger") or "{}").get("labelSaved")
+    if trigger is not None and "labeled" not in trigger:
+        *_rest, ms = browser.request("progress", "GET", f"{run_base()}/progress/", htmx=True)
+        step += ms
+    browser.stats.steps.append(step)
+    if "hx-push-url" not in headers:
+        return None
+    return form_of(html)
+
+
+def reviewer_loop(browser: Browser, username: str, start: threading.Event, stop_at: list[float], think: float,
+                  max_steps: int | None) -> None:
+    start.wait()
+    try:
+        current = open_next(browser)
+        n = 0
+        while current is not None and time.perf_counter() < stop_at[0]:
+            if max_steps is not None and n >= max_steps:
+                return
+            url, fields = current
+            current = label_step(browser, username, url, fields, n)
+            n += 1
+            if current is None and time.perf_counter() < stop_at[0]:
+                current = open_next(browser)  # the queue went on elsewhere, or a save failed: start again
+            if think:
+                time.sleep(think)
+    except Exception as exc:  # a failed connection is an error of the run, not of the script
+        browser.stats.error(f"{username}: {type(exc).__name__}: {exc}")
+
+
+# -- setup and checks (in this process, through Django) ----------------------------------------
+
+def django_env(database_url: str) -> dict[str, str]:
+    return {"DATABASE_URL": database_url, "DEBUG": "0", "SECRET_KEY": secrets.token_urlsafe(50),
+            "ALLOWED_HOSTS": "127.0.0.1,localhost", "CITELAB_SSL_REDIRECT": "0", "CITELAB_SECURE_COOKIES": "0",
+            "CITELAB_LOG_LEVEL": "WARNING", "DJANGO_SETTINGS_MODULE": "labeling.settings"}
+
+
+def prepare(answers: int, reviewers: int, folder: Path) -> dict:
+    """Migrate, import the generated project, create the reviewers (one password hash for all)."""
+    import django
+    from django.core.management import call_command
+
+    django.setup()
+    from django.contrib.auth.hashers import make_password
+
+    from labeling.answers_import import run_import
+    from labeling.models import Membership, Project, Reviewer, Role
+    from tests.bench.answers_file import write_answers
+
+    started = time.perf_counter()
+    call_command("migrate", verbosity=0)
+    path = folder / f"answers_{answers}.jsonl"
+    write_answers(path, answers)
+    project = Project.objects.create(slug=PROJECT, name="Load test")
+    imported = time.perf_counter()
+    report = run_import(project=project, source=path)
+    import_seconds = time.perf_counter() - imported
+    password = make_password(PASSWORD)
+    users = Reviewer.objects.bulk_create(
+        [Reviewer(username=f"load-{n:02d}", password=password) for n in range(1, reviewers + 1)])
+    Membership.objects.bulk_create([Membership(project=project, reviewer=u, role=Role.REVIEWER) for u in users])
+    return {"claims": report.claims_created, "answers": report.answers_created, "import_s": round(import_seconds, 1),
+            "setup_s": round(time.perf_counter() - started, 1), "usernames": [u.username for u in users]}
+
+
+def lost_labels(acked: list[tuple[str, int, str]]) -> list[tuple[str, int, str]]:
+    """The acknowledged labels that are not a current label of that reviewer on that claim with that value."""
+    from django.db import connection
+
+    from labeling.models import Label
+
+    connection.close()  # a fresh connection: see what the server committed
+    current = set(Label.objects.filter(is_current=True, reviewer__username__startswith="load-")
+                  .values_list("reviewer__username", "claim_id", "value"))
+    return [label for label in acked if label not in current]
+
+
+def start_server(port: int, workers: int, env: dict[str, str], log: Path) -> subprocess.Popen:
+    command = [sys.executable, "-m", "gunicorn", "labeling.wsgi", "--workers", str(workers),
+               "--bind", f"127.0.0.1:{port}", "--access-logfile", "-", "--timeout", "120"]
+    server = subprocess.Popen(command, cwd=ROOT, env={**os.environ, **env}, stdout=log.open("w"),
+                              stderr=subprocess.STDOUT, start_new_session=True)
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        if server.poll() is not None:
+            raise RuntimeError(f"gunicorn exited: {log.read_text()[-2000:]}")
+        try:
+            connection = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
+            connection.request("GET", "/login/")
+            if connection.getresponse().status == 200:
+                return server
+        except OSError:
+            time.sleep(0.3)
+    raise RuntimeError("gunicorn did not answer within 60 s")
+
+
+def stop_server(server: subprocess.Popen) -> None:
+    os.killpg(server.pid, signal.SIGTERM)
+    try:
+        server.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        os.killpg(server.pid, signal.SIGKILL)
+
+
+def summarize(values: list[float]) -> dict:
+    return {"n": len(values), "p50": round(percentile(values, 0.50), 1), "p95": round(percentile(values, 0.95), 1),
+            "p99": round(percentile(values, 0.99), 1), "max": round(max(values), 1) if values else 0.0}
+
+
+def main(argv: list[str] | None = None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--database", choices=["postgres", "sqlite"], default="sqlite")
+    parser.add_argument("--postgres-url", default=os.environ.get("CITELAB_LOAD_POSTGRES_URL",
+                                                                 "postgres://postgres@127.0.0.1:5432/postgres"),
+                        help="a server where a new database can be created (default: %(default)s)")
+    parser.add_argument("--db-prefix", default="citelab_load")
+    parser.add_argument("--reviewers", type=int, default=5)
+    parser.add_argument("--duration", type=float, default=60.0, help="seconds of labeling")
+    parser.add_argument("--think", type=float, default=0.0, help="seconds between a reviewer's steps")
+    parser.add_argument("--answers", type=int, default=8_334, help="answers of 6 claims (default: 50,004 claims)")
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--port", type=int, default=8300)
+    parser.add_argument("--label-step", action="store_true",
+                        help="one reviewer, no think time, 300 steps and 30 answer openings")
+    parser.add_argument("--keep", action="store_true", help="keep the database")
+    parser.add_argument("--json", type=Path, help="also write the figures here")
+    args = parser.parse_args(argv)
+    if args.label_step:
+        args.reviewers, args.think = 1, 0.0
+
+    folder = Path(tempfile.mkdtemp(prefix="citelab-load-"))
+    db_name = f"{args.db_prefix}_{os.getpid()}"
+    if args.database == "postgres":
+        import psycopg
+
+        with psycopg.connect(args.postgres_url, autocommit=True) as admin:
+            admin.execute(f'CREATE DATABASE "{db_name}"')
+        parts = urlsplit(args.postgres_url)
+        database_url = parts._replace(path=f"/{db_name}").geturl()
+    else:
+        database_url = f"sqlite:///{folder / 'load.sqlite3'}"
+    env = django_env(database_url)
+    os.environ.update(env)
+    sys.path.insert(0, str(ROOT))
+    server = None
+    try:
+        setup = prepare(args.answers, args.reviewers, folder)
+        server = start_server(args.port, args.workers, env, folder / "gunicorn.log")
+        stats = Stats()
+        browsers = [(Browser(args.port, stats), name) for name in setup["usernames"]]
+        load_before = load_average()
+        for browser, name in browsers:  # one after the other, as people arrive
+            browser.login(name)
+        start = threading.Event()
+        stop_at = [float("inf")]
+        max_steps = 300 if args.label_step else None
+        threads = [threading.Thread(target=reviewer_loop, args=(b, n, start, stop_at, args.think, max_steps))
+                   for b, n in browsers]
+        for thread in threads:
+            thread.start()
+        began = time.perf_counter()
+        stop_at[0] = began + args.duration
+        start.set()
+        for thread in threads:
+            thread.join()
+        window = time.perf_counter() - began
+        if args.label_step:
+            browser = browsers[0][0]
+            from labeling.models import Answer
+
+            for answer_id in Answer.objects.filter(run__name=RUN).order_by("?").values_list("pk", flat=True)[:30]:
+                browser.request("open answer (page)", "GET", f"{run_base()}/answers/{answer_id}/")
+        load_after = load_average()
+    finally:
+        if server is not None:
+            stop_server(server)
+    lost = lost_labels(stats.acked)
+    from django.db import connection
+
+    connection.close()
+    if args.database == "postgres" and not args.keep:
+        with psycopg.connect(args.postgres_url, autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE "{db_name}"')
+    labeling = [ms for kind, values in stats.times.items() if kind != "login" for ms in values]
+    result = {
+        "database": args.database, "reviewers": args.reviewers, "duration_s": round(window, 1),
+        "think_s": args.think, "workers": args.workers, "claims": setup["claims"],
+        "import_s": setup["import_s"], "setup_s": setup["setup_s"],
+        "requests": len(labeling), "requests_per_s": round(len(labeling) / window, 1),
+        "all_requests_ms": summarize(labeling), "label_step_ms": summarize(stats.steps),
+        "by_kind_ms": {kind: summarize(values) for kind, values in sorted(stats.times.items())},
+        "labels_acknowledged": len(stats.acked), "lost_labels": len(lost), "errors": len(stats.errors),
+        "error_samples": stats.errors[:5], "load_average_before": load_before, "load_average_after": load_after,
+    }
+    print(report(result))
+    if args.json:
+        args.json.write_text(json.dumps(result, indent=2))
+    return result
+
+
+def report(result: dict) -> str:
+    every, step = result["all_requests_ms"], result["label_step_ms"]
+    lines = [
+        f"[load] {result['database']}, {result['reviewers']} reviewers, think {result['think_s']} s, gunicorn "
+        f"-w {result['workers']}, {result['claims']:,} claims (import {result['import_s']} s), "
+        f"{result['duration_s']} s, load average {result['load_average_before']} → {result['load_average_after']}",
+        f"[load] {result['requests']} requests, {result['requests_per_s']} requests/s; every request p50 "
+        f"{every['p50']} / p95 {every['p95']} / p99 {every['p99']} / max {every['max']} ms",
+        f"[load] label step (save + what the page fetches after it): n={step['n']} p50 {step['p50']} / p95 "
+        f"{step['p95']} / p99 {step['p99']} ms",
+    ]
+    for kind, figures in result["by_kind_ms"].items():
+        lines.append(f"[load]   {kind}: n={figures['n']} p50 {figures['p50']} / p95 {figures['p95']} / p99 "
+                     f"{figures['p99']} / max {figures['max']} ms")
+    lines.append(f"[load] errors {result['errors']}, labels acknowledged {result['labels_acknowledged']}, "
+                 f"lost {result['lost_labels']}")
+    lines.extend(f"[load]   error: {e}" for e in result["error_samples"])
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    outcome = main()
+    sys.exit(1 if outcome["errors"] or outcome["lost_labels"] else 0)
