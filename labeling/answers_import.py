@@ -36,6 +36,7 @@ from labeling.models import (
     Answer,
     AuditAction,
     Citation,
+    CitationJudgment,
     Claim,
     ExpectedSource,
     GoldPassageId,
@@ -73,6 +74,7 @@ class ImportReport:
     citations_created: int = 0
     fabricated_citations: int = 0
     labels_created: int = 0
+    judgments_created: int = 0
     warnings: list[ImportIssue] = field(default_factory=list)
 
     def summary(self) -> str:
@@ -81,12 +83,14 @@ class ImportReport:
             f"{self.answers_unchanged} already present, {self.questions_created} new questions, "
             f"{self.claims_created} claims, {self.citations_created} citations "
             f"({self.fabricated_citations} fabricated), {self.labels_created} labels"
+            + (f", {self.judgments_created} citation judgments" if self.judgments_created else "")
         )
 
 
 def answer_content_hash(record: AnswerRecord) -> str:
     """SHA-256 of an answer's content (text, passages, claims, citations),
-    labels excluded: equal hashes mean a re-import of the same answer."""
+    labels, citation judgments and ``factual`` marks excluded: equal hashes mean
+    a re-import of the same answer."""
     payload = {
         "answer": record.answer,
         "passages": [[p.passage_id, p.source, p.text] for p in record.passages],
@@ -424,12 +428,14 @@ class _Writer:
                 if start >= 0:
                     cursor = start + len(claim.text)
                 claims.append((answer_id, position + 1, claim.text, start if start >= 0 else None,
-                               start + len(claim.text) if start >= 0 else None))
+                               start + len(claim.text) if start >= 0 else None, claim.factual))
         claim_ids = allocate_ids(Claim, len(claims))
-        insert_rows(Claim, ["answer_id", "index", "text", "start", "end"], claims, ids=claim_ids)
+        insert_rows(Claim, ["answer_id", "index", "text", "start", "end", "factual"], claims, ids=claim_ids)
 
         citations: list[tuple] = []
         labels: list[tuple] = []
+        # (index into citations, reviewer id, judgment, evidence): written once the citations have ids.
+        judged: list[tuple[int, int, str, str]] = []
         fabricated = 0
         claim_iter = iter(zip(claim_ids, claims, strict=True))
         for record in records:
@@ -446,12 +452,23 @@ class _Writer:
                         passage[1] if passage else (cited.passage_id or cited.source or ""),
                         cited.span, passage is None,
                     ))
+                    if cited.judgment is not None:
+                        # SPEC §6: a citation's judgment is given by the claim's reviewer.
+                        reviewer_id = self.reviewer(claim_record.reviewer or self.default_reviewer).pk
+                        judged.append((len(citations) - 1, reviewer_id, cited.judgment, cited.evidence))
                 if claim_record.label is not None:
                     # A new claim is at revision 1 (Claim.revision's default).
                     labels.append((claim_id, self.reviewer(claim_record.reviewer or self.default_reviewer).pk,
                                    claim_record.label, claim_record.justification, 1))
-        insert_rows(Citation, ["claim_id", "passage_id", "position", "cited_id", "span", "fabricated"], citations)
+        citation_ids = allocate_ids(Citation, len(citations)) if judged else None
+        insert_rows(Citation, ["claim_id", "passage_id", "position", "cited_id", "span", "fabricated"], citations,
+                    ids=citation_ids)
         insert_rows(Label, ["claim_id", "reviewer_id", "value", "justification", "claim_revision"], labels)
+        if citation_ids is not None:
+            insert_rows(CitationJudgment, ["citation_id", "reviewer_id", "judgment", "evidence", "claim_revision"],
+                        [(citation_ids[k], reviewer_id, judgment, evidence, 1)
+                         for k, reviewer_id, judgment, evidence in judged])
+        self.report.judgments_created += len(judged)
         self.report.answers_created += len(answer_ids)
         self.report.claims_created += len(claims)
         self.report.citations_created += len(citations)

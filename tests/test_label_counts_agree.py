@@ -32,7 +32,8 @@ FLIP = {LabelValue.SUPPORTED: LabelValue.UNSUPPORTED, LabelValue.UNSUPPORTED: La
 
 
 def test_every_answers_file_of_fixtures_is_checked():
-    assert FIXTURE_FILES == ["expertqa_dev.jsonl", "expertqa_sample.jsonl", "seed_citation_ids.jsonl",
+    assert FIXTURE_FILES == ["expertqa_dev.jsonl", "expertqa_judged.jsonl", "expertqa_sample.jsonl",
+                             "seed_citation_ids.jsonl",
                              "seed_coverage_support.jsonl", "seed_coverage_support_v2.jsonl",
                              "seed_gold_references.jsonl"]
 

@@ -10,7 +10,7 @@ import pytest
 from django.core.exceptions import ImproperlyConfigured
 from django.core.management import call_command
 
-from labeling.models import Answer, Project, Reviewer, Run
+from labeling.models import Answer, CitationJudgment, Project, Reviewer, Run
 from labeling.settings import env_bool, env_int, env_list
 from tests.conftest import REPO_ROOT
 
@@ -64,11 +64,17 @@ def test_demo_prepares_the_project_and_reviewer_idempotently(capsys):
     assert sorted(Run.objects.filter(project=project).values_list("name", flat=True)) == [
         "post_hoc_gs_gpt4", "post_hoc_sphere_gpt4", "rr_gs_gpt4", "rr_sphere_gpt4",
         "seed-citation-ids", "seed-coverage-support", "seed-coverage-support-v2", "seed-gold-references"]
-    assert Answer.objects.count() == 1 + 1 + 5 + 3 + 20
+    assert Answer.objects.filter(run__project=project).count() == 1 + 1 + 5 + 3 + 20
     assert project.members.filter(username="demo").exists()
+    # The judged sample (SPEC §4.3b): its own project, judging citations on, 6 answers, 23 judgments.
+    judged = Project.objects.get(slug="demo-judged")
+    assert judged.judge_citations
+    assert Answer.objects.filter(run__project=judged).count() == 6
+    assert CitationJudgment.objects.filter(citation__claim__answer__run__project=judged).count() == 23
+    assert judged.members.filter(username="demo").exists()
     assert Reviewer.objects.get(username="demo").check_password("citelab-demo")
     call_command("demo", "--no-serve")
-    assert Answer.objects.count() == 30
+    assert Answer.objects.count() == 30 + 6
 
 
 

@@ -34,6 +34,7 @@ from labeling.names import (
     validate_reviewer_name,
     validate_run_name,
 )
+from scoring.judgments import JUDGMENTS, check_judgment
 from scoring.labels import LABEL_VALUES, label_problem
 from scoring.normalize import normalize_source
 
@@ -325,6 +326,12 @@ def _claims(value: Any, problem) -> list[ClaimRecord]:
             reviewer, reason = _reviewer_name(reviewer)
             if reason:
                 problem(f"{field}.reviewer", reason)
+        factual = item.get("factual", True)
+        if factual is None:
+            factual = True
+        elif not isinstance(factual, bool):
+            problem(f"{field}.factual", f"must be true or false (got {factual!r})")
+            factual = True
         claims.append(
             ClaimRecord(
                 text=text.strip(),
@@ -333,6 +340,7 @@ def _claims(value: Any, problem) -> list[ClaimRecord]:
                 label=label,
                 justification=justification,
                 reviewer=reviewer or None,
+                factual=factual,
             )
         )
     claims.sort(key=lambda c: c.index)
@@ -378,7 +386,23 @@ def _citations(value: Any, field: str, problem) -> list[CitationRecord]:
             problem(f"{cfield}.source", "longer than 1000 characters")
             continue
         span = _optional_str(item.get("span"), f"{cfield}.span", problem)
-        citations.append(CitationRecord(passage_id=passage_id or None, source=source or None, span=span.strip()))
+        judgment = item.get("judgment")
+        if judgment is not None:
+            try:
+                judgment = check_judgment(judgment)
+            except ValueError:
+                problem(f"{cfield}.judgment", f"unknown judgment {judgment!r} (expected one of "
+                                              f"{', '.join(JUDGMENTS)} or null)")
+                judgment = None
+        evidence = _optional_str(item.get("evidence"), f"{cfield}.evidence", problem).strip()
+        if len(evidence) > MAX_JUSTIFICATION_CHARS:
+            problem(f"{cfield}.evidence", f"{len(evidence):,} characters long; the limit is "
+                                          f"{MAX_JUSTIFICATION_CHARS:,}")
+        if evidence and judgment is None:
+            problem(f"{cfield}.evidence", "evidence needs a judgment of the citation (FULL, PARTIAL, NONE or "
+                                          "UNJUDGEABLE)")
+        citations.append(CitationRecord(passage_id=passage_id or None, source=source or None, span=span.strip(),
+                                        judgment=judgment, evidence=evidence))
     return citations
 
 

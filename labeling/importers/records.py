@@ -39,6 +39,9 @@ class CitationRecord:
     passage_id: str | None
     source: str | None = None
     span: str = ""
+    # The claim's reviewer's judgment of this citation (SPEC §4.3b), with its evidence.
+    judgment: str | None = None
+    evidence: str = ""
 
 
 @dataclass(slots=True)
@@ -51,6 +54,8 @@ class ClaimRecord:
     label: str | None = None
     justification: str = ""
     reviewer: str | None = None
+    # False: "not a factual claim" (SPEC §4.3b).
+    factual: bool = True
 
 
 @dataclass(slots=True)

@@ -1,8 +1,9 @@
 """``python manage.py demo [--no-serve]``: a ready-to-click Citelab on the embedded SQLite.
 
 Migrates the default database, imports every answers file under ``fixtures/``
-into the project ``demo`` (idempotent), creates the reviewer ``demo`` and
-serves the app on 127.0.0.1:8000.
+into the project ``demo`` and the judged ExpertQA sample into ``demo-judged``
+(judging citations on, SPEC §4.3b) (idempotent), creates the reviewer ``demo``
+and serves the app on 127.0.0.1:8000.
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ FIXTURE_FILES = [
     "seed_gold_references.jsonl",
     "expertqa_sample.jsonl",
 ]
+JUDGED_PROJECT = "demo-judged"
+JUDGED_FILE = "expertqa_judged.jsonl"
 
 
 class Command(BaseCommand):
@@ -45,18 +48,25 @@ class Command(BaseCommand):
                 defaults={"name": "Demo: seeds and ExpertQA sample",
                           "description": "The seeds' worked examples and 20 real ExpertQA answers with expert labels."},
             )
-            for name in FIXTURE_FILES:
+            judged, _created = Project.objects.get_or_create(
+                slug=JUDGED_PROJECT,
+                defaults={"name": "Demo: ExpertQA with judged citations", "judge_citations": True,
+                          "description": "Six ExpertQA answers whose every citation a Citelab engineer judged "
+                                         "(FULL, PARTIAL, NONE, UNJUDGEABLE)."},
+            )
+            for target, name in [*((project, name) for name in FIXTURE_FILES), (judged, JUDGED_FILE)]:
                 try:
-                    report = run_import(project=project, source=fixtures_dir / name)
+                    report = run_import(project=target, source=fixtures_dir / name)
                 except ImportFailed as failure:
                     raise CommandError(f"fixtures/{name}: {failure}") from None
-                self.stdout.write(f"fixtures/{name}: {report.summary()}")
+                self.stdout.write(f"fixtures/{name} → {target.slug}: {report.summary()}")
             reviewer = Reviewer.objects.filter(username=DEMO_REVIEWER).first()
             if reviewer is None:
                 # A lead of the demo project, not a superuser: the demo shows what a team's lead sees.
                 reviewer = Reviewer.objects.create_user(username=DEMO_REVIEWER, password=DEMO_PASSWORD)
-            Membership.objects.update_or_create(project=project, reviewer=reviewer,
-                                                defaults={"role": Role.LEAD})
+            for target in (project, judged):
+                Membership.objects.update_or_create(project=target, reviewer=reviewer,
+                                                    defaults={"role": Role.LEAD})
         self.stdout.write(self.style.SUCCESS(
             f"Demo ready. Log in as reviewer '{DEMO_REVIEWER}' with password '{DEMO_PASSWORD}'."
         ))

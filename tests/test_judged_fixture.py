@@ -1,0 +1,119 @@
+"""Per-citation judgments in answers files (SPEC §6), and the figures of
+``fixtures/expertqa_judged.jsonl``: 20 cited ExpertQA claims whose 23 citations a
+Citelab engineer judged by reading the passages (see ``fixtures/README.md``)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from django.core.management import call_command
+
+from labeling.answers_import import run_import
+from labeling.importers.records import ImportFailed
+from labeling.models import Answer, CitationJudgment, Claim
+from tests.conftest import FIXTURES_DIR
+from tests.factories import ProjectFactory
+
+JUDGED = FIXTURES_DIR / "expertqa_judged.jsonl"
+
+
+@pytest.fixture
+def judged(db):
+    project = ProjectFactory(slug="demo-judged", judge_citations=True)
+    report = run_import(project=project, source=JUDGED)
+    return project, report
+
+
+def score(run: str, rule: str, capsys) -> dict:
+    call_command("score", "--project", "demo-judged", "--run", run, "--format", "json",
+                 "--citation-precision-rule", rule)
+    return json.loads(capsys.readouterr().out)
+
+
+def test_fixture_imports_judgments_under_the_claims_reviewer(judged):
+    """6 answers, 21 claims (one, a hedge, marked not factual), 23 citations, each judged once
+    by citelab-engineer: FULL 13, PARTIAL 8, NONE 2."""
+    _project, report = judged
+
+    assert (report.answers_created, report.claims_created, report.citations_created) == (6, 21, 23)
+    assert report.judgments_created == 23
+    assert Claim.objects.filter(factual=False).count() == 1
+    judgments = CitationJudgment.objects.filter(is_current=True)
+    assert set(judgments.values_list("reviewer__username", flat=True)) == {"citelab-engineer"}
+    assert {value: judgments.filter(judgment=value).count() for value in ("FULL", "PARTIAL", "NONE",
+                                                                           "UNJUDGEABLE")} == \
+        {"FULL": 13, "PARTIAL": 8, "NONE": 2, "UNJUDGEABLE": 0}
+
+
+def test_fixture_figures_rr_sphere_gpt4(judged, capsys):
+    """rr_sphere_gpt4: answers 2d72… (2 claims, 4 citations FULL; 1 hedge not factual), 3438…
+    (5 claims: PARTIAL, NONE, PARTIAL, PARTIAL, PARTIAL+NONE, all UNSUPPORTED), 8c0f… (3 claims,
+    each PARTIAL, UNSUPPORTED). Citations 13: FULL 4, PARTIAL 7, NONE 2.
+    strict 4/13, union 4/13 (no PARTIAL sits on a SUPPORTED claim), lenient 11/13.
+    Per answer (union): 4/4, 0/6, 0/3 -> mean 1/3. Factual claims 10, SUPPORTED 2:
+    supported rate 2/10; coverage 10/10, support 2/10; non_factual 1."""
+    union = score("rr_sphere_gpt4", "union", capsys)
+    judgments = union["citation_judgments"]
+    assert judgments["counts"] == {"FULL": 4, "PARTIAL": 7, "NONE": 2, "UNJUDGEABLE": 0}
+    assert judgments["precision_fraction"] == "4/13"
+    assert judgments["mean_precision"] == pytest.approx(1 / 3)
+    assert score("rr_sphere_gpt4", "strict", capsys)["citation_judgments"]["precision_fraction"] == "4/13"
+    assert score("rr_sphere_gpt4", "lenient", capsys)["citation_judgments"]["precision_fraction"] == "11/13"
+    claims = union["claims"]
+    assert (claims["claims"], claims["cited"], claims["supported"], claims["non_factual"]) == (10, 10, 2, 1)
+    assert claims["supported_rate"] == 0.2
+
+
+def test_fixture_figures_rr_gs_gpt4(judged, capsys):
+    """rr_gs_gpt4: answers 17d4… (3 claims, FULL each), af36… (2 claims, FULL each), da92…
+    (5 claims: FULL, FULL, FULL, PARTIAL -> UNSUPPORTED, FULL). Citations 10: FULL 9, PARTIAL 1.
+    strict 9/10, union 9/10, lenient 10/10. Per answer (union): 3/3, 2/2, 4/5 -> mean
+    (1 + 1 + 0.8)/3 = 14/15. Claims 10, SUPPORTED 9: supported rate 9/10."""
+    union = score("rr_gs_gpt4", "union", capsys)
+    judgments = union["citation_judgments"]
+    assert judgments["precision_fraction"] == "9/10"
+    assert judgments["mean_precision"] == pytest.approx(14 / 15)
+    assert score("rr_gs_gpt4", "strict", capsys)["citation_judgments"]["precision_fraction"] == "9/10"
+    assert score("rr_gs_gpt4", "lenient", capsys)["citation_judgments"]["precision_fraction"] == "10/10"
+    assert (union["claims"]["claims"], union["claims"]["supported"]) == (10, 9)
+    assert union["claims"]["supported_rate"] == 0.9
+
+
+def answers_line(**claim_fields) -> str:
+    claim = {"text": "Paris is in France.", "citations": [{"passage_id": "P1"}], **claim_fields}
+    return json.dumps({"question_id": "q1", "question": "Where is Paris?", "run": "r1",
+                       "answer": "Paris is in France [P1].",
+                       "passages": [{"id": "P1", "source": "a.md", "text": "Paris is the capital of France."}],
+                       "claims": [claim]})
+
+
+def test_bad_judgment_factual_and_evidence_are_refused_with_line_and_field(db, tmp_path):
+    """Line 2 gives an unknown judgment, line 3 a string for factual, line 4 evidence without
+    a judgment: three problems, nothing imported."""
+    good = answers_line()
+    bad_judgment = answers_line(citations=[{"passage_id": "P1", "judgment": "MOSTLY"}]).replace('"q1"', '"q2"')
+    bad_factual = answers_line(factual="no").replace('"q1"', '"q3"')
+    bad_evidence = answers_line(citations=[{"passage_id": "P1", "evidence": "capital"}]).replace('"q1"', '"q4"')
+    path = tmp_path / "bad.jsonl"
+    path.write_text("\n".join([good, bad_judgment, bad_factual, bad_evidence]) + "\n")
+
+    with pytest.raises(ImportFailed) as failure:
+        run_import(project=ProjectFactory(slug="bad"), source=path)
+
+    text = str(failure.value)
+    assert "line 2" in text and "claims[0].citations[0].judgment" in text and "MOSTLY" in text
+    assert "line 3" in text and "claims[0].factual" in text
+    assert "line 4" in text and "claims[0].citations[0].evidence" in text
+    assert Answer.objects.count() == 0
+
+
+def test_judgment_is_case_forgiven_and_credited_to_the_claims_reviewer(db, tmp_path):
+    path = tmp_path / "ok.jsonl"
+    path.write_text(answers_line(label="SUPPORTED", reviewer="ann", citations=[
+        {"passage_id": "P1", "judgment": " full ", "evidence": "capital of France"}]) + "\n")
+
+    run_import(project=ProjectFactory(slug="ok"), source=path)
+
+    judgment = CitationJudgment.objects.get()
+    assert (judgment.judgment, judgment.evidence, judgment.reviewer.username) == ("FULL", "capital of France", "ann")
