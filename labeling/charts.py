@@ -380,7 +380,7 @@ def run_scatter(run: Run, *, metrics: ClaimMetrics | None = None) -> ScatterChar
         claims, _ = resolved_claims_frame(run)
         answers = frames.answers_frame(run)
         metrics = claim_metrics(
-            claims[["answer_id", "question_id", "claim_index", "n_citations", "label", "abstention"]],
+            claims[["answer_id", "question_id", "claim_index", "n_citations", "label", "abstention", "factual"]],
             answers[["answer_id", "question_id"]],
         )
     return scatter_chart(

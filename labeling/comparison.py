@@ -59,7 +59,7 @@ def answer_review_url(*, project_slug: str, run_name: str, answer_id: Any) -> st
 
 
 def run_frames(run: Run) -> RunFrames:
-    """The frames ``scoring.compare`` takes for ``run`` (6 queries).
+    """The frames ``scoring.compare`` takes for ``run`` (7 queries).
 
     Claims carry the resolved label of ``labeling.exports.frames.resolved_claims_frame``;
     citations the id as cited, the passage's source and the fabricated flag;
@@ -68,12 +68,15 @@ def run_frames(run: Run) -> RunFrames:
     claims, _disagreements = frames.resolved_claims_frame(run)
     citations = frames.citations_frame(run)
     answers = frames.answers_frame(run)
+    judgments = frames.resolved_judgments_frame(run, citations)
     return RunFrames(
         name=run.name,
         claims=claims,
         citations=citations[["claim_id", "passage_id", "source", "fabricated"]],
         answers=answers[["answer_id", "question_id", "has_gold"]],
         gold_ids=frames.gold_ids_frame(run),
+        # Only a run with judgments adds the judged precision to the comparison (SPEC §4.3b).
+        judgments=judgments if judgments["judgment"].notna().any() else None,
     )
 
 

@@ -20,7 +20,7 @@ from django.db.models import Q
 
 from labeling.exports import frames
 from labeling.exports.frames import resolved_claims_frame
-from labeling.models import Answer, Run
+from labeling.models import Answer, CitationJudgment, Project, Run
 from scoring.citation_ids import (
     AbstentionMetrics,
     CitationIdMetrics,
@@ -29,10 +29,10 @@ from scoring.citation_ids import (
 )
 from scoring.claims import ClaimMetrics, claim_metrics
 from scoring.gold import GoldMetrics, gold_metrics
-from scoring.judgments import DEFAULT_RULE, JudgmentMetrics, citation_judgments, resolve_judgments
-from scoring.labels import counted_labels
+from scoring.judgments import DEFAULT_RULE, JudgmentMetrics, citation_judgments
 from scoring.matching import DEFAULT_MATCH_METHOD, get_matcher
 from scoring.ratio import Ratio
+from scoring.summary import RunSummary
 
 
 @dataclass
@@ -109,7 +109,7 @@ class RunScores:
 def run_scores(
     run: Run, *, reviewer: str | None = None, match_method: str = DEFAULT_MATCH_METHOD,
     match_threshold: float | None = None, question_ids: set[str] | None = None,
-    citation_precision_rule: str = DEFAULT_RULE,
+    citation_precision_rule: str = DEFAULT_RULE, with_gold: bool = True,
 ) -> RunScores:
     """Compute every metric of ``run`` (SPEC §4.1–§4.3).
 
@@ -119,6 +119,8 @@ def run_scores(
     comparison and the CI gate use the questions both runs answered, SPEC §5).
     ``citation_precision_rule`` (``strict``, ``union``, ``lenient``) decides
     which judged citations are precise (SPEC §4.3b, ``scoring.judgments``).
+    ``with_gold=False`` skips the passage/source metrics against gold
+    references (``gold`` is ``None``): the project summary does not show them.
     Raises ValueError for an unknown match method or rule, ImportError when the
     method's optional extra is missing.
     """
@@ -142,7 +144,7 @@ def run_scores(
     ids = citation_id_metrics(answers, id_citations, gold_ids)
     abstention = abstention_metrics(answers, id_citations)
     gold = None
-    if answers["has_references"].any() or answers["has_expected_sources"].any():
+    if with_gold and (answers["has_references"].any() or answers["has_expected_sources"].any()):
         matcher = get_matcher(match_method, threshold=match_threshold)
         kept = set(answers["answer_id"])
         references = frames.references_frame(run)
@@ -166,14 +168,40 @@ def run_judgment_metrics(run: Run, claims: pd.DataFrame, citations: pd.DataFrame
     (kinds human and external), or only ``reviewer``'s; a citation whose
     reviewers differ is disputed (not judged). One query.
     """
-    judged = frames.judgments_frame(run)
-    if reviewer is None:
-        judged = counted_labels(judged)
-    resolved = resolve_judgments(judged[["citation_id", "reviewer", "judgment"]], reviewer=reviewer)
-    rows = citations[["citation_id", "claim_id"]].merge(resolved, on="citation_id", how="left")
-    rows["judgment"] = rows["judgment"].astype(object).where(rows["judgment"].notna(), None)
+    rows = frames.resolved_judgments_frame(run, citations, reviewer=reviewer)
     return citation_judgments(claims[["claim_id", "answer_id", "question_id", "label", "factual", "abstention"]],
                               rows, rule=rule)
+
+
+def run_judgments(run: Run, *, reviewer: str | None = None, rule: str = DEFAULT_RULE) -> JudgmentMetrics | None:
+    """Citation precision of ``run`` from its judgments (SPEC §4.3b), or ``None`` when
+    no citation of the run is judged (one query then; else five more). ``reviewer``:
+    only that reviewer's judgments and labels count (blind labeling)."""
+    if not CitationJudgment.objects.filter(citation__claim__answer__run=run, is_current=True).exists():
+        return None
+    claims, _disagreements = resolved_claims_frame(run, reviewer=reviewer)
+    return run_judgment_metrics(run, claims, frames.citations_frame(run), reviewer=reviewer, rule=rule)
+
+
+def project_summary(project: Project, *, reviewer: str | None = None, rule: str = DEFAULT_RULE,
+                    own_labels_runs: frozenset[int] = frozenset(), me: str | None = None) -> list[RunSummary]:
+    """Every run of ``project`` (creation order) with its pooled figures (``scoring.summary``):
+    the one row per run of the project summary page and ``score --all-runs``. About ten
+    queries per run (``run_scores`` without gold). ``reviewer``: only that reviewer's labels
+    count; on the runs of ``own_labels_runs`` (a blind reviewer's) only ``me``'s do.
+    Raises ValueError for an unknown rule."""
+    rows = []
+    for run in Run.objects.filter(project=project).select_related("project").order_by("created_at", "name"):
+        counted = me if run.pk in own_labels_runs else reviewer
+        scores = run_scores(run, reviewer=counted, citation_precision_rule=rule, with_gold=False)
+        c = scores.claims
+        judged = scores.judgments
+        rows.append(RunSummary(
+            run=run.name, answers=c.answers, claims=c.claims, pending=c.pending, coverage=c.coverage,
+            support=c.support, supported_rate=c.supported_rate,
+            citation_precision=judged.precision if judged is not None else Ratio(0, 0), gap=c.gap,
+        ))
+    return rows
 
 
 def run_has_gold(run: Run) -> bool:

@@ -100,6 +100,11 @@ class ClaimCounts:
         return Ratio(self.supported, self.supported + self.unsupported)
 
     @property
+    def supported_rate(self) -> Ratio:
+        """SUPPORTED claims / factual claims (SPEC §4.3b: "claims supported by their citations")."""
+        return Ratio(self.supported, self.claims)
+
+    @property
     def gap(self) -> float | None:
         """coverage − support from the exact fractions (``scoring.ratio.gap``), as the CLI computes it."""
         return gap(self.coverage, self.support)

@@ -16,6 +16,10 @@ Input, one :class:`RunFrames` per run:
   optionally ``has_gold`` (bool); needed for answers without claims and for
   citation precision/recall. Derived from ``claims`` when omitted.
 - ``gold_ids``: optional, ``answer_id``, ``passage_id`` (SPEC §4.2).
+- ``judgments``: optional, one row per citation, ``citation_id``,
+  ``claim_id``, ``judgment`` (or null), as ``scoring.judgments`` takes it:
+  with judgments on either side the summary adds the judged citation
+  precision under ``rule`` (SPEC §4.3b).
 
 Runs are compared on the questions both answered (by ``question_id``); every
 other question is left out of every figure and listed as answered by one run
@@ -50,8 +54,10 @@ from rapidfuzz.process import cdist
 from scoring.citation_ids import citation_id_metrics
 from scoring.claims import ClaimMetrics, claim_metrics, to_native
 from scoring.deltas import MetricDelta, per_question_deltas, summary_deltas
+from scoring.judgments import DEFAULT_RULE, citation_judgments
 from scoring.labels import require_columns
 from scoring.normalize import normalize_source, normalize_text, strip_markers
+from scoring.ratio import Ratio
 
 DEFAULT_THRESHOLD = 0.85
 
@@ -87,6 +93,7 @@ class RunFrames:
     citations: pd.DataFrame
     answers: pd.DataFrame | None = None
     gold_ids: pd.DataFrame | None = None
+    judgments: pd.DataFrame | None = None
 
 
 @dataclass(frozen=True)
@@ -197,7 +204,8 @@ _ADDED_COLUMNS = ["question_id", "answer_id_b", "claim_index_b", "claim_b", "lab
 _REMOVED_COLUMNS = ["question_id", "answer_id_a", "claim_index_a", "claim_a", "label_a", "n_citations_a"]
 
 
-def compare_runs(a: RunFrames, b: RunFrames, *, threshold: float = DEFAULT_THRESHOLD) -> Comparison:
+def compare_runs(a: RunFrames, b: RunFrames, *, threshold: float = DEFAULT_THRESHOLD,
+                 rule: str = DEFAULT_RULE) -> Comparison:
     """Compare run ``b`` against run ``a`` (SPEC §5): metric deltas and the claim diff.
 
     ``threshold`` is the fuzzy alignment similarity in (0, 1] (module
@@ -228,7 +236,10 @@ def compare_runs(a: RunFrames, b: RunFrames, *, threshold: float = DEFAULT_THRES
         diff_counts={"label_flips": flips, "citation_changes": changes, "added": added, "removed": removed},
         alignment=alignment,
     )
-    summary = summary_deltas(claims_a, claims_b, ids_a, ids_b, fractions)
+    judged = None
+    if side_a.judgments is not None or side_b.judgments is not None:
+        judged = (side_a.judged_precision(rule), side_b.judged_precision(rule), rule)
+    summary = summary_deltas(claims_a, claims_b, ids_a, ids_b, fractions, judged=judged)
     return Comparison(
         run_a=a.name, run_b=b.name, threshold=float(threshold), shared_questions=shared,
         only_a=sorted(questions_a - questions_b), only_b=sorted(questions_b - questions_a),
@@ -318,6 +329,7 @@ class _Side:
     citations: pd.DataFrame
     answers: pd.DataFrame
     gold_ids: pd.DataFrame
+    judgments: pd.DataFrame | None = None
 
     @classmethod
     def build(cls, frames: RunFrames) -> _Side:
@@ -351,7 +363,8 @@ class _Side:
         gold_ids = frames.gold_ids
         if gold_ids is None:
             gold_ids = pd.DataFrame({"answer_id": [], "passage_id": []}, dtype=object)
-        return cls(claims=claims, citations=citations, answers=answers.reset_index(drop=True), gold_ids=gold_ids)
+        return cls(claims=claims, citations=citations, answers=answers.reset_index(drop=True), gold_ids=gold_ids,
+                   judgments=frames.judgments)
 
     def restricted(self, questions: set[str]) -> _Side:
         answers = self.answers[self.answers["question_id"].isin(questions)].reset_index(drop=True)
@@ -361,12 +374,20 @@ class _Side:
             citations=self.citations[self.citations["answer_id"].isin(kept)].reset_index(drop=True),
             answers=answers,
             gold_ids=self.gold_ids[self.gold_ids["answer_id"].isin(kept)].reset_index(drop=True),
+            judgments=self.judgments,
         )
+
+    def judged_precision(self, rule: str) -> Ratio:
+        """Citation precision of this side's judgments on its (kept) claims (SPEC §4.3b)."""
+        if self.judgments is None:
+            return Ratio(0, 0)
+        columns = [c for c in ("claim_id", "answer_id", "question_id", "label", "factual", "abstention")
+                   if c in self.claims.columns]
+        return citation_judgments(self.claims[columns], self.judgments, rule=rule).precision
 
     def claim_metrics(self) -> ClaimMetrics:
         columns = ["answer_id", "question_id", "claim_index", "n_citations", "label"]
-        if "abstention" in self.claims.columns:
-            columns.append("abstention")
+        columns += [c for c in ("abstention", "factual") if c in self.claims.columns]
         return claim_metrics(self.claims[columns], self.answers[["answer_id", "question_id"]])
 
     def id_metrics(self):

@@ -78,8 +78,12 @@ def _ratio_delta(key: str, label: str, a: Ratio, b: Ratio) -> MetricDelta:
 
 
 def summary_deltas(
-    claims_a: ClaimMetrics, claims_b: ClaimMetrics, ids_a, ids_b, fractions: dict[str, list[Fraction | None]]
+    claims_a: ClaimMetrics, claims_b: ClaimMetrics, ids_a, ids_b, fractions: dict[str, list[Fraction | None]],
+    judged: tuple[Ratio, Ratio, str] | None = None,
 ) -> list[MetricDelta]:
+    """The comparison's summary rows: coverage, support, gap, the supported rate (SPEC §4.3b),
+    with ``judged`` (A's and B's judged citation precision and the rule) that precision,
+    with gold ids citation precision and recall, then the per-answer means."""
     gap_a = exact_gap(claims_a.coverage, claims_a.support)
     gap_b = exact_gap(claims_b.coverage, claims_b.support)
     rows = [
@@ -87,7 +91,12 @@ def summary_deltas(
         _with_pending(_ratio_delta("support", "Support", claims_a.support, claims_b.support), claims_a, claims_b),
         MetricDelta("gap", "Gap (coverage − support)", _float(gap_a), _float(gap_b), _float(_minus(gap_b, gap_a)),
                     format_value(_float(gap_a)), format_value(_float(gap_b))),
+        _ratio_delta("supported_rate", "Claims supported by their citations", claims_a.supported_rate,
+                     claims_b.supported_rate),
     ]
+    if judged is not None:
+        judged_a, judged_b, rule = judged
+        rows.append(_ratio_delta("judged_precision", f"Citation precision, judged ({rule})", judged_a, judged_b))
     if ids_a is not None and ids_b is not None:
         rows.append(_ratio_delta("precision", "Citation precision", ids_a.precision, ids_b.precision))
         rows.append(_ratio_delta("recall", "Citation recall", ids_a.recall, ids_b.recall))

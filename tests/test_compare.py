@@ -188,7 +188,7 @@ def test_compare_command_json(two_runs):
                          "per_question", "label_flips", "citation_changes", "added", "removed"}
     assert (data["project"], data["run_a"], data["run_b"], data["threshold"]) == ("expertqa-compare", "v1", "v2", 0.85)
     assert data["summary"]["coverage"]["delta"] == -1 / 735
-    assert set(data["summary"]) == {"coverage", "support", "gap", "mean_coverage", "mean_support"}
+    assert set(data["summary"]) == {"coverage", "support", "gap", "supported_rate", "mean_coverage", "mean_support"}
     assert data["claims"]["label_flips"] == 2
     assert len(data["per_question"]) == 118
     assert [row["claim_b"] for row in data["added"]] == [NEW_CLAIM]
@@ -399,10 +399,10 @@ def test_comparison_page_query_budget_does_not_grow_with_answers(client, reviewe
     project = _project_with_answers(n)
     project.members.add(reviewer)
     _login(client, reviewer)
-    # 1 session, 1 user, 1 project, 1 runs for the form, then 7 per run (claims,
-    # answers for abstention, labels, adjudications, citations, answers, gold ids) = 18,
-    # with 5 answers per run as with 500.
-    with django_assert_max_num_queries(18):
+    # 1 session, 1 user, 1 project, 1 runs for the form, then 8 per run (claims,
+    # answers for abstention, labels, adjudications, citations, answers, gold ids,
+    # citation judgments) = 20, with 5 answers per run as with 500.
+    with django_assert_max_num_queries(20):
         response = client.get(reverse("run_compare", kwargs={"project_slug": project.slug}),
                               {"a": "a", "b": "b", "threshold": "0.85"})
     assert response.status_code == 200

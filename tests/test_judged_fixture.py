@@ -8,6 +8,8 @@ import json
 
 import pytest
 from django.core.management import call_command
+from django.urls import reverse
+from openpyxl import load_workbook
 
 from labeling.answers_import import run_import
 from labeling.importers.records import ImportFailed
@@ -117,3 +119,57 @@ def test_judgment_is_case_forgiven_and_credited_to_the_claims_reviewer(db, tmp_p
 
     judgment = CitationJudgment.objects.get()
     assert (judgment.judgment, judgment.evidence, judgment.reviewer.username) == ("FULL", "capital of France", "ann")
+
+
+def test_all_runs_summary_of_the_fixture(judged, capsys, tmp_path):
+    """rr_gs_gpt4: 3 answers, 10 claims, coverage 10/10, support 9/10, supported rate 9/10,
+    precision (union) 9/10, gap 1 − 9/10 = 0.1. rr_sphere_gpt4: 3 answers, 10 claims,
+    coverage 10/10, support 2/10, supported rate 2/10, precision 4/13, gap 0.8.
+    Mean of the 2 runs: supported rate (0.9 + 0.2)/2 = 0.55, precision (9/10 + 4/13)/2 = 157/260,
+    gap 0.45."""
+    call_command("score", "--project", "demo-judged", "--all-runs", "--format", "json")
+    result = json.loads(capsys.readouterr().out)
+
+    assert result["citation_precision_rule"] == "union"
+    gs, sphere, mean = result["runs"]
+    assert (gs["run"], gs["answers"], gs["claims"]) == ("rr_gs_gpt4", 3, 10)
+    assert (gs["coverage_fraction"], gs["support_fraction"], gs["supported_rate_fraction"],
+            gs["citation_precision_fraction"]) == ("10/10", "9/10", "9/10", "9/10")
+    assert gs["gap"] == pytest.approx(0.1)
+    assert (sphere["run"], sphere["support_fraction"], sphere["citation_precision_fraction"]) == \
+        ("rr_sphere_gpt4", "2/10", "4/13")
+    assert mean["run"] == "mean of 2 runs"
+    assert mean["supported_rate"] == pytest.approx(0.55)
+    assert mean["citation_precision"] == pytest.approx(157 / 260)
+    assert mean["gap"] == pytest.approx(0.45)
+
+    call_command("score", "--project", "demo-judged", "--all-runs")
+    table = capsys.readouterr().out
+    assert "rr_sphere_gpt4" in table and "4/13 = 0.31" in table and "mean of 2 runs" in table
+
+    path = tmp_path / "runs.xlsx"
+    call_command("score", "--project", "demo-judged", "--all-runs", "--format", "xlsx", "-o", str(path))
+    sheet = load_workbook(path)["Runs"]
+    rows = list(sheet.iter_rows(values_only=True))
+    assert rows[0][:4] == ("run", "answers", "claims", "pending")
+    assert rows[2][0] == "rr_sphere_gpt4" and rows[2][10] == pytest.approx(4 / 13) and rows[2][11] == "4/13"
+    assert rows[3][0] == "mean of 2 runs" and rows[3][10] == pytest.approx(157 / 260)
+
+
+def test_summary_page_and_run_page_show_the_fixture_figures(judged, client, reviewer):
+    """The summary page: both runs with their fractions and the mean (0.60 = 157/260 rounded);
+    the run page of rr_gs_gpt4: supported rate 9/10 and citation precision 9/10 with its counts."""
+    project, _report = judged
+    project.members.add(reviewer)
+    client.force_login(reviewer)
+
+    page = client.get(reverse("project_summary", kwargs={"project_slug": "demo-judged"})).content.decode()
+    assert "4/13 = 0.31" in page and "9/10 = 0.90" in page and "mean of 2 runs" in page and "0.60" in page
+    strict = client.get(reverse("project_summary", kwargs={"project_slug": "demo-judged"}) + "?rule=lenient")
+    assert "11/13 = 0.85" in strict.content.decode()
+
+    run_page = client.get(reverse("run_detail", kwargs={"project_slug": "demo-judged",
+                                                        "run_name": "rr_gs_gpt4"})).content.decode()
+    assert "Claims supported by their citations" in run_page
+    assert "Citation precision" in run_page and "FULL 9 · PARTIAL 1 · NONE 0 · UNJUDGEABLE 0" in run_page
+    assert run_page.count("9/10 = 0.90") >= 2

@@ -31,6 +31,7 @@ from labeling.models import (
     LabelValue,
     Run,
 )
+from scoring.judgments import resolve_judgments
 from scoring.labels import apply_adjudications, counted_labels, resolve_labels
 
 
@@ -136,6 +137,26 @@ def judgments_frame(run: Run) -> pd.DataFrame:
     return pd.DataFrame.from_records(
         list(rows), columns=["citation_id", "claim_id", "reviewer", "judgment", "evidence", "judged_at", "kind"]
     )
+
+
+def resolved_judgments_frame(run: Run, citations: pd.DataFrame, *, reviewer: str | None = None) -> pd.DataFrame:
+    """One row per citation of ``citations`` (``citations_frame``, possibly cut) with the
+    judgment that counts (SPEC §4.3b, read like labels §4.4): people's current judgments
+    (kinds human and external; a model's never count), or only ``reviewer``'s; a citation
+    whose reviewers differ is ``disputed`` with a null judgment. Columns ``citation_id,
+    claim_id, judgment, disputed``. One query."""
+    judged = judgments_frame(run)
+    if reviewer is None:
+        judged = counted_labels(judged)
+    resolved = resolve_judgments(judged[["citation_id", "reviewer", "judgment"]], reviewer=reviewer)
+    rows = citations[["citation_id", "claim_id"]].copy()
+    if resolved.empty:  # nothing judged (an empty frame's dtypes would not merge)
+        rows["judgment"], rows["disputed"] = None, False
+        return rows
+    rows = rows.merge(resolved, on="citation_id", how="left")
+    rows["judgment"] = rows["judgment"].astype(object).where(rows["judgment"].notna(), None)
+    rows["disputed"] = rows["disputed"].astype("boolean").fillna(False).astype(bool)
+    return rows
 
 
 def gold_ids_frame(run: Run) -> pd.DataFrame:

@@ -13,7 +13,9 @@ from django.views.decorators.http import require_GET
 from labeling import assignments, charts, metrics, selectors
 from labeling.models import Project, Run
 from labeling.services import run_manage_allowed
+from scoring.judgments import DEFAULT_RULE, RULES
 from scoring.matching import DEFAULT_MATCH_METHOD
+from scoring.summary import mean_row
 
 # Up to this many answers (about 5k claims) a run page carries its totals, scatter and
 # gold panel; beyond, each is an aggregate over the whole run (~0.1 s for its totals at
@@ -81,6 +83,24 @@ def project_detail(request: HttpRequest, project_slug: str) -> HttpResponse:
 
 @login_required
 @require_GET
+def project_summary(request: HttpRequest, project_slug: str) -> HttpResponse:
+    """Every run of the project side by side, with their unweighted mean (SPEC §4.3b)."""
+    project = project_for(request, project_slug)
+    rule = request.GET.get("rule", DEFAULT_RULE)
+    if rule not in RULES:
+        rule = DEFAULT_RULE
+    # A reviewer of a blind run sees that run's row from their own labels, as on its run page.
+    blind = frozenset(run.pk for run in Run.objects.filter(project=project)
+                      if selectors.blind_for(run, role=project.my_role) and not request.user.is_superuser)
+    runs = metrics.project_summary(project, rule=rule, own_labels_runs=blind, me=request.user.username)
+    return render(request, "labeling/project_summary.html", {
+        "project": project, "runs": runs, "mean": mean_row(runs), "rule": rule, "rules": RULES,
+        "blind": bool(blind),
+    })
+
+
+@login_required
+@require_GET
 def run_detail(request: HttpRequest, project_slug: str, run_name: str) -> HttpResponse:
     run = run_for(request, project_slug, run_name)
     answer_filter = request.GET.get("filter", "")
@@ -101,7 +121,10 @@ def run_detail(request: HttpRequest, project_slug: str, run_name: str) -> HttpRe
     scatter = charts.run_scatter(run, metrics=scatter_metrics) if inline else None
     # Large runs show their reviewers on the reviewers page only (three aggregates over the run).
     team = assignments.run_reviewers(run=run) if inline else None
+    judged = (metrics.run_judgments(run, reviewer=None if run.sees_all_labels else request.user.username)
+              if inline else None)
     return render(request, "labeling/run_detail.html", {
+        "judged": judged,
         "team": team,
         "project": run.project, "run": run, "counts": counts, "answers": page, "filters": selectors.ANSWER_FILTERS,
         "filter_title": selectors.ANSWER_FILTERS.get(answer_filter, ""),

@@ -260,7 +260,7 @@ def test_precision_and_recall_deltas_with_gold():
 
 def test_no_gold_means_no_precision_rows():
     keys = [row.key for row in compare_runs(SEED_A, seed_b()).summary]
-    assert keys == ["coverage", "support", "gap", "mean_coverage", "mean_support"]
+    assert keys == ["coverage", "support", "gap", "supported_rate", "mean_coverage", "mean_support"]
 
 
 def test_per_answer_means_and_their_delta():

@@ -178,3 +178,25 @@ def test_resolve_judgments_disputes_differing_reviewers():
     assert both.loc["k1", "judgment"] == FULL and not both.loc["k1", "disputed"]
     assert both.loc["k2", "judgment"] is None and both.loc["k2", "disputed"]
     assert (bob.loc["k1", "judgment"], bob.loc["k2", "judgment"]) == (FULL, PARTIAL)
+
+
+def test_comparison_shows_supported_rate_and_judged_precision():
+    """One question, one claim in each run. A: its citation FULL, SUPPORTED -> supported rate 1/1,
+    precision 1/1. B: its citation PARTIAL, UNSUPPORTED -> 0/1 and 0/1 (union). Deltas -1."""
+    from scoring.compare import RunFrames, compare_runs
+
+    def side(name, label, judgment):
+        claims = pd.DataFrame([{"claim_id": f"{name}1", "answer_id": name, "question_id": "q", "claim_index": 1,
+                                "claim": "Paris is in France.", "n_citations": 1, "label": label}])
+        citations = pd.DataFrame([{"claim_id": f"{name}1", "passage_id": "P1"}])
+        judgments = pd.DataFrame([{"citation_id": f"{name}k", "claim_id": f"{name}1", "judgment": judgment}])
+        return RunFrames(name=name, claims=claims, citations=citations, judgments=judgments)
+
+    result = compare_runs(side("a", SUPPORTED, FULL), side("b", UNSUPPORTED, PARTIAL))
+
+    rows = {row.key: row for row in result.summary}
+    assert (rows["supported_rate"].a, rows["supported_rate"].b, rows["supported_rate"].delta) == (1.0, 0.0, -1.0)
+    judged = rows["judged_precision"]
+    assert (judged.a, judged.b, judged.delta) == (1.0, 0.0, -1.0)
+    assert judged.label == "Citation precision, judged (union)"
+    assert (judged.a_text, judged.b_text) == ("1/1 = 1.00", "0/1 = 0.00")

@@ -1,5 +1,6 @@
 """``python manage.py score --run NAME [--project SLUG] [--reviewer NAME] --format json|table
-[--citation-precision-rule strict|union|lenient]``.
+[--citation-precision-rule strict|union|lenient]``, or ``score --project SLUG --all-runs
+--format json|table|xlsx [-o PATH]``: one row per run and their unweighted mean.
 
 With ``--baseline A --max-drop support=0.05 …`` it is a CI gate: exit status 1,
 naming the metric and the numbers, when the run falls more than the allowed
@@ -13,15 +14,18 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from labeling.exports.summary import summary_xlsx
 from labeling.management.lookup import find_project, find_run
-from labeling.metrics import DEFAULT_MATCH_METHOD, RunScores, run_scores
-from labeling.models import Question, Reviewer, Run
+from labeling.metrics import DEFAULT_MATCH_METHOD, RunScores, project_summary, run_scores
+from labeling.models import Project, Question, Reviewer, Run
 from scoring.judgments import DEFAULT_RULE, RULES
 from scoring.ratio import Ratio, format_value
+from scoring.summary import RATIO_COLUMNS, RunSummary, mean_row, summary_table
 
 # Metric name → path in RunScores.to_dict(); all are "higher is better".
 GATE_METRICS: dict[str, tuple[str, ...]] = {
@@ -71,10 +75,14 @@ class Command(BaseCommand):
     help = "Citation metrics of a run (SPEC §4) as JSON or a table; optionally gate on a baseline run."
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("--run", required=True)
+        parser.add_argument("--run", help="the run to score (or --all-runs)")
+        parser.add_argument("--all-runs", action="store_true",
+                            help="one row per run of the project and their unweighted mean (SPEC §4.3b)")
+        parser.add_argument("-o", "--output", help="write to this file (required for --format xlsx)")
         parser.add_argument("--project", help="project slug (default: the only project)")
         parser.add_argument("--reviewer", help="count only this reviewer's labels")
-        parser.add_argument("--format", choices=["json", "table"], default="table")
+        parser.add_argument("--format", choices=["json", "table", "xlsx"], default="table",
+                            help="xlsx: with --all-runs only, written to -o PATH")
         parser.add_argument("--match-method", default=DEFAULT_MATCH_METHOD,
                             help="passage match method for gold metrics: substring, ngram, embeddings, llm")
         parser.add_argument("--match-threshold", type=float, default=None)
@@ -87,6 +95,13 @@ class Command(BaseCommand):
 
     def handle(self, *args, **options) -> None:
         project = find_project(options["project"])
+        if options["all_runs"]:
+            self._all_runs(project, options)
+            return
+        if not options["run"]:
+            raise CommandError("give --run NAME, or --all-runs for every run of the project")
+        if options["format"] == "xlsx":
+            raise CommandError("--format xlsx is for --all-runs; score one run as json or table")
         run = find_run(project, options["run"])
         reviewer = options["reviewer"]
         if reviewer and not Reviewer.objects.filter(username=reviewer).exists():
@@ -129,6 +144,34 @@ class Command(BaseCommand):
             if failures:
                 raise CommandError(f"CI gate failed {note}:\n" + "\n".join(failures), returncode=1)
             self.stderr.write(self.style.SUCCESS(f"CI gate passed: {run.name} vs baseline {baseline_run.name} {note}"))
+
+    def _all_runs(self, project: Project, options: dict[str, Any]) -> None:
+        if options["run"] or options["baseline"] or options["max_drop"]:
+            raise CommandError("--all-runs scores every run: drop --run, --baseline and --max-drop")
+        if options["format"] == "xlsx" and not options["output"]:
+            raise CommandError("--format xlsx needs -o PATH")
+        reviewer = options["reviewer"]
+        if reviewer and not Reviewer.objects.filter(username=reviewer).exists():
+            raise CommandError(f"no reviewer {reviewer!r}")
+        rule = options.get("citation_precision_rule") or DEFAULT_RULE
+        try:
+            runs = project_summary(project, reviewer=reviewer, rule=rule)
+        except ValueError as exc:
+            raise CommandError(str(exc)) from None
+        if options["format"] == "xlsx":
+            Path(options["output"]).write_bytes(summary_xlsx(project=project, runs=runs, rule=rule))
+            self.stderr.write(self.style.SUCCESS(f"wrote {options['output']}"))
+            return
+        if options["format"] == "json":
+            text = json.dumps({"project": project.slug, "reviewer": reviewer, "citation_precision_rule": rule,
+                               "runs": summary_table(runs)}, indent=2, ensure_ascii=False)
+        else:
+            text = render_summary_table(project, runs, rule)
+        if options["output"]:
+            Path(options["output"]).write_text(text + "\n", encoding="utf-8")
+            self.stderr.write(self.style.SUCCESS(f"wrote {options['output']}"))
+        else:
+            self.stdout.write(text)
 
     def _scores(self, run: Run, options: dict[str, Any], question_ids: set[str] | None = None) -> RunScores:
         try:
@@ -219,6 +262,24 @@ def render_table(scores: RunScores) -> str:
         detail = f"{c.pending - disputed} unlabeled, {disputed} disputed" if disputed else "unlabeled"
         lines.append("")
         lines.append(f"  support is provisional: {c.pending} cited claim(s) pending ({detail})")
+    return "\n".join(lines)
+
+
+def render_summary_table(project: Project, runs: list[RunSummary], rule: str) -> str:
+    """Every run of the project side by side, the unweighted mean last (fractions beside ratios)."""
+    header = ["run", "answers", "claims", "coverage", "support", "supported rate", f"precision ({rule})", "gap"]
+    rows = [[r.run, str(r.answers), str(r.claims), str(r.coverage), str(r.support), str(r.supported_rate),
+             str(r.citation_precision), format_value(r.gap)] for r in runs]
+    mean = mean_row(runs)
+    rows.append([mean["run"], format_value(mean["answers"], 1), format_value(mean["claims"], 1),
+                 *(format_value(mean[name]) for name in RATIO_COLUMNS), format_value(mean["gap"])])
+    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
+    lines = [f"Project {project.slug}: {len(runs)} run(s); mean = unweighted mean of the runs"]
+    for k, row in enumerate([header, *rows]):
+        if k == len(rows):  # the mean row
+            lines.append("  " + "  ".join("-" * w for w in widths))
+        lines.append("  " + "  ".join(cell.ljust(w) if i == 0 else cell.rjust(w) for i, (cell, w) in
+                                      enumerate(zip(row, widths, strict=True))))
     return "\n".join(lines)
 
 
