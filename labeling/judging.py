@@ -19,8 +19,9 @@ from dataclasses import dataclass
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
+from labeling.audit import audit_record, claim_target
 from labeling.limits import MAX_JUSTIFICATION_CHARS
-from labeling.models import Citation, CitationJudgment, Claim, Label, Reviewer
+from labeling.models import AuditAction, Citation, CitationJudgment, Claim, Label, Reviewer
 from labeling.services import claims_changed, label_save
 from scoring.judgments import FULL, JUDGMENTS, PARTIAL, check_judgment, proposed_label
 
@@ -75,7 +76,8 @@ def claim_judge(
     evidence = dict(evidence or {})
     justification = (justification or "").strip()
     with transaction.atomic():
-        locked = Claim.objects.select_for_update().get(pk=claim.pk)
+        locked = Claim.objects.select_for_update(of=("self",)).select_related("answer__run").get(pk=claim.pk)
+        run = locked.answer.run
         citations = list(Citation.objects.filter(claim=locked).order_by("position"))
         if not locked.factual:
             raise ValidationError(f"Claim {locked.index} is marked not factual: mark it factual (0) to judge it.",
@@ -122,6 +124,7 @@ def claim_judge(
         current = {j.citation_id: j for j in CitationJudgment.objects.select_for_update().filter(
             citation__in=citations, reviewer=reviewer, is_current=True)}
         saved = []
+        changed = {}
         for citation in citations:
             old = current.get(citation.pk)
             if old is not None and old.judgment == given[citation.pk] and old.evidence == evidence[citation.pk]:
@@ -133,21 +136,28 @@ def claim_judge(
             saved.append(CitationJudgment.objects.create(
                 citation=citation, reviewer=reviewer, judgment=given[citation.pk], evidence=evidence[citation.pk],
                 claim_revision=locked.revision, is_current=True, is_stale=False))
+            changed[citation.cited_id] = given[citation.pk]
+        if changed:
+            audit_record(action=AuditAction.JUDGE, actor=reviewer, run=run, target=claim_target(locked),
+                         claim_id=locked.pk, detail={"judgments": changed, "proposed": proposal,
+                                                     "label": label.value})
         return JudgedClaim(label=label, judgments=saved, proposed=proposal)
 
 
-def claim_set_factual(*, claim: Claim, factual: bool, base_revision: int | None = None) -> Claim:
+def claim_set_factual(*, claim: Claim, factual: bool, base_revision: int | None = None,
+                      actor: Reviewer | None = None) -> Claim:
     """Mark ``claim`` factual or "not a factual claim" (SPEC §4.3b).
 
     A non-factual claim (a greeting, a hedge, the question restated) leaves
     every denominator — claims, cited, supported, judged citations — and the
     queue; its labels and judgments stay (marking it factual again brings
-    them back). Setting the value it has changes nothing. Raises
+    them back). Setting the value it has changes nothing; a change is in the
+    audit log as an ``edit`` by ``actor`` (None: the command line). Raises
     ``ValidationError`` when ``base_revision`` (the revision the reviewer saw)
     is no longer current.
     """
     with transaction.atomic():
-        locked = Claim.objects.select_for_update(of=("self",)).select_related("answer").get(pk=claim.pk)
+        locked = Claim.objects.select_for_update(of=("self",)).select_related("answer__run").get(pk=claim.pk)
         if base_revision is not None and base_revision != locked.revision:
             raise ValidationError(
                 f"Claim {locked.index} was changed by someone else after you opened it: nothing was changed. "
@@ -157,4 +167,6 @@ def claim_set_factual(*, claim: Claim, factual: bool, base_revision: int | None 
             locked.save(update_fields=["factual"])
             # The run's cited factual claims (progress) changed: see services.claims_changed.
             claims_changed(run=locked.answer.run_id)
+            audit_record(action=AuditAction.EDIT, actor=actor, run=locked.answer.run, target=claim_target(locked),
+                         claim_id=locked.pk, detail={"factual": factual})
         return locked

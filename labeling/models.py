@@ -522,6 +522,7 @@ class AuditAction(models.TextChoices):
     split, merged, adjudicated, snapshotted, imported, exported what and when)."""
 
     LABEL = "label", "labeled"
+    JUDGE = "judge", "judged citations"
     UNDO = "undo", "undid a label"
     EDIT = "edit", "edited a claim"
     SPLIT = "split", "split a claim"

@@ -10,7 +10,7 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from labeling.judging import claim_judge, claim_set_factual
-from labeling.models import CitationJudgment, Claim, Label
+from labeling.models import AuditEvent, CitationJudgment, Claim, Label
 from labeling.services import claim_edit
 from tests.factories import (
     AnswerFactory,
@@ -62,6 +62,23 @@ def test_claim_judge_records_judgments_and_the_proposed_label(judged_run):
     assert [j.judgment for j in result.judgments] == ["FULL", "NONE"]
     assert result.judgments[0].evidence == "the exact words"
     assert CitationJudgment.objects.filter(is_current=True).count() == 2
+    # The audit log has the label and the judgments, each once.
+    judge_event = AuditEvent.objects.get(action="judge")
+    assert judge_event.detail["judgments"] == {c.cited_id: v for c, v in
+                                               zip(c1.citations.order_by("position"), ["FULL", "NONE"], strict=True)}
+    assert AuditEvent.objects.filter(action="label").count() == 1
+
+
+def test_marking_a_claim_not_factual_is_audited_once(judged_run):
+    run, (c1, *_rest) = judged_run
+    ann = ReviewerFactory(username="ann")
+
+    claim_set_factual(claim=c1, factual=False, actor=ann)
+    claim_set_factual(claim=c1, factual=False, actor=ann)
+
+    assert not Claim.objects.get(pk=c1.pk).factual
+    event = AuditEvent.objects.get()
+    assert (event.action, event.actor_name, event.detail) == ("edit", "ann", {"factual": False})
 
 
 def test_union_of_partials_needs_the_reviewer_to_say_so(judged_run):

@@ -368,7 +368,7 @@ def claim_factual(request: HttpRequest, run: Run, claim: Claim) -> HttpResponse:
     """Mark the claim "not a factual claim", or factual again (key ``0``, SPEC §4.3b)."""
     factual = request.POST.get("factual") == "1"
     try:
-        changed = judging.claim_set_factual(claim=claim, factual=factual,
+        changed = judging.claim_set_factual(claim=claim, factual=factual, actor=request.user,
                                             base_revision=int_param(request.POST.get("revision")))
     except ValidationError as exc:
         return _show(request, run, claim.answer, claim.pk, came_from=claim.answer_id, error=exc.messages[0])
