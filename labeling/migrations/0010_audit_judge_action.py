@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('labeling', '0008_audit_events'),
+        ('labeling', '0009_judges'),
     ]
 
     operations = [
