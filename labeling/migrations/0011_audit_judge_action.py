@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('labeling', '0009_judges'),
+        ('labeling', '0010_run_cited_claims_cache'),
     ]
 
     operations = [
