@@ -30,7 +30,8 @@ def adjudication_save(*, claim: Claim, lead: Reviewer, value: str, reason: str) 
 
     The caller has checked that ``lead`` leads the claim's project. Raises
     ValidationError for a value other than SUPPORTED/UNSUPPORTED, a claim
-    without citations (it is UNCITED, nothing to adjudicate), or a blank or
+    without citations (it is UNCITED, nothing to adjudicate) or marked not
+    factual (SPEC §4.3b), or a blank or
     over-long reason.
     """
     reason = (reason or "").strip()
@@ -43,9 +44,12 @@ def adjudication_save(*, claim: Claim, lead: Reviewer, value: str, reason: str) 
         raise ValidationError(f"The reason is {len(reason):,} characters long; the limit is "
                               f"{MAX_JUSTIFICATION_CHARS:,}.", code="reason_too_long")
     with transaction.atomic():
-        revision, cited = (Claim.objects.select_for_update().filter(pk=claim.pk)
-                           .annotate(is_cited=Exists(Citation.objects.filter(claim=OuterRef("pk"))))
-                           .values_list("revision", "is_cited").get())
+        revision, cited, factual = (Claim.objects.select_for_update().filter(pk=claim.pk)
+                                    .annotate(is_cited=Exists(Citation.objects.filter(claim=OuterRef("pk"))))
+                                    .values_list("revision", "is_cited", "factual").get())
+        if not factual:
+            raise ValidationError(f"Claim {claim.index} is marked not factual: it leaves every count, there is "
+                                  "nothing to adjudicate.", code="non_factual")
         if not cited:
             raise ValidationError(f"Claim {claim.index} has no citation: it is UNCITED, nothing to adjudicate.",
                                   code="uncited")
@@ -63,7 +67,8 @@ def disputed_claims(*, run: Run) -> QuerySet[Claim]:
     UNSUPPORTED and that no lead adjudicated, in question/claim order, with
     their answer and question."""
     current = Label.objects.filter(claim=OuterRef("pk"), is_current=True, reviewer__kind__in=COUNTED_KINDS)
-    return (Claim.objects.filter(answer__run=run)
+    # A claim marked not factual (SPEC §4.3b) leaves every count: nothing to settle there.
+    return (Claim.objects.filter(answer__run=run, factual=True)
             .filter(Exists(current.filter(value=LabelValue.SUPPORTED)),
                     Exists(current.filter(value=LabelValue.UNSUPPORTED)))
             .exclude(Exists(Adjudication.objects.filter(claim=OuterRef("pk"), is_current=True)))

@@ -49,7 +49,7 @@ class MembershipInline(admin.TabularInline):
 
 @admin.register(models.Project)
 class ProjectAdmin(admin.ModelAdmin):
-    list_display = ["slug", "name", "require_justification_for_supported", "created_at"]
+    list_display = ["slug", "name", "require_justification_for_supported", "judge_citations", "created_at"]
     prepopulated_fields = {"slug": ["name"]}
     inlines = [MembershipInline]
 
@@ -133,7 +133,8 @@ class CitationInline(ViewOnly, admin.TabularInline):
 
 @admin.register(models.Claim)
 class ClaimAdmin(ViewOnly, admin.ModelAdmin):
-    list_display = ["id", "answer", "index", "text", "revision"]
+    list_display = ["id", "answer", "index", "text", "revision", "factual"]
+    list_filter = ["factual"]
     list_select_related = ["answer__run", "answer__question"]
     search_fields = ["text"]
     raw_id_fields = ["answer"]
@@ -155,6 +156,25 @@ class LabelAdmin(ViewOnly, admin.ModelAdmin):
             return labels
         led = models.Membership.objects.filter(reviewer=request.user, role=models.Role.LEAD).values("project_id")
         return labels.filter(Q(reviewer=request.user) | Q(claim__answer__run__project_id__in=led))
+
+
+@admin.register(models.CitationJudgment)
+class CitationJudgmentAdmin(ViewOnly, admin.ModelAdmin):
+    """Judgments are written on the review page or imported (SPEC §4.3b): read only here,
+    with the visibility of labels (blind labeling holds in the admin too)."""
+
+    list_display = ["id", "citation", "reviewer", "judgment", "is_current", "is_stale", "created_at"]
+    list_filter = ["judgment", "is_current", "is_stale"]
+    list_select_related = ["citation", "reviewer"]
+    raw_id_fields = ["citation", "reviewer"]
+    search_fields = ["evidence"]
+
+    def get_queryset(self, request: HttpRequest) -> Any:
+        judgments = super().get_queryset(request)
+        if request.user.is_superuser:
+            return judgments
+        led = models.Membership.objects.filter(reviewer=request.user, role=models.Role.LEAD).values("project_id")
+        return judgments.filter(Q(reviewer=request.user) | Q(citation__claim__answer__run__project_id__in=led))
 
 
 @admin.register(models.LabelTableVersion)

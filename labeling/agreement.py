@@ -48,13 +48,15 @@ class RunAgreement:
 
 
 def agreement_labels(run: Run) -> tuple[pd.DataFrame, dict[str, str]]:
-    """Current labels on the cited claims of ``run`` as a labels frame
+    """Current labels on the cited factual claims of ``run`` as a labels frame
     (``claim_id`` int, ``reviewer`` username, ``label``), and each of their
     reviewers' kind by name. Two queries."""
     # UNCITED is given if and only if a claim has no citation (SPEC §3, enforced by
     # label_save and the imports; a citation change makes labels stale), so leaving
     # out UNCITED labels leaves out exactly the uncited claims, without a join.
-    rows = (Label.objects.filter(claim__answer__run=run, is_current=True).exclude(value=LabelValue.UNCITED)
+    # SPEC §4.3b: a claim marked not factual leaves every figure, agreement too.
+    rows = (Label.objects.filter(claim__answer__run=run, is_current=True, claim__factual=True)
+            .exclude(value=LabelValue.UNCITED)
             .order_by().values_list("claim_id", "reviewer_id", "value"))
     labels = pd.DataFrame.from_records(list(rows), columns=["claim_id", "reviewer", "label"])
     # Names by id from one small query: joining the user table onto every label row

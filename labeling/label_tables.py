@@ -81,6 +81,8 @@ from labeling.label_table_diff import LabelTableDiff, diff_label_tables
 from labeling.models import (
     Adjudication,
     AuditAction,
+    Citation,
+    CitationJudgment,
     Claim,
     Label,
     LabelTableVersion,
@@ -90,6 +92,7 @@ from labeling.models import (
     Role,
     Run,
 )
+from labeling.services import claims_changed
 from scoring.claims import ClaimMetrics
 from scoring.labels import label_problem
 
@@ -336,6 +339,21 @@ class LabelChange:
         return self.old_justification != self.new_justification
 
 
+@dataclass(frozen=True)
+class JudgmentChange:
+    """What applying one row does to one citation's judgment (SPEC §4.3b): ``reviewer``'s
+    (``""`` = the importing reviewer) current judgment of ``citation_id`` becomes ``judgment``
+    with ``evidence``."""
+
+    line: int
+    claim_id: int
+    claim_revision: int
+    citation_id: int
+    judgment: str
+    evidence: str
+    reviewer: str = ""
+
+
 @dataclass
 class LabelImportPreview:
     """Outcome of validating a label table file for ``reviewer`` on ``run``.
@@ -363,10 +381,18 @@ class LabelImportPreview:
     checked: dict[int, tuple[int, int]] = field(default_factory=dict)
     newer_checked: bool = True
     skipped_newer: list[LabelChange] = field(default_factory=list)
+    # SPEC §4.3b: citation judgments the file changes, and claims whose "factual" mark it flips.
+    judgment_changes: list[JudgmentChange] = field(default_factory=list)
+    factual_changes: dict[int, bool] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
         return not self.issues
+
+    @property
+    def has_changes(self) -> bool:
+        """Applying writes something: labels, citation judgments or factual marks."""
+        return bool(self.changes or self.judgment_changes or self.factual_changes)
 
     @property
     def newer(self) -> list[LabelChange]:
@@ -423,13 +449,27 @@ def label_table_import_preview(
     problem = preview.issues.append
     claims: dict[int, tuple[str, int, str, int, int]] = {}
     sent: dict[int, int] = {}  # citations of passages sent with the answer: SUPPORTED needs one
-    for pk, qid, index, text, revision, n, n_sent in (
+    factual: dict[int, bool] = {}
+    for pk, qid, index, text, revision, n, n_sent, is_factual in (
         Claim.objects.filter(answer__run=run)
         .annotate(n=Count("citations"), n_sent=Count("citations", filter=Q(citations__fabricated=False)))
-        .values_list("id", "answer__question__question_id", "index", "text", "revision", "n", "n_sent")
+        .values_list("id", "answer__question__question_id", "index", "text", "revision", "n", "n_sent", "factual")
     ):
         claims[pk] = (qid, index, text, revision, n)
         sent[pk] = n_sent
+        factual[pk] = is_factual
+    judging = not adjudicate and any(row.judgments for row in table_file.rows)
+    cited_ids: dict[int, dict[str, int]] = {}
+    judged_now: dict[tuple[str, int], tuple[str, str]] = {}
+    if judging:
+        for claim_id, pk, cited_id in Citation.objects.filter(claim__answer__run=run).order_by(
+                "claim_id", "-position").values_list("claim_id", "pk", "cited_id"):
+            cited_ids.setdefault(claim_id, {})[cited_id] = pk  # an id cited twice: its first citation
+        current_judgments = CitationJudgment.objects.filter(citation__claim__answer__run=run, is_current=True)
+        if not keep_reviewers:
+            current_judgments = current_judgments.filter(reviewer=reviewer)
+        judged_now = {(who, pk): (value, evidence) for who, pk, value, evidence in current_judgments.values_list(
+            "reviewer__username", "citation_id", "judgment", "evidence")}
     by_position = {(qid, index): pk for pk, (qid, index, _t, _r, _n) in claims.items()}
     # What a row is compared with: the current label of the reviewer it is recorded under.
     if adjudicate:
@@ -502,6 +542,21 @@ def label_table_import_preview(
             problem(ImportIssue(row.line, "claim", "the claim text differs from the stored claim; claims are "
                                                    "edited (split, merged, reworded) in the app, not in the file"))
             continue
+        if not adjudicate and row.factual is not None and row.factual != factual[claim_id]:
+            preview.factual_changes[claim_id] = row.factual
+        if judging and row.judgments:
+            unknown = sorted(set(row.judgments) - set(cited_ids.get(claim_id, {})))
+            if unknown:
+                problem(ImportIssue(row.line, "judgments", f"claim {index} does not cite {', '.join(unknown)}: "
+                                                           "judge the citations its citations column names"))
+                continue
+            for cited_id, value in row.judgments.items():
+                pk = cited_ids[claim_id][cited_id]
+                words = (row.evidence or {}).get(cited_id, "")
+                if judged_now.get((owner, pk)) != (value, words):
+                    preview.judgment_changes.append(JudgmentChange(
+                        line=row.line, claim_id=claim_id, claim_revision=revision, citation_id=pk, judgment=value,
+                        evidence=words, reviewer=owner if owner != reviewer.username else ""))
         if row.label is None:
             preview.blank += 1
             continue
@@ -628,15 +683,39 @@ def label_table_import_apply(
                       claim_revision=change.claim_revision)
                 for change in preview.changes
             ], batch_size=_BATCH)
+            _apply_judgments(reviewer, preview)
     except IntegrityError:
         raise ValidationError("labels of this run changed while the import was applied; preview it again") from None
     return preview
+
+
+def _apply_judgments(reviewer: Reviewer, preview: LabelImportPreview) -> None:
+    """Write the preview's judgment changes (each replaces its reviewer's current judgment
+    of the citation, which stays in history) and factual marks (SPEC §4.3b)."""
+    if preview.judgment_changes:
+        owners = _owners({change.reviewer for change in preview.judgment_changes} - {""})
+        for change in preview.judgment_changes:
+            CitationJudgment.objects.filter(citation_id=change.citation_id, is_current=True,
+                                            reviewer=owners.get(change.reviewer, reviewer)).update(is_current=False)
+        CitationJudgment.objects.bulk_create([
+            CitationJudgment(citation_id=change.citation_id, reviewer=owners.get(change.reviewer, reviewer),
+                             judgment=change.judgment, evidence=change.evidence, claim_revision=change.claim_revision)
+            for change in preview.judgment_changes
+        ], batch_size=_BATCH)
+    for value in (True, False):
+        ids = [pk for pk, wanted in preview.factual_changes.items() if wanted is value]
+        if ids:
+            Claim.objects.filter(pk__in=ids).update(factual=value)
+    if preview.factual_changes:
+        # Which claims count changed: the run's cached cited-claim count is stale.
+        claims_changed(run=preview.run)
 
 
 def _audit_import(*, run: Run, reviewer: Reviewer, preview: LabelImportPreview, source_name: str,
                   mode: str) -> None:
     audit_record(action=AuditAction.IMPORT_LABELS, actor=reviewer, run=run, target=source_name,
                  detail={"format": preview.format, "rows": preview.rows, "labels": len(preview.changes),
+                         "judgments": len(preview.judgment_changes), "factual": len(preview.factual_changes),
                          "skipped_newer": len(preview.skipped_newer), "mode": mode})
 
 

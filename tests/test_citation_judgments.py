@@ -164,3 +164,34 @@ def test_score_json_reports_judgments_under_each_rule_and_non_factual(judged_run
 def test_score_refuses_an_unknown_rule(judged_run):
     with pytest.raises(CommandError, match="invalid choice"):
         call_command("score", "--run", "r1", "--citation-precision-rule", "generous")
+
+
+def test_non_factual_claim_leaves_agreement_and_adjudication(judged_run, admin_client):
+    """ann says SUPPORTED, bob UNSUPPORTED on c1: disputed, 2 labels in the agreement frame.
+    Marked not factual: no dispute, no agreement label, an adjudication is refused."""
+    from labeling.adjudication import adjudication_save, disputed_claims
+    from labeling.agreement import agreement_labels
+    from tests.factories import LabelFactory
+
+    run, (c1, *_rest) = judged_run
+    LabelFactory(claim=c1, reviewer=ReviewerFactory(username="ann"), value="SUPPORTED")
+    LabelFactory(claim=c1, reviewer=ReviewerFactory(username="bob"), value="UNSUPPORTED", justification="no")
+    assert list(disputed_claims(run=run)) == [c1]
+    assert len(agreement_labels(run)[0]) == 2
+
+    claim_set_factual(claim=c1, factual=False)
+
+    assert list(disputed_claims(run=run)) == []
+    assert len(agreement_labels(run)[0]) == 0
+    with pytest.raises(ValidationError, match="not factual"):
+        adjudication_save(claim=Claim.objects.get(pk=c1.pk), lead=ReviewerFactory(username="lead"),
+                          value="SUPPORTED", reason="fine")
+
+
+def test_judgments_admin_is_view_only(judged_run, admin_client):
+    run, (c1, *_rest) = judged_run
+    judge(c1, ReviewerFactory(username="ann"), ["FULL", "NONE"])
+
+    listing = admin_client.get("/admin/labeling/citationjudgment/")
+    assert listing.status_code == 200 and "FULL" in listing.content.decode()
+    assert admin_client.get("/admin/labeling/citationjudgment/add/").status_code == 403

@@ -8,6 +8,7 @@ import json
 
 import pytest
 from django.core.management import call_command
+from django.core.management.base import CommandError
 from django.urls import reverse
 from openpyxl import load_workbook
 
@@ -173,3 +174,57 @@ def test_summary_page_and_run_page_show_the_fixture_figures(judged, client, revi
     assert "Claims supported by their citations" in run_page
     assert "Citation precision" in run_page and "FULL 9 · PARTIAL 1 · NONE 0 · UNJUDGEABLE 0" in run_page
     assert run_page.count("9/10 = 0.90") >= 2
+
+
+def test_label_table_carries_judgments_and_round_trips_them(judged, tmp_path, capsys):
+    """Export rr_sphere_gpt4 (citelab-engineer's labels) as JSONL: the tax answer's first claim
+    shows "[3] FULL\\n[5] FULL" with its evidence; the hedge is factual false, status non_factual.
+    Change [5] to PARTIAL with new evidence (and none for [3]) and mark the hedge factual, import: the old FULL
+    stays in history, the new judgment is current, the hedge counts again, and a fresh export
+    reads back exactly what was imported."""
+    path = tmp_path / "labels.jsonl"
+    args = ["--project", "demo-judged", "--run", "rr_sphere_gpt4"]
+    call_command("export_labels", *args, "--reviewer", "citelab-engineer", "-o", str(path))
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    tax = [row for row in rows if row["question_id"] == "expertqa:2d724079e11f"]
+    assert tax[0]["judgments"] == "[3] FULL\n[5] FULL"
+    assert tax[0]["evidence"].startswith("[3] The current rates will remain in effect")
+    assert (tax[2]["factual"], tax[2]["status"], tax[2]["judgments"]) == (False, "non_factual", "")
+    assert all(row["factual"] for row in rows if row is not tax[2])
+
+    tax[0]["judgments"] = "[3] FULL\n[5] partial"
+    tax[0]["evidence"] = "[5] for the next two years"
+    tax[2]["factual"] = "true"
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    call_command("import_labels", str(path), *args, "--reviewer", "citelab-engineer", "--apply")
+    capsys.readouterr()
+
+    claim = Claim.objects.get(answer__question__question_id="expertqa:2d724079e11f", index=1)
+    fifth = CitationJudgment.objects.filter(citation__claim=claim, citation__cited_id="5").order_by("pk")
+    assert [(j.judgment, j.is_current) for j in fifth] == [("FULL", False), ("PARTIAL", True)]
+    assert fifth.last().evidence == "for the next two years"
+    assert Claim.objects.get(answer__question__question_id="expertqa:2d724079e11f", index=3).factual
+    again = tmp_path / "again.jsonl"
+    call_command("export_labels", *args, "--reviewer", "citelab-engineer", "-o", str(again))
+    first = json.loads(again.read_text().splitlines()[0])
+    # The evidence cell is the whole evidence: [3]'s, left out of it, is now blank.
+    assert (first["judgments"], first["evidence"]) == ("[3] FULL\n[5] PARTIAL", "[5] for the next two years")
+
+
+def test_bad_judgment_cells_are_refused_with_row_and_column(judged, tmp_path, capsys):
+    path = tmp_path / "labels.jsonl"
+    args = ["--project", "demo-judged", "--run", "rr_sphere_gpt4"]
+    call_command("export_labels", *args, "--reviewer", "citelab-engineer", "-o", str(path))
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    rows[0]["judgments"] = "[3] MOSTLY\n[5] FULL"
+    rows[1]["judgments"], rows[1]["evidence"] = "[9] FULL", ""
+    rows[2]["factual"] = "perhaps"
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+
+    with pytest.raises(CommandError) as failure:
+        call_command("import_labels", str(path), *args, "--reviewer", "citelab-engineer", "--apply")
+
+    captured = capsys.readouterr()
+    text = str(failure.value) + captured.out + captured.err
+    assert "MOSTLY" in text and "does not cite 9" in text and "'perhaps' is not true or false" in text
+    assert CitationJudgment.objects.filter(judgment="PARTIAL").count() == 8  # nothing written

@@ -25,10 +25,20 @@ status          ``labeled`` (cited, label agreed), ``pending`` (cited, no
                 label yet), ``disagreement`` (cited, the counted reviewers
                 disagree: label ``None``), ``uncited`` (no citation: UNCITED
                 automatically, SPEC §3), ``abstention`` (claim of an answer
-                that abstains, SPEC §4.2: not scored)
+                that abstains, SPEC §4.2: not scored), ``non_factual``
+                (marked not a factual claim, SPEC §4.3b: not scored)
 claim_id        int, the claim's database id (round-trip key)
 claim_revision  int, the claim's revision when the table was read (an
                 import refuses rows whose claim changed since)
+factual         bool: False for a claim marked "not a factual claim"
+                (SPEC §4.3b; its status is ``non_factual``)
+judgments       the citations' judgments (SPEC §4.3b), one line ``[id]
+                JUDGMENT`` per judged citation in citation order (FULL,
+                PARTIAL, NONE, UNJUDGEABLE): the row's reviewer's, or the
+                value every current reviewer gives (a disputed citation
+                is left out); "" when none
+evidence        the evidence of those judgments, one line ``[id] words``
+                per judgment that has some ("" when none)
 ==============  ==========================================================
 
 Besides those, the frame has ``reviewer_labels``: every current label on the
@@ -67,17 +77,19 @@ from typing import Any
 import pandas as pd
 
 from labeling.exports import frames
-from labeling.models import Citation, Claim, Passage, Run
+from labeling.models import COUNTED_KINDS, Citation, CitationJudgment, Claim, Passage, Run
 from scoring.claims import ClaimMetrics, claim_metrics, to_native
 
 LABEL_TABLE_COLUMNS = (
     "run", "question_id", "answer_id", "claim_index", "claim", "citations", "cited_span", "passage",
     "label", "justification", "reviewer", "labeled_at", "status", "claim_id", "claim_revision",
+    "factual", "judgments", "evidence",
 )
+JUDGMENT_COLUMNS = frozenset({"factual", "judgments", "evidence"})
 REVIEWER_LABELS = "reviewer_labels"
 CANONICAL_COLUMNS = (*(column for column in LABEL_TABLE_COLUMNS if column != "passage"), REVIEWER_LABELS)
-# Keys of a version written before reviewer_labels was stored.
-_EARLIER_CANONICAL_COLUMNS = frozenset(CANONICAL_COLUMNS) - {REVIEWER_LABELS}
+# The keys of the first versions: later ones added reviewer_labels, then the judgments (SPEC §4.3b).
+_EARLIEST_CANONICAL_COLUMNS = frozenset(CANONICAL_COLUMNS) - {REVIEWER_LABELS} - JUDGMENT_COLUMNS
 INT_COLUMNS = ("answer_id", "claim_index", "claim_id", "claim_revision")
 CITATION_SEPARATOR = ", "
 FABRICATED_PASSAGE = "(not among the passages sent with this answer)"
@@ -87,6 +99,7 @@ STATUS_PENDING = "pending"
 STATUS_DISAGREEMENT = "disagreement"
 STATUS_UNCITED = "uncited"
 STATUS_ABSTENTION = "abstention"
+STATUS_NON_FACTUAL = "non_factual"
 
 
 def format_labeled_at(value: datetime | None) -> str | None:
@@ -113,8 +126,8 @@ def label_table_frame(run: Run, *, reviewer: str | None = None, with_passages: b
     when empty; ``label``/``labeled_at`` are ``None`` when absent.
 
     Queries: 3 (claims, answers, labels in resolved_claims_frame) + labels
-    with times + claim revisions + citations (+ passages) = 6 or 7, whatever
-    the number of claims.
+    with times + claim revisions + citations + judgments (+ passages) = 7 or
+    8, whatever the number of claims.
     """
     claims, _disagreements = frames.resolved_claims_frame(run, reviewer=reviewer)
     labels = frames.labels_frame(run)
@@ -126,6 +139,7 @@ def label_table_frame(run: Run, *, reviewer: str | None = None, with_passages: b
         .values_list("claim_id", "cited_id", "span", "fabricated", "passage_id")
     ):
         cited[claim_id].append((cited_id, span, fabricated, passage_pk))
+    judged = _judgment_cells(run, reviewer=reviewer)
     passage_text: dict[int, str] = {}
     if with_passages:
         passage_text = dict(Passage.objects.filter(answer__run=run).values_list("id", "text"))
@@ -141,9 +155,10 @@ def label_table_frame(run: Run, *, reviewer: str | None = None, with_passages: b
 
     columns: dict[str, list[Any]] = {column: [] for column in (*LABEL_TABLE_COLUMNS, REVIEWER_LABELS)}
     add = {column: values.append for column, values in columns.items()}
-    for claim_id, answer_id, question_id, claim_index, text, n_citations, abstention, label, disagreement in zip(
+    for (claim_id, answer_id, question_id, claim_index, text, n_citations, abstention, label, disagreement,
+         factual) in zip(
         *(claims[column].tolist() for column in ("claim_id", "answer_id", "question_id", "claim_index", "claim",
-                                                 "n_citations", "abstention", "label", "disagreement")),
+                                                 "n_citations", "abstention", "label", "disagreement", "factual")),
         strict=True,
     ):
         citations = cited.get(claim_id, [])
@@ -153,6 +168,8 @@ def label_table_frame(run: Run, *, reviewer: str | None = None, with_passages: b
         counted = given if disagreement else [item for item in given if item[1] == label]
         if abstention:
             status = STATUS_ABSTENTION
+        elif not factual:
+            status = STATUS_NON_FACTUAL
         elif n_citations == 0:
             status = STATUS_UNCITED
         elif disagreement:
@@ -176,9 +193,39 @@ def label_table_frame(run: Run, *, reviewer: str | None = None, with_passages: b
         add["status"](status)
         add["claim_id"](claim_id)
         add["claim_revision"](revisions[claim_id])
+        add["factual"](bool(factual))
+        judgment_cell, evidence_cell = judged.get(claim_id, ("", ""))
+        add["judgments"](judgment_cell)
+        add["evidence"](evidence_cell)
         add[REVIEWER_LABELS]([{"reviewer": name, "label": value, "justification": text, "labeled_at": at}
                               for name, value, text, at in everyone])
     return _frame(columns)
+
+
+def _judgment_cells(run: Run, *, reviewer: str | None) -> dict[int, tuple[str, str]]:
+    """Per claim id, the ``judgments`` and ``evidence`` cells (module docstring): ``reviewer``'s
+    current judgments, or those every current human reviewer agrees on. One query."""
+    per_citation: dict[tuple[int, int], list[tuple[str, str, str, str, int]]] = defaultdict(list)
+    judgments = CitationJudgment.objects.filter(citation__claim__answer__run=run, is_current=True)
+    judgments = (judgments.filter(reviewer__username=reviewer) if reviewer is not None
+                 else judgments.filter(reviewer__kind__in=COUNTED_KINDS))
+    for claim_id, position, cited_id, name, value, evidence in judgments.order_by(
+            "citation__claim_id", "citation__position", "reviewer__username").values_list(
+            "citation__claim_id", "citation__position", "citation__cited_id", "reviewer__username", "judgment",
+            "evidence"):
+        per_citation[(claim_id, position)].append((cited_id, name, value, evidence, claim_id))
+    lines: dict[int, tuple[list[str], list[str]]] = defaultdict(lambda: ([], []))
+    for (claim_id, _position), given in sorted(per_citation.items()):
+        values = {value for _cited, _name, value, _evidence, _claim in given}
+        if len(values) != 1:
+            continue  # reviewers differ: disputed, not in the agreed table
+        cited_id = given[0][0]
+        judgment_lines, evidence_lines = lines[claim_id]
+        judgment_lines.append(f"[{cited_id}] {values.pop()}")
+        words = " / ".join(dict.fromkeys(evidence for _c, _n, _v, evidence, _claim in given if evidence))
+        if words:
+            evidence_lines.append(f"[{cited_id}] {words}")
+    return {claim_id: ("\n".join(j), "\n".join(e)) for claim_id, (j, e) in lines.items()}
 
 
 def _passage_cell(citations: list[tuple[str, str, bool, int | None]], passage_text: dict[int, str]) -> str:
@@ -237,10 +284,12 @@ def table_from_canonical(data: bytes) -> pd.DataFrame:
             row = json.loads(line)
         except json.JSONDecodeError as exc:
             raise ValueError(f"line {number}: invalid JSON ({exc.msg})") from None
-        if not isinstance(row, dict) or set(row) not in (set(CANONICAL_COLUMNS), _EARLIER_CANONICAL_COLUMNS):
+        if not isinstance(row, dict) or not _EARLIEST_CANONICAL_COLUMNS <= set(row) <= set(CANONICAL_COLUMNS):
             raise ValueError(f"line {number}: expected an object with keys {', '.join(CANONICAL_COLUMNS)}")
+        # A version from before judgments were kept: every claim factual, nothing judged.
+        defaults = {"factual": True, "judgments": "", "evidence": ""}
         for column in CANONICAL_COLUMNS:
-            columns[column].append(row.get(column))
+            columns[column].append(row.get(column, defaults.get(column)))
         columns["passage"].append("")
     return _frame(columns)
 
@@ -299,6 +348,7 @@ def table_claim_metrics(table: pd.DataFrame) -> ClaimMetrics:
                                  index=table.index),
         "label": table["label"].astype(object),
         "abstention": (table["status"] == STATUS_ABSTENTION).astype(bool),
+        "factual": (table["status"] != STATUS_NON_FACTUAL).astype(bool),
     })
     return claim_metrics(claims)
 

@@ -44,9 +44,9 @@ LABEL_CHOICES = LABEL_VALUES
 _LABEL_WIDTHS = {
     "run": 16, "question_id": 22, "answer_id": 10, "claim_index": 8, "claim": 60, "citations": 12,
     "cited_span": 40, "passage": 60, "label": 15, "justification": 45, "reviewer": 14, "labeled_at": 21,
-    "status": 13, "claim_id": 10, "claim_revision": 9,
+    "status": 13, "claim_id": 10, "claim_revision": 9, "factual": 8, "judgments": 20, "evidence": 40,
 }
-_WRAPPED = {"claim", "cited_span", "passage", "justification"}
+_WRAPPED = {"claim", "cited_span", "passage", "justification", "judgments", "evidence"}
 # Same palette as static/css/app.css (--supported, --unsupported, --uncited).
 _LABEL_COLOURS = {
     SUPPORTED: ("1F8A4C", "E3F4EA"),
@@ -167,7 +167,8 @@ def _labels_sheet(workbook: Workbook, table: pd.DataFrame) -> None:
     sheet = _Sheet(workbook, "Labels", columns, _LABEL_WIDTHS, rows=len(table))
     data = [table[column].tolist() for column in columns]
     # The int id columns go in as they are; text goes through cell().
-    kinds = [None if column in INT_COLUMNS else column in _WRAPPED for column in columns]
+    # ``factual`` is a boolean cell, as the id columns are numbers.
+    kinds = [None if column in INT_COLUMNS or column == "factual" else column in _WRAPPED for column in columns]
     cell = sheet.cell
     for row in zip(*data, strict=True):
         sheet.append([value if wrap is None else cell(value, wrap=wrap)

@@ -54,6 +54,7 @@ from labeling.importers.records import ImportIssue
 from labeling.importers.tabular import FileProblem, csv_rows, xlsx_rows
 from labeling.limits import MAX_JUSTIFICATION_CHARS
 from labeling.names import normalize_name, text_problem
+from scoring.judgments import JUDGMENTS, check_judgment
 from scoring.labels import LABEL_VALUES
 
 FORMATS = ("xlsx", "csv", "jsonl")
@@ -80,6 +81,11 @@ class LabelTableRow:
     justification: str
     reviewer: str
     labeled_at: datetime | None = None
+    # SPEC §4.3b: ``None`` when the file has no such column or the cell is blank.
+    factual: bool | None = None
+    # cited id → judgment, and cited id → evidence, from the ``judgments``/``evidence`` cells.
+    judgments: dict[str, str] | None = None
+    evidence: dict[str, str] | None = None
 
 
 @dataclass
@@ -277,6 +283,21 @@ def _add_row(result: LabelTableFile, line: int, record: dict[str, Any]) -> None:
     if len(justification.strip()) > MAX_JUSTIFICATION_CHARS:
         problem("justification", f"{len(justification.strip()):,} characters long; the limit is "
                                  f"{MAX_JUSTIFICATION_CHARS:,} (as in the review page)")
+    factual = _boolean(record.get("factual"), "factual", problem)
+    judgments = _bracketed(record.get("judgments"), "judgments", problem)
+    evidence = _bracketed(record.get("evidence"), "evidence", problem)
+    if judgments:
+        for cited_id, value in list(judgments.items()):
+            try:
+                judgments[cited_id] = check_judgment(value)
+            except ValueError:
+                problem("judgments", f"[{cited_id}]: unknown judgment {value!r}; use {', '.join(JUDGMENTS)}")
+    for cited_id, words in (evidence or {}).items():
+        if cited_id not in (judgments or {}):
+            problem("evidence", f"[{cited_id}] has evidence but no judgment in the judgments column")
+        elif len(words) > MAX_JUSTIFICATION_CHARS:
+            problem("evidence", f"[{cited_id}]: {len(words):,} characters long; the limit is "
+                                f"{MAX_JUSTIFICATION_CHARS:,}")
     row = LabelTableRow(
         line=line,
         claim_id=claim_id,
@@ -290,11 +311,52 @@ def _add_row(result: LabelTableFile, line: int, record: dict[str, Any]) -> None:
         justification=justification,
         reviewer=(_text(record.get("reviewer"), "reviewer", problem) or "").strip(),
         labeled_at=_time(record.get("labeled_at"), "labeled_at", problem),
+        factual=factual,
+        judgments=judgments,
+        evidence=evidence,
     )
     if issues:
         result.issues.extend(issues)
     else:
         result.rows.append(row)
+
+
+_TRUE, _FALSE = {"true", "yes", "1"}, {"false", "no", "0"}
+_BRACKETED = re.compile(r"^\[([^\]]+)\]\s*(.*)$")
+
+
+def _boolean(value: Any, column: str, problem) -> bool | None:
+    """A ``factual`` cell: a boolean, or true/false, yes/no, 1/0 in any case; blank: ``None``."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in _TRUE or text in _FALSE:
+        return text in _TRUE
+    problem(column, f"{value!r} is not true or false")
+    return None
+
+
+def _bracketed(value: Any, column: str, problem) -> dict[str, str] | None:
+    """A ``judgments`` or ``evidence`` cell: lines ``[id] text`` → ``{id: text}``; blank: ``None``."""
+    text = _text(value, column, problem)
+    if not text or not text.strip():
+        return None
+    found: dict[str, str] = {}
+    for number, line in enumerate(text.replace("\r\n", "\n").split("\n"), start=1):
+        if not line.strip():
+            continue
+        match = _BRACKETED.match(line.strip())
+        if match is None:
+            problem(column, f"line {number} of the cell, {line.strip()[:60]!r}: write one “[id] …” per citation")
+            continue
+        cited_id = match.group(1).strip()
+        if cited_id in found:
+            problem(column, f"[{cited_id}] is given twice")
+            continue
+        found[cited_id] = match.group(2).strip()
+    return found
 
 
 def _text(value: Any, column: str, problem) -> str | None:

@@ -204,7 +204,7 @@ def label_import(request: HttpRequest, project_slug: str, run_name: str) -> Http
                 preview = label_table_import_preview(run=run, reviewer=request.user,
                                                      table_file=read_label_table(data, format=fmt))
                 context |= {"preview": preview, "filename": upload.name}
-                if preview.ok and preview.changes:
+                if preview.ok and preview.has_changes:
                     context["token"] = _store_upload(request, run, data, fmt, upload.name, preview.checked)
     return _page_or_partial(request, "labeling/label_import.html", "import-preview", context)
 

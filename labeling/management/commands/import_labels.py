@@ -123,4 +123,7 @@ class Command(BaseCommand):
             self.stderr.write(f"row {issue.line}: {issue.field}: {issue.reason}")
         self.stdout.write(f"{preview.rows} row(s) read: {len(preview.changes)} change(s), {preview.unchanged} "
                           f"unchanged, {preview.blank} without a label, {len(preview.issues)} bad, "
-                          f"{len(preview.newer)} newer in the app")
+                          f"{len(preview.newer)} newer in the app"
+                          + (f"; {len(preview.judgment_changes)} citation judgment(s) and "
+                             f"{len(preview.factual_changes)} factual mark(s) to save"
+                             if preview.judgment_changes or preview.factual_changes else ""))
