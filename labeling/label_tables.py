@@ -715,7 +715,9 @@ def _audit_import(*, run: Run, reviewer: Reviewer, preview: LabelImportPreview, 
                   mode: str) -> None:
     audit_record(action=AuditAction.IMPORT_LABELS, actor=reviewer, run=run, target=source_name,
                  detail={"format": preview.format, "rows": preview.rows, "labels": len(preview.changes),
-                         "judgments": len(preview.judgment_changes), "factual": len(preview.factual_changes),
+                         # Citation judgments and factual marks (SPEC §4.3b), when the file changed any.
+                         **({"judgments": len(preview.judgment_changes), "factual": len(preview.factual_changes)}
+                            if preview.judgment_changes or preview.factual_changes else {}),
                          "skipped_newer": len(preview.skipped_newer), "mode": mode})
 
 

@@ -228,3 +228,34 @@ def test_bad_judgment_cells_are_refused_with_row_and_column(judged, tmp_path, ca
     text = str(failure.value) + captured.out + captured.err
     assert "MOSTLY" in text and "does not cite 9" in text and "'perhaps' is not true or false" in text
     assert CitationJudgment.objects.filter(judgment="PARTIAL").count() == 8  # nothing written
+
+
+def test_csv_answers_file_carries_judgments_factual_and_evidence(db, tmp_path):
+    """One answer, two claims in CSV: claim 1 cites 1 and 2, judged "[1] FULL / [2] NONE" with
+    evidence for [1]; claim 2 is factual "no". A second file's bad judgment names row and column."""
+    passages = json.dumps([{"id": "1", "source": "a", "text": "Paris is the capital of France."},
+                           {"id": "2", "source": "b", "text": "Lyon is a city."}])
+    header = "question_id,question,run,answer,passages,claim,citations,label,reviewer,judgments,evidence,factual\n"
+
+    def row(claim, cites, label, judgments, evidence, factual):
+        cells = ["q1", "Where is Paris?", "r1", "Paris is in France [1][2]. Hello!", passages, claim, cites,
+                 label, "ann", judgments, evidence, factual]
+        return ",".join('"' + cell.replace('"', '""') + '"' for cell in cells) + "\n"
+
+    good = tmp_path / "good.csv"
+    good.write_text(header + row("Paris is in France [1][2].", "1, 2", "SUPPORTED", "[1] FULL\n[2] none",
+                                 "[1] capital of France", "")
+                    + row("Hello!", "", "UNCITED", "", "", "no"))
+    run_import(project=ProjectFactory(slug="csv"), source=good)
+
+    judged = {j.citation.cited_id: (j.judgment, j.evidence, j.reviewer.username)
+              for j in CitationJudgment.objects.select_related("citation", "reviewer")}
+    assert judged == {"1": ("FULL", "capital of France", "ann"), "2": ("NONE", "", "ann")}
+    assert list(Claim.objects.order_by("index").values_list("factual", flat=True)) == [True, False]
+
+    bad = tmp_path / "bad.csv"
+    bad.write_text(header.replace("q1", "q2") + row("Paris is in France [1][2].", "1, 2", "SUPPORTED",
+                                                    "[1] MAYBE\n[2] NONE", "", "").replace('"q1"', '"q2"'))
+    with pytest.raises(ImportFailed) as failure:
+        run_import(project=ProjectFactory(slug="csv-bad"), source=bad)
+    assert "line 2" in str(failure.value) and "judgments" in str(failure.value) and "MAYBE" in str(failure.value)

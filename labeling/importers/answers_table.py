@@ -28,6 +28,12 @@ span           quoted span: plain text when the claim cites one        claim
 label          SUPPORTED / UNSUPPORTED / UNCITED, blank = none         claim
 justification  the label's justification                               claim
 reviewer       who gave the label (default: the import's reviewer)     claim
+factual        false/no/0 for a claim that is not a factual claim      claim
+               (SPEC §4.3b), blank = factual
+judgments      the reviewer's judgment of each citation: the value     claim
+               when the claim cites one passage, else one line
+               ``[id] FULL|PARTIAL|NONE|UNJUDGEABLE`` per citation
+evidence       the passage words behind a judgment, in the same form   claim
 =============  ======================================================  =========
 
 An answer-level value may be repeated on every row of the answer or given on
@@ -167,11 +173,19 @@ def _claim(number: int, record: dict[str, Any], position: int, issues: list[Impo
             issues.append(ImportIssue(number, "claim_index", f"{index_text!r} is not a whole number"))
     ids = [item.strip() for item in _cell(record.get("citations")).split(",") if item.strip()]
     spans = _spans(_cell(record.get("span"), strip=False), ids, number, issues)
+    judgments = _spans(_cell(record.get("judgments"), strip=False), ids, number, issues, column="judgments")
+    evidence = _spans(_cell(record.get("evidence"), strip=False), ids, number, issues, column="evidence")
     claim: dict[str, Any] = {
         "index": index,
         "text": _cell(record.get("claim"), strip=False),
-        "citations": [{"passage_id": cited, "span": spans.get(cited, "")} for cited in ids],
+        "citations": [{"passage_id": cited, "span": spans.get(cited, ""),
+                       **({"judgment": judgments[cited]} if cited in judgments else {}),
+                       **({"evidence": evidence[cited]} if cited in evidence else {})} for cited in ids],
     }
+    factual = _cell(record.get("factual")).lower()
+    if factual:
+        # Anything else goes on as text: the answers check names the row and column.
+        claim["factual"] = (factual in _TRUE) if factual in _TRUE or factual in _FALSE else factual
     label = _cell(record.get("label"))
     if label:
         claim["label"] = label
@@ -182,7 +196,10 @@ def _claim(number: int, record: dict[str, Any], position: int, issues: list[Impo
     return claim
 
 
-def _spans(text: str, ids: list[str], number: int, issues: list[ImportIssue]) -> dict[str, str]:
+def _spans(text: str, ids: list[str], number: int, issues: list[ImportIssue], *,
+           column: str = "span") -> dict[str, str]:
+    """A cell of one value per citation (``span``, ``judgments``, ``evidence``): plain text
+    when the claim cites one passage, else one line ``[id] text`` per citation."""
     if not text.strip():
         return {}
     lines = [line for line in text.splitlines() if line.strip()]
@@ -191,11 +208,13 @@ def _spans(text: str, ids: list[str], number: int, issues: list[ImportIssue]) ->
         spans = {m.group(1).strip(): m.group(2).strip() for m in tagged if m}
         unknown = [key for key in spans if key not in ids]
         if unknown:
-            issues.append(ImportIssue(number, "span", f"span for {', '.join(unknown)}, which the claim does not cite"))
+            issues.append(ImportIssue(number, column, f"{column} for {', '.join(unknown)}, which the claim does not "
+                                                      "cite"))
         return spans
     if len(ids) == 1:
         return {ids[0]: text.strip()}
-    issues.append(ImportIssue(number, "span", "the claim cites several passages: give one line '[id] span' each"))
+    issues.append(ImportIssue(number, column, f"the claim cites several passages: give one line '[id] {column}' "
+                                              "each"))
     return {}
 
 
@@ -205,6 +224,11 @@ def _claim_issue(issue: ImportIssue, group: list[tuple[int, dict[str, Any]]]) ->
     if not match or int(match.group(1)) >= len(group):
         return issue
     column = match.group(2) or "claim"
+    if column == "citations":
+        # claims[2].citations[0].judgment → the judgments column (evidence → evidence).
+        detail = re.search(r"\.(judgment|evidence)$", issue.field)
+        if detail is not None:
+            column = "judgments" if detail.group(1) == "judgment" else "evidence"
     return ImportIssue(group[int(match.group(1))][0], {"text": "claim", "index": "claim_index"}.get(column, column),
                        issue.reason)
 
