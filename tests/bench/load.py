@@ -27,7 +27,8 @@ What it does, in order:
    justification), follow the claim the response pushes, and fetch what the page
    would fetch after it (the progress fragment when the ``labelSaved`` event
    carries no delta). A *label step* is that save plus whatever followed it.
-   ``--think`` seconds pass between steps (0: as fast as the server answers).
+   ``--think`` seconds pass between steps (0: as fast as the server answers),
+   and reviewers start spread over one think time.
 4. Afterwards every label a 2xx response acknowledged ("Saved …") is looked up
    in the database: reviewer, claim and value must be there as a current label.
    A missing one is a lost label.
@@ -35,7 +36,10 @@ What it does, in order:
 Printed (and with ``--json PATH`` written as JSON): requests/s over the
 labeling window, p50/p95/p99/max of every request and of label steps, by kind,
 errors (non-2xx/3xx answers, connection failures), lost labels, logins, the
-load average before and after. ``--label-step`` is one reviewer, no think time,
+load average before and after, and the server's CPU time per labeling request
+(gunicorn's processes and, on PostgreSQL, the database's backends, read from
+``/proc`` over the labeling window): on a shared machine latency measures the
+neighbours too, the CPU per request does not. ``--label-step`` is one reviewer, no think time,
 300 steps, plus 30 openings of an answer page: the review screen's latency over
 HTTP without contention.
 """
@@ -46,6 +50,7 @@ import argparse
 import http.client
 import json
 import os
+import random
 import re
 import secrets
 import signal
@@ -192,6 +197,8 @@ def label_step(browser: Browser, username: str, url: str, fields: dict[str, str]
 def reviewer_loop(browser: Browser, username: str, start: threading.Event, stop_at: list[float], think: float,
                   max_steps: int | None) -> None:
     start.wait()
+    # People do not press their first key in the same millisecond: starts spread over one think time.
+    time.sleep(random.uniform(0, think))
     try:
         current = open_next(browser)
         n = 0
@@ -255,6 +262,34 @@ def lost_labels(acked: list[tuple[str, int, str]]) -> list[tuple[str, int, str]]
     current = set(Label.objects.filter(is_current=True, reviewer__username__startswith="load-")
                   .values_list("reviewer__username", "claim_id", "value"))
     return [label for label in acked if label not in current]
+
+
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of process ``pid`` so far (0 when it is gone)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def server_pids(server: subprocess.Popen, database: str) -> list[int]:
+    """gunicorn's master and workers, and on PostgreSQL the backends serving the database."""
+    pids = [server.pid]
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            if int(stat.read_text().rsplit(")", 1)[1].split()[1]) == server.pid:
+                pids.append(int(stat.parent.name))
+        except (OSError, ValueError, IndexError):
+            continue
+    if database == "postgres":
+        from django.db import connection
+
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pid FROM pg_stat_activity WHERE datname = current_database() "
+                           "AND pid <> pg_backend_pid()")
+            pids += [row[0] for row in cursor.fetchall()]
+    return pids
 
 
 def start_server(port: int, workers: int, env: dict[str, str], log: Path) -> subprocess.Popen:
@@ -333,6 +368,8 @@ def main(argv: list[str] | None = None) -> dict:
         load_before = load_average()
         for browser, name in browsers:  # one after the other, as people arrive
             browser.login(name)
+        pids = server_pids(server, args.database)
+        cpu_before = sum(_cpu_seconds(pid) for pid in pids)
         start = threading.Event()
         stop_at = [float("inf")]
         max_steps = 300 if args.label_step else None
@@ -346,6 +383,7 @@ def main(argv: list[str] | None = None) -> dict:
         for thread in threads:
             thread.join()
         window = time.perf_counter() - began
+        server_cpu = sum(_cpu_seconds(pid) for pid in pids) - cpu_before
         if args.label_step:
             browser = browsers[0][0]
             from labeling.models import Answer
@@ -369,6 +407,8 @@ def main(argv: list[str] | None = None) -> dict:
         "think_s": args.think, "workers": args.workers, "claims": setup["claims"],
         "import_s": setup["import_s"], "setup_s": setup["setup_s"],
         "requests": len(labeling), "requests_per_s": round(len(labeling) / window, 1),
+        "server_cpu_ms_per_request": round(server_cpu * 1000 / max(1, len(labeling) - len(stats.times.get(
+            "open answer (page)", []))), 1),
         "all_requests_ms": summarize(labeling), "label_step_ms": summarize(stats.steps),
         "by_kind_ms": {kind: summarize(values) for kind, values in sorted(stats.times.items())},
         "labels_acknowledged": len(stats.acked), "lost_labels": len(lost), "errors": len(stats.errors),
@@ -386,6 +426,8 @@ def report(result: dict) -> str:
         f"[load] {result['database']}, {result['reviewers']} reviewers, think {result['think_s']} s, gunicorn "
         f"-w {result['workers']}, {result['claims']:,} claims (import {result['import_s']} s), "
         f"{result['duration_s']} s, load average {result['load_average_before']} → {result['load_average_after']}",
+        f"[load] server CPU (gunicorn + database backends) per labeling request: "
+        f"{result['server_cpu_ms_per_request']} ms",
         f"[load] {result['requests']} requests, {result['requests_per_s']} requests/s; every request p50 "
         f"{every['p50']} / p95 {every['p95']} / p99 {every['p99']} / max {every['max']} ms",
         f"[load] label step (save + what the page fetches after it): n={step['n']} p50 {step['p50']} / p95 "
