@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
-from django.db.models import Exists, OuterRef, Prefetch, QuerySet
+from django.db.models import Exists, OuterRef, Prefetch, Q, QuerySet
 
 from labeling.audit import audit_record, claim_target
 from labeling.highlight import Segment, passage_segments
@@ -63,10 +63,12 @@ def adjudication_save(*, claim: Claim, lead: Reviewer, value: str, reason: str) 
 
 def disputed_claims(*, run: Run) -> QuerySet[Claim]:
     """Cited claims of ``run`` whose current human labels (``COUNTED_KINDS``:
-    an automated labeler's never dispute a claim) say both SUPPORTED and
+    an automated labeler's never dispute a claim, unless it is the run's
+    promoted judge) say both SUPPORTED and
     UNSUPPORTED and that no lead adjudicated, in question/claim order, with
     their answer and question."""
-    current = Label.objects.filter(claim=OuterRef("pk"), is_current=True, reviewer__kind__in=COUNTED_KINDS)
+    current = Label.objects.filter(claim=OuterRef("pk"), is_current=True).filter(
+        Q(reviewer__kind__in=COUNTED_KINDS) | Q(reviewer_id=run.promoted_judge_id))
     # A claim marked not factual (SPEC §4.3b) leaves every count: nothing to settle there.
     return (Claim.objects.filter(answer__run=run, factual=True)
             .filter(Exists(current.filter(value=LabelValue.SUPPORTED)),

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from labeling.models import Adjudication, Claim, Label, LabelValue, Reviewer, Run
+from labeling.models import Adjudication, Claim, Label, LabelValue, Reviewer, ReviewerKind, Run
 from scoring import agreement as scoring_agreement
 from scoring.agreement import Agreement, Reliability
 from scoring.labels import SUPPORTED, UNSUPPORTED, disagreements
@@ -35,8 +35,9 @@ class RunAgreement:
     sorted. ``kinds``: reviewer name → kind (human, external, model).
     ``pairs``: :class:`scoring.agreement.Agreement` per pair of reviewers,
     confusion over SUPPORTED/UNSUPPORTED. ``overall``: alpha and AC1 across
-    all reviewers. ``disputed``: claim ids where the reviewers who labeled
-    the claim do not all agree, sorted.
+    the human reviewers (and the run's promoted judge). ``disputed``: claim
+    ids where the human reviewers who labeled the claim do not all agree,
+    sorted.
     """
 
     labels: pd.DataFrame
@@ -71,15 +72,23 @@ def agreement_labels(run: Run) -> tuple[pd.DataFrame, dict[str, str]]:
 
 def run_agreement(*, run: Run) -> RunAgreement:
     """Every pair's agreement and the all-reviewer figures of ``run``'s cited
-    claims (:class:`RunAgreement`). Two queries (labels, their reviewers)."""
+    claims (:class:`RunAgreement`). Two queries (labels, their reviewers).
+
+    Pairs include judges (kind ``model``), each graded against every other
+    reviewer; alpha, AC1 and the disputed claims are the humans' alone (SPEC
+    §4.4: a judge never counts as a human), with the run's promoted judge if
+    a lead promoted one."""
     labels, kinds = agreement_labels(run)
+    promoted = run.promoted_judge.username if run.promoted_judge_id else None
+    humans = labels[labels["reviewer"].map(lambda name: kinds.get(name) != ReviewerKind.MODEL or name == promoted)
+                    .astype(bool)]
     return RunAgreement(
         labels=labels,
         reviewers=sorted(kinds),
         kinds=kinds,
         pairs=scoring_agreement.all_pairs(labels, categories=CATEGORIES),
-        overall=scoring_agreement.reliability(labels, categories=CATEGORIES),
-        disputed=disagreements(labels)["claim_id"].tolist(),
+        overall=scoring_agreement.reliability(humans, categories=CATEGORIES),
+        disputed=disagreements(humans)["claim_id"].tolist(),
     )
 
 

@@ -14,6 +14,7 @@ what it has not labeled (``relabel`` asks again about every cited claim).
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass, field
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
@@ -21,6 +22,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Count, Exists, F, OuterRef, Q
 from django.utils import timezone
 
+from labeling.importers.verdicts import VerdictRecord
 from labeling.judge_protocol import (
     ClaimToJudge,
     JudgeClient,
@@ -44,6 +46,7 @@ from labeling.models import (
 )
 from labeling.names import normalize_name, validate_reviewer_name
 from scoring.labels import label_problem
+from scoring.normalize import normalize_text
 
 logger = logging.getLogger(__name__)
 
@@ -239,11 +242,173 @@ def judge_run_execute(judge_run_id: int, *, api_key: str | None = None) -> Judge
     return judge_run
 
 
-def judge_run_enqueue(judge_run: JudgeRun) -> None:
+def judge_run_enqueue(judge_run: JudgeRun, *, broker=None) -> None:
     """Hand ``judge_run`` to the task queue (django-q2: the database by default,
-    Redis with ``CITELAB_REDIS_URL``); run it at once in this process when
-    ``CITELAB_TASKS_SYNC`` is on (tests, or a deployment without a worker)."""
+    Redis with ``CITELAB_REDIS_URL``; ``broker`` overrides the configured one);
+    run it at once in this process when ``CITELAB_TASKS_SYNC`` is on (tests, or
+    a deployment without a worker). A worker (``manage.py qcluster``) runs
+    :func:`judge_run_execute`."""
     from django_q.tasks import async_task
 
+    options = {"broker": broker} if broker is not None else {}
     async_task("labeling.judges.judge_run_execute", judge_run.pk, task_name=f"judge-run-{judge_run.pk}",
-               sync=settings.CITELAB_TASKS_SYNC)
+               sync=settings.CITELAB_TASKS_SYNC, **options)
+
+
+@dataclass(frozen=True)
+class Unmatched:
+    """A verdict of an imported file that names no claim of the run it can honestly
+    be put on: ``line`` of the file, ``question_id``, how it named the claim, why."""
+
+    line: int
+    question_id: str
+    claim: str
+    reason: str
+
+    def __str__(self) -> str:
+        return f"line {self.line}: question {self.question_id!r}, {self.claim}: {self.reason}"
+
+
+@dataclass
+class VerdictImport:
+    """What ``verdicts_import`` did (or would do, ``dry_run``): ``labeled``
+    claims, ``unchanged`` (the judge's current label already said so),
+    ``unmatched`` verdicts listed with their reason, the ``judge_run``
+    recorded (``None`` on a dry run)."""
+
+    labeled: int = 0
+    unchanged: int = 0
+    unmatched: list[Unmatched] = field(default_factory=list)
+    judge_run: JudgeRun | None = None
+
+
+def _claim_key(text: str) -> str:
+    return normalize_text(text)
+
+
+def verdicts_import(*, run: Run, reviewer_name: str, records: list[VerdictRecord], model: str = "",
+                    details: dict | None = None, dry_run: bool = False,
+                    started_by: Reviewer | None = None) -> VerdictImport:
+    """Record another judge's verdicts (``labeling.importers.verdicts``) on
+    ``run`` as the labels of the reviewer ``reviewer_name`` of kind ``model``
+    (created if new), all at once or not at all.
+
+    A record is matched to a claim of the answer to its ``question_id`` by
+    claim index, by claim text (normalized, and only when exactly one claim
+    of the answer has it) or by the claim id ``autolabel`` sent. Records
+    that match nothing, name an uncited claim (UNCITED by rule), break the
+    SPEC §3 rule (SUPPORTED on a claim citing only fabricated passages), or
+    give one claim two verdicts are listed in ``unmatched`` with the reason,
+    never guessed. The matched ones become the judge's current labels
+    (earlier ones kept in history) under a new imported JudgeRun holding
+    ``model`` and ``details``. Raises ValidationError for a reviewer name
+    that is a person's.
+    """
+    result = VerdictImport()
+    answers = {key: pk for pk, key in Answer.objects.filter(run=run).values_list("pk", "question_key")}
+    wanted = {answers[r.question_id] for r in records if r.question_id in answers}
+    claims: dict[int, list[tuple[int, int, str, int, int, int]]] = {}
+    cites = {pk: (n, sent) for pk, n, sent in Citation.objects.filter(claim__answer_id__in=wanted)
+             .values("claim_id").order_by().annotate(n=Count("id"), sent=Count("id", filter=Q(fabricated=False)))
+             .values_list("claim_id", "n", "sent")}
+    for pk, answer_id, index, text, revision in (Claim.objects.filter(answer_id__in=wanted)
+                                                 .values_list("pk", "answer_id", "index", "text", "revision")):
+        claims.setdefault(answer_id, []).append((pk, index, _claim_key(text), revision, *cites.get(pk, (0, 0))))
+    chosen: dict[int, tuple[VerdictRecord, int]] = {}
+    repeated: set[int] = set()
+    for record in records:
+        if record.question_id not in answers:
+            result.unmatched.append(Unmatched(record.line, record.question_id, record.locator,
+                                              f"run {run.name!r} has no answer to this question"))
+            continue
+        rows = claims.get(answers[record.question_id], [])
+        if record.claim_index is not None:
+            found = [row for row in rows if row[1] == record.claim_index]
+            why = f"the answer has no claim {record.claim_index} (it has {len(rows)})"
+        elif record.claim_id is not None:
+            found = [row for row in rows if row[0] == record.claim_id]
+            why = "no claim of this answer has that id"
+        else:
+            found = [row for row in rows if row[2] == _claim_key(record.claim_text or "")]
+            why = ("no claim of the answer has this text" if not found else
+                   f"{len(found)} claims of the answer have this text: name it by claim_index")
+        if len(found) != 1:
+            result.unmatched.append(Unmatched(record.line, record.question_id, record.locator, why))
+            continue
+        pk, _, _, revision, n_citations, n_sent = found[0]
+        if not n_citations:
+            result.unmatched.append(Unmatched(record.line, record.question_id, record.locator,
+                                              "the claim has no citation: it is UNCITED by rule, nobody judges it"))
+            continue
+        problem = label_problem(record.label, n_citations=n_citations, n_sent=n_sent)
+        if problem is not None:
+            result.unmatched.append(Unmatched(record.line, record.question_id, record.locator, problem.message))
+            continue
+        if pk in chosen:
+            repeated.add(pk)
+            first = chosen[pk][0]
+            result.unmatched.append(Unmatched(record.line, record.question_id, record.locator,
+                                              f"a second verdict for the claim of line {first.line}: neither is "
+                                              "used"))
+            continue
+        chosen[pk] = (record, revision)
+    for pk in repeated:
+        first = chosen.pop(pk)[0]
+        result.unmatched.append(Unmatched(first.line, first.question_id, first.locator,
+                                          "the claim has another verdict further on: neither is used"))
+    result.unmatched.sort(key=lambda item: item.line)
+    with transaction.atomic():
+        reviewer = judge_reviewer(reviewer_name)
+        current = {claim_id: (pk, value, justification) for pk, claim_id, value, justification in
+                   Label.objects.filter(claim_id__in=list(chosen), reviewer=reviewer, is_current=True)
+                   .values_list("pk", "claim_id", "value", "justification")}
+        changes = {pk: pair for pk, pair in chosen.items()
+                   if current.get(pk, (None, None, None))[1:] != (pair[0].label, pair[0].reason)}
+        result.labeled, result.unchanged = len(changes), len(chosen) - len(changes)
+        if dry_run:
+            transaction.set_rollback(True)
+            return result
+        now = timezone.now()
+        answered = len({record.question_id for record in records if record.question_id in answers})
+        judge_run = JudgeRun.objects.create(
+            run=run, reviewer=reviewer, started_by=started_by, source=JudgeSource.IMPORT, model=model,
+            details={**(details or {}), "unmatched": [str(item) for item in result.unmatched[:1000]]},
+            status=JudgeRunStatus.DONE, answers_total=answered, answers_done=answered,
+            claims_labeled=len(changes), claims_missing=len(result.unmatched), started_at=now, finished_at=now,
+        )
+        Label.objects.filter(pk__in=[current[pk][0] for pk in changes if pk in current]).update(is_current=False)
+        Label.objects.bulk_create([
+            Label(claim_id=pk, reviewer=reviewer, value=record.label, justification=record.reason,
+                  claim_revision=revision, judge_run=judge_run, supersedes_id=current.get(pk, (None,))[0])
+            for pk, (record, revision) in changes.items()
+        ], batch_size=1000)
+        judge_run.refresh_from_db()
+        result.judge_run = judge_run
+    return result
+
+
+def _run_judge(run: Run, judge: Reviewer | None, what: str) -> Reviewer | None:
+    if judge is not None and judge.kind != ReviewerKind.MODEL:
+        raise ValidationError(f"{judge.username!r} is not an automated labeler: only a judge (kind 'model') can "
+                              f"be {what}")
+    return judge
+
+
+def run_judge_promote(*, run: Run, judge: Reviewer | None) -> Run:
+    """Promote ``judge`` for ``run`` (its labels then count as a human's there:
+    coverage, support, disputes and adjudication, SPEC §4.4), or with ``None``
+    demote the promoted one. The caller checks the user leads the project.
+    Raises ValidationError when ``judge`` is not of kind ``model``."""
+    run.promoted_judge = _run_judge(run, judge, "promoted")
+    Run.objects.filter(pk=run.pk).update(promoted_judge=run.promoted_judge)
+    return run
+
+
+def run_queue_judge_set(*, run: Run, judge: Reviewer | None) -> Run:
+    """Order each answer's claims in every reviewer's queue by ``judge``'s
+    verdict, its UNSUPPORTED calls first (``None``: claim order again). The
+    caller checks the user leads the project. Raises ValidationError when
+    ``judge`` is not of kind ``model``."""
+    run.queue_judge = _run_judge(run, judge, "used to sort the queue")
+    Run.objects.filter(pk=run.pk).update(queue_judge=run.queue_judge)
+    return run

@@ -28,10 +28,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.db import connection
-from django.db.models import Count, Exists, IntegerField, OuterRef, QuerySet, Subquery
+from django.db.models import Case, Count, Exists, IntegerField, OuterRef, Q, QuerySet, Subquery, Value, When
 from django.db.models.functions import Coalesce
 
-from labeling.models import Answer, Assignment, Citation, Claim, Label, Reviewer, ReviewerKind, Run
+from labeling.models import Answer, Assignment, Citation, Claim, Label, LabelValue, Reviewer, ReviewerKind, Run
 
 
 def human_label_count(claim: str = "pk") -> Coalesce:
@@ -121,18 +121,43 @@ def next_answer_to_label(*, run: Run, reviewer: Reviewer, after: Answer | None =
     return answer
 
 
+def judge_flag(run: Run) -> Case:
+    """1 when the run's queue judge (``Run.queue_judge``) calls the claim at
+    ``OuterRef("pk")`` UNSUPPORTED, else 0: a lead's "judge says UNSUPPORTED
+    first" order within each answer (issue 12)."""
+    flagged = Label.objects.filter(claim=OuterRef("pk"), reviewer_id=run.queue_judge_id, is_current=True,
+                                   value=LabelValue.UNSUPPORTED)
+    return Case(When(Exists(flagged), then=Value(1)), default=Value(0), output_field=IntegerField())
+
+
+def claims_in_queue_order(run: Run, claims: QuerySet[Claim]) -> QuerySet[Claim]:
+    """``claims`` of one answer in queue order: by index, or with a queue judge,
+    the claims it calls UNSUPPORTED first, each group by index."""
+    if run.queue_judge_id is None:
+        return claims.order_by("index")
+    return claims.annotate(judge_flag=judge_flag(run)).order_by("-judge_flag", "index")
+
+
 def next_claim_in_answer(*, run: Run, reviewer: Reviewer, after: Claim) -> Claim | None:
     """The first claim of the reviewer's queue after ``after`` in its answer
-    (with its answer and question), or ``None``. One query."""
-    return (unlabeled_claims(reviewer, run).filter(answer_id=after.answer_id, index__gt=after.index)
-            .order_by("index").select_related("answer__question").first())
+    (with its answer and question), or ``None``. One query (two with a queue
+    judge: where ``after`` stands in the judge's order)."""
+    queue = unlabeled_claims(reviewer, run).filter(answer_id=after.answer_id)
+    if run.queue_judge_id is None:
+        return queue.filter(index__gt=after.index).order_by("index").select_related("answer__question").first()
+    after_flag = Claim.objects.filter(pk=after.pk).annotate(judge_flag=judge_flag(run)).values_list(
+        "judge_flag", flat=True).first() or 0
+    later = Q(judge_flag__lt=after_flag) | Q(judge_flag=after_flag, index__gt=after.index)
+    return (claims_in_queue_order(run, queue.exclude(pk=after.pk)).filter(later)
+            .select_related("answer__question").first())
 
 
 def next_unlabeled_claim(*, run: Run, reviewer: Reviewer, after: Claim | None = None) -> Claim | None:
     """The next claim of the reviewer's queue in ``run``.
 
     Queue: cited claims without a current label by ``reviewer``, in
-    ``question_id``/``index`` order. With ``after``, the search starts right
+    ``question_id``/``index`` order (within an answer, the claims the run's
+    queue judge calls UNSUPPORTED first, when a lead chose one). With ``after``, the search starts right
     after that claim (later claims of its answer, then later answers: see
     ``next_answer_to_label``) and wraps around to the start of the run.
     ``None`` when the queue is empty. The claim comes with its answer and
@@ -145,7 +170,7 @@ def next_unlabeled_claim(*, run: Run, reviewer: Reviewer, after: Claim | None = 
     answer = next_answer_to_label(run=run, reviewer=reviewer, after=after.answer if after is not None else None)
     if answer is None:
         return None
-    claim = unlabeled_claims(reviewer, run).filter(answer=answer).order_by("index").first()
+    claim = claims_in_queue_order(run, unlabeled_claims(reviewer, run).filter(answer=answer)).first()
     if claim is not None:
         claim.answer = answer
     return claim

@@ -6,7 +6,7 @@ answers or claims. Which label counts for a claim is the rule of
 ``labeling.metrics`` (SPEC §3, §4.1), written here in SQL: a claim without
 citations is UNCITED; a cited claim is SUPPORTED (UNSUPPORTED) when every
 current human label on it says so (``COUNTED_KINDS``: never an automated
-labeler's), pending when it has none or its reviewers
+labeler's, unless a lead promoted that judge for the run), pending when it has none or its reviewers
 disagree. ``tests/test_label_counts_agree.py`` checks that both count the
 same on every answers file in ``fixtures/``. "Your progress" counts
 the cited claims that carry the given reviewer's own current label.
@@ -24,6 +24,7 @@ from django.db.models import (
     CharField,
     Count,
     Exists,
+    F,
     IntegerField,
     OuterRef,
     Prefetch,
@@ -147,8 +148,10 @@ def _answer_count_aggregates(reviewer: Reviewer, *, own_only: bool = False) -> d
         # Blind labeling: the counts rest on the reviewer's own labels alone.
         judged &= Q(claims__labels__reviewer=reviewer)
     else:
-        # SPEC §4.4: an automated labeler is graded, it never counts as a human label.
-        judged &= Q(claims__labels__reviewer__kind__in=COUNTED_KINDS)
+        # SPEC §4.4: an automated labeler is graded, it never counts as a human label
+        # unless a lead promoted it for the run (Run.promoted_judge).
+        judged &= (Q(claims__labels__reviewer__kind__in=COUNTED_KINDS)
+                   | Q(claims__labels__reviewer_id=F("run__promoted_judge_id")))
     # SPEC §4.2: an answer to an unanswerable question that cites nothing is an
     # abstention; its claims are not factual claims and leave every count.
     abstaining = Q(question__answerable=False) & ~Exists(Citation.objects.filter(claim__answer=OuterRef("pk")))
@@ -193,7 +196,8 @@ def _adjudicated_counts(adjudications: QuerySet[Adjudication], group: str) -> di
     adjudications of cited claims, by value, and what the label counts saw on
     those claims (judged, has_supported, has_unsupported) so ``_counts`` can
     replace it. One grouped query; its rows are the adjudicated claims only."""
-    current = Label.objects.filter(claim=OuterRef("claim"), is_current=True, reviewer__kind__in=COUNTED_KINDS)
+    current = Label.objects.filter(claim=OuterRef("claim"), is_current=True).filter(
+        Q(reviewer__kind__in=COUNTED_KINDS) | Q(reviewer_id=OuterRef("claim__answer__run__promoted_judge_id")))
     rows = (adjudications.filter(is_current=True).filter(Exists(Citation.objects.filter(claim=OuterRef("claim"))))
             .alias(has_sup=Exists(current.filter(value=LabelValue.SUPPORTED)),
                    has_uns=Exists(current.filter(value=LabelValue.UNSUPPORTED)))
@@ -341,7 +345,7 @@ def _runs_claim_counts(*, reviewer: Reviewer, run: Run | None = None, project: P
                                         value__in=[LabelValue.SUPPORTED, LabelValue.UNSUPPORTED])
         .filter(Exists(Citation.objects.filter(claim=OuterRef("claim"))))
         .filter(Q(reviewer=reviewer) | ~Q(claim__answer__run_id__in=blind_run_ids))
-        .filter(reviewer__kind__in=COUNTED_KINDS)
+        .filter(Q(reviewer__kind__in=COUNTED_KINDS) | Q(reviewer_id=F("claim__answer__run__promoted_judge_id")))
         .values("claim__answer__run_id").order_by()
         .annotate(judged=Count("claim", distinct=True),
                   has_supported=Count("claim", distinct=True, filter=Q(value=LabelValue.SUPPORTED)),

@@ -33,6 +33,8 @@ run_urlpatterns = [
     # Automated labelers (judges): the run page's panel, starting a judge run, one judge's grading
     path("judges/", judge_views.run_judges_panel, name="run_judges"),
     path("judge-runs/start/", judge_views.judge_run_start, name="judge_run_start"),
+    path("judge-runs/promote/", judge_views.run_judge_promote_view, name="run_judge_promote"),
+    path("judge-runs/queue-order/", judge_views.run_queue_judge_view, name="run_queue_judge"),
     path("judges/<str:judge_name>/", judge_views.judge_grade_page, name="judge_grade"),
     # Team: who works on the run, and the lead's adjudication of disputed claims
     path("reviewers/", member_views.run_reviewers, name="run_reviewers"),

@@ -16,6 +16,7 @@ script keyed by question text (``behaviours``), default ``"valid"``:
 - ``server_error``: HTTP 500 every time;
 - ``timeout``: sleeps ``delay`` seconds before answering (longer than the client's timeout).
 
+``pause`` seconds pass before every reply (a browser test watches progress).
 ``requests`` keeps every request body and its ``Authorization`` header, so
 tests can check the request shape and that the key was sent (and nowhere
 printed).
@@ -55,8 +56,9 @@ def judging_answers(path: Path) -> Path:
 
 class JudgeServer:
     def __init__(self, *, labels: dict[str, str] | None = None, behaviours: dict[str, str] | None = None,
-                 delay: float = 2.0, labels_by_id: dict[str, str] | None = None):
+                 delay: float = 2.0, labels_by_id: dict[str, str] | None = None, pause: float = 0.0):
         self.labels = dict(labels or {})
+        self.pause = pause
         self.labels_by_id = dict(labels_by_id or {})
         self.behaviours = dict(behaviours or {})
         self.delay = delay
@@ -93,6 +95,8 @@ class JudgeServer:
             return 500, {}, json.dumps({"error": {"message": "boom", "type": "server"}})
         if behaviour == "timeout":
             time.sleep(self.delay)
+        elif self.pause:
+            time.sleep(self.pause)
         if behaviour == "prose":
             return 200, {}, _completion(body, "I think every claim is supported by its sources.")
         verdicts = []

@@ -17,7 +17,7 @@ from django.views.decorators.http import require_GET, require_POST
 from labeling import judge_grades
 from labeling.agreement import verdict
 from labeling.judge_protocol import DEFAULT_TEMPERATURE, JudgeEndpoint, base_url_from_env
-from labeling.judges import ACTIVE, judge_run_create, judge_run_enqueue
+from labeling.judges import ACTIVE, judge_run_create, judge_run_enqueue, run_judge_promote, run_queue_judge_set
 from labeling.models import Answer, Claim, JudgeRun, Reviewer, ReviewerKind
 from labeling.names import normalize_name
 from labeling.selectors import ALL_LABELS, LEAD
@@ -133,4 +133,44 @@ def judge_run_start(request: HttpRequest, project_slug: str, run_name: str) -> H
     if request.htmx:
         return render(request, "labeling/_run_judges.html", _panel_context(request, run))
     messages.success(request, f"Judge {judge_run.reviewer.username} started on {judge_run.answers_total} answers.")
+    return redirect("run_judges", project_slug=run.project.slug, run_name=run.name)
+
+
+def _judge_or_none(value: str) -> Reviewer | None:
+    return _judge_for(value) if value else None
+
+
+@login_required
+@require_POST
+def run_judge_promote_view(request: HttpRequest, project_slug: str, run_name: str) -> HttpResponse:
+    """A lead promotes a judge for the run (its labels count as a human's) or demotes it (``judge`` empty)."""
+    run = run_for(request, project_slug, run_name, LEAD)
+    judge = _judge_or_none(request.POST.get("judge", "").strip())
+    try:
+        run_judge_promote(run=run, judge=judge)
+    except ValidationError as exc:
+        messages.error(request, " ".join(exc.messages))
+    else:
+        messages.success(request, f"Judge {judge.username} now counts as a human reviewer on this run." if judge
+                         else "No judge counts as a human reviewer on this run any more.")
+    target = request.POST.get("next_judge") or (judge.username if judge else "")
+    if target:
+        return redirect("judge_grade", project_slug=run.project.slug, run_name=run.name, judge_name=target)
+    return redirect(run.get_absolute_url())
+
+
+@login_required
+@require_POST
+def run_queue_judge_view(request: HttpRequest, project_slug: str, run_name: str) -> HttpResponse:
+    """A lead sorts each answer's claims in the queue by a judge's verdict (UNSUPPORTED first), or stops."""
+    run = run_for(request, project_slug, run_name, LEAD)
+    try:
+        run_queue_judge_set(run=run, judge=_judge_or_none(request.POST.get("judge", "").strip()))
+    except ValidationError as exc:
+        if request.htmx:
+            context = _panel_context(request, run, error=" ".join(exc.messages))
+            return render(request, "labeling/_run_judges.html", context)
+        messages.error(request, " ".join(exc.messages))
+    if request.htmx:
+        return render(request, "labeling/_run_judges.html", _panel_context(request, run))
     return redirect("run_judges", project_slug=run.project.slug, run_name=run.name)

@@ -1,12 +1,17 @@
-"""``python manage.py demo [--no-serve]``: a ready-to-click Citelab on the embedded SQLite.
+"""``python manage.py demo [--no-serve] [--no-worker]``: a ready-to-click Citelab on the embedded SQLite.
 
 Migrates the default database, imports every answers file under ``fixtures/``
 into the project ``demo`` and the judged ExpertQA sample into ``demo-judged``
 (judging citations on, SPEC §4.3b) (idempotent), creates the reviewer ``demo``
-and serves the app on 127.0.0.1:8000.
+and serves the app on 127.0.0.1:8000, with a task queue worker (``manage.py
+qcluster``, a child process stopped with the server) so a lead's "Run a
+judge" button works; ``--no-worker`` leaves it out.
 """
 
 from __future__ import annotations
+
+import subprocess
+import sys
 
 from django.conf import settings
 from django.core.management import call_command
@@ -32,14 +37,21 @@ JUDGED_PROJECT = "demo-judged"
 JUDGED_FILE = "expertqa_judged.jsonl"
 
 
+def worker_command() -> list[str]:
+    """The demo's task queue worker: this Python running ``manage.py qcluster``."""
+    return [sys.executable, str(settings.BASE_DIR / "manage.py"), "qcluster"]
+
+
 class Command(BaseCommand):
     help = "Prepare a demo project from fixtures/ and serve Citelab on 127.0.0.1:8000."
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--no-serve", action="store_true", help="only migrate and load the demo data")
         parser.add_argument("--addrport", default="127.0.0.1:8000", help="where to serve (default %(default)s)")
+        parser.add_argument("--no-worker", action="store_true",
+                            help="serve without the task queue worker (judge runs then wait in the queue)")
 
-    def handle(self, *args, no_serve: bool, addrport: str, **options) -> None:
+    def handle(self, *args, no_serve: bool, addrport: str, no_worker: bool = False, **options) -> None:
         call_command("migrate", interactive=False, verbosity=0)
         fixtures_dir = settings.BASE_DIR / "fixtures"
         with transaction.atomic():
@@ -72,5 +84,18 @@ class Command(BaseCommand):
         ))
         if no_serve:
             return
+        worker = None
+        if not no_worker:
+            # The queue lives in the same SQLite file: one worker process takes judge runs from it.
+            worker = subprocess.Popen(worker_command())
+            self.stdout.write(f"Task queue worker started (pid {worker.pid}; --no-worker to leave it out)")
         self.stdout.write(self.style.SUCCESS(f"Serving on http://{addrport}/ (Ctrl-C to stop)"))
-        call_command("runserver", addrport, use_reloader=False)
+        try:
+            call_command("runserver", addrport, use_reloader=False)
+        finally:
+            if worker is not None:
+                worker.terminate()
+                try:
+                    worker.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    worker.kill()
