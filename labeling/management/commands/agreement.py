@@ -3,9 +3,10 @@
 
 Without ``--reviewer``: every pair of the run's reviewers (raw agreement,
 Cohen's kappa, per-label agreement, confusion) and Krippendorff's alpha and
-Gwet's AC1 across the human reviewers (a judge is graded in its pairs only). With two ``--reviewer``: that pair (a human or
-an imported automated labeler of kind ``model``) with its disagreements, and
-alpha and AC1 across every reviewer of the run. Each figure comes with its n
+Gwet's AC1 across the human reviewers (a judge is graded in its pairs only).
+With two ``--reviewer``: that pair (a human or an automated labeler of kind
+``model``) with its disagreements, and alpha and AC1 across the run's human
+reviewers. Each figure comes with its n
 and a 95 % bootstrap interval over claims (SPEC §4.4; method in
 ``scoring.agreement``). Only cited claims count (``labeling.agreement``).
 
