@@ -30,6 +30,8 @@ from labeling.judge_protocol import (
     JudgeReplyError,
     JudgeRequestError,
     ParsedReply,
+    api_key_from_env,
+    base_url_from_env,
     prompt_sha256,
 )
 from labeling.models import (
@@ -183,13 +185,25 @@ def _add(judge_run: JudgeRun, **deltas: int) -> None:
     JudgeRun.objects.filter(pk=judge_run.pk).update(**{name: F(name) + value for name, value in deltas.items()})
 
 
+def endpoint_key(judge_run: JudgeRun) -> str:
+    """The API key a judge run may send: the environment's
+    (``judge_protocol.api_key_from_env``) for a run started from the command
+    line, or for one started in the browser against the configured endpoint
+    (``CITELAB_OPENAI_BASE_URL``, or the client's default when unset); none
+    for another endpoint typed in the browser, so a lead cannot have the
+    server's key sent to a host of their choosing."""
+    if judge_run.started_by_id is None or judge_run.base_url in ("", base_url_from_env()):
+        return api_key_from_env()
+    return ""
+
+
 def judge_run_execute(judge_run_id: int, *, api_key: str | None = None) -> JudgeRun:
     """Carry out the queued judge run ``judge_run_id`` (the task queue's entry
     point, and ``manage.py autolabel``'s): ask the endpoint about each answer
     with claims left to label, write the verdicts, keep the counts up to date
     as it goes, and finish as ``done`` (or ``failed`` when no answer could be
-    judged, the last error kept). ``api_key``: ``None`` reads the environment
-    (``judge_protocol.api_key_from_env``). Returns the finished judge run.
+    judged, the last error kept). ``api_key``: ``None`` takes
+    :func:`endpoint_key`. Returns the finished judge run.
     """
     judge_run = JudgeRun.objects.select_related("run", "reviewer").get(pk=judge_run_id)
     if judge_run.finished:
@@ -198,6 +212,8 @@ def judge_run_execute(judge_run_id: int, *, api_key: str | None = None) -> Judge
     JudgeRun.objects.filter(pk=judge_run.pk).update(status=JudgeRunStatus.RUNNING, started_at=timezone.now(),
                                                     answers_total=len(answer_ids))
     details = judge_run.details or {}
+    if api_key is None:
+        api_key = endpoint_key(judge_run)
     client = JudgeClient(JudgeEndpoint(
         model=judge_run.model, base_url=judge_run.base_url, temperature=judge_run.temperature or 0.0,
         timeout=float(details.get("timeout_seconds", 60)), max_retries=int(details.get("max_retries", 4)),

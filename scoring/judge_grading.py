@@ -41,6 +41,7 @@ Figures, on the claims both labeled (``n``):
 
 from __future__ import annotations
 
+import math
 import re
 import warnings
 from dataclasses import dataclass, field
@@ -141,7 +142,10 @@ def kappa_interval(confusion: np.ndarray) -> tuple[float | None, float | None, t
         # statsmodels also tests kappa = 0 (z = kappa / SE0), which divides by 0 on a degenerate
         # table; only SE is used here.
         warnings.simplefilter("ignore", RuntimeWarning)
-        se = float(cohens_kappa(cells, return_results=True).std_kappa)
+        variance = float(cohens_kappa(cells, return_results=True).var_kappa)
+    # A reviewer who gives one label throughout has kappa 0 on every resample: the variance
+    # is exactly 0 there, and rounding may leave it a hair below.
+    se = math.sqrt(max(variance, 0.0)) if not math.isnan(variance) else 0.0
     low, high = max(-1.0, kappa - Z_95 * se), min(1.0, kappa + Z_95 * se)
     return kappa, se, (low, high)
 

@@ -129,3 +129,17 @@ def test_run_page_loads_the_judges_panel_lazily(judging_run, lead, client):
 def test_unknown_judge_is_a_404(judging_run, lead, client):
     assert client.get(reverse("judge_grade", args=[*ARGS, "nobody"])).status_code == 404
     assert Run.objects.count() == 1
+
+
+def test_the_servers_key_goes_only_to_the_configured_endpoint(judging_run, lead, client, settings, monkeypatch):
+    """A lead typing another endpoint gets no key sent there; the configured endpoint
+    (CITELAB_OPENAI_BASE_URL) gets it."""
+    settings.CITELAB_TASKS_SYNC = True
+    monkeypatch.setenv("CITELAB_OPENAI_API_KEY", "sk-server-key")
+    with JudgeServer() as server:
+        _start(client, server, limit="1")
+        assert {r["authorization"] for r in server.requests} == {"Bearer no-key"}
+        monkeypatch.setenv("CITELAB_OPENAI_BASE_URL", server.base_url)
+        _start(client, server, limit="1", reviewer="judge-b")
+        assert server.requests[-1]["authorization"] == "Bearer sk-server-key"
+    assert "sk-server-key" not in client.get(reverse("run_judges", args=ARGS)).content.decode()

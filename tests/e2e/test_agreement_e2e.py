@@ -15,12 +15,13 @@ pytestmark = pytest.mark.e2e
 
 @pytest.fixture
 def judged_run(transactional_db, reviewer):
-    """The seed's 5 claims: seed-reviewer S S U S U, a model judge S S S S U (differs on claim 3)."""
+    """The seed's 5 claims: seed-reviewer S S U S U, a second annotator (kind external: a
+    judge's labels would stay out of alpha and AC1) S S S S U (differs on claim 3)."""
     from labeling.answers_import import project_for_import, run_import
 
     project = project_for_import(slug="seed")
     run_import(project=project, source=FIXTURES_DIR / "seed_coverage_support.jsonl")
-    judge = ReviewerFactory(username="judge", kind="model")
+    judge = ReviewerFactory(username="judge", kind="external")
     for claim in Claim.objects.order_by("index"):
         LabelFactory(claim=claim, reviewer=judge, value="UNSUPPORTED" if claim.index == 5 else "SUPPORTED")
     project.members.add(reviewer)

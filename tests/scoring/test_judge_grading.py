@@ -96,3 +96,13 @@ def test_borderline_signs_read_the_claim_the_span_and_the_justification():
 def test_bad_frames_are_refused(frame, message):
     with pytest.raises(ValueError, match=message):
         grade_judge(frame, _frame([S], "reason"))
+
+
+def test_a_judge_with_one_label_throughout_has_kappa_zero_and_no_spread():
+    """Humans 13 S / 15 U; judge UNSUPPORTED on all 28: p_o = 15/28 = p_e, kappa 0;
+    A = (15/28)(1 − (15/28 + 1))² = (15/28)(15/28)², B = (13/28)(0 + 15/28)²,
+    A + B = (15/28)²(15/28 + 13/28) = (15/28)² = C = (0 − 15/28)²: variance 0,
+    SE 0, interval (0, 0)."""
+    kappa, se, interval = kappa_interval([[0, 13], [0, 15]])
+    assert kappa == 0.0 and se == pytest.approx(0.0, abs=1e-7)
+    assert interval == pytest.approx((0.0, 0.0), abs=1e-6)

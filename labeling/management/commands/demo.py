@@ -10,6 +10,7 @@ judge" button works; ``--no-worker`` leaves it out.
 
 from __future__ import annotations
 
+import signal
 import subprocess
 import sys
 
@@ -85,6 +86,8 @@ class Command(BaseCommand):
         if no_serve:
             return
         worker = None
+        # Stopped by SIGTERM as by Ctrl-C: the worker child is stopped with the server.
+        signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
         if not no_worker:
             # The queue lives in the same SQLite file: one worker process takes judge runs from it.
             worker = subprocess.Popen(worker_command())
