@@ -22,6 +22,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Count, Exists, F, OuterRef, Q
 from django.utils import timezone
 
+from labeling.audit import audit_record
 from labeling.importers.verdicts import VerdictRecord
 from labeling.judge_protocol import (
     ClaimToJudge,
@@ -36,6 +37,7 @@ from labeling.judge_protocol import (
 )
 from labeling.models import (
     Answer,
+    AuditAction,
     Citation,
     Claim,
     JudgeRun,
@@ -249,12 +251,19 @@ def judge_run_execute(judge_run_id: int, *, api_key: str | None = None) -> Judge
         JudgeRun.objects.filter(pk=judge_run.pk).update(status=JudgeRunStatus.FAILED, finished_at=timezone.now(),
                                                         error=f"stopped: {type(exc).__name__}")
         raise
-    judge_run.refresh_from_db()
-    judge_run.status = (JudgeRunStatus.FAILED if judge_run.answers_total and not judge_run.answers_done
-                        else JudgeRunStatus.DONE)
-    judge_run.error = error
-    judge_run.finished_at = timezone.now()
-    judge_run.save(update_fields=["status", "error", "finished_at"])
+    with transaction.atomic():
+        judge_run.refresh_from_db()
+        judge_run.status = (JudgeRunStatus.FAILED if judge_run.answers_total and not judge_run.answers_done
+                            else JudgeRunStatus.DONE)
+        judge_run.error = error
+        judge_run.finished_at = timezone.now()
+        judge_run.save(update_fields=["status", "error", "finished_at"])
+        # One audit event per judge run (issue 14's log): who had which judge label how many claims.
+        audit_record(action=AuditAction.LABEL, actor=judge_run.started_by, run=judge_run.run,
+                     target=f"judge {judge_run.reviewer.username} · {judge_run.claims_labeled} claims",
+                     detail={"judge": judge_run.reviewer.username, "judge_run": judge_run.pk,
+                             "model": judge_run.model, "labeled": judge_run.claims_labeled,
+                             "answers_failed": judge_run.answers_failed})
     return judge_run
 
 
@@ -398,6 +407,10 @@ def verdicts_import(*, run: Run, reviewer_name: str, records: list[VerdictRecord
                   claim_revision=revision, judge_run=judge_run, supersedes_id=current.get(pk, (None,))[0])
             for pk, (record, revision) in changes.items()
         ], batch_size=1000)
+        audit_record(action=AuditAction.IMPORT_LABELS, actor=started_by, run=run,
+                     target=str((details or {}).get("file") or "verdicts"),
+                     detail={"judge": reviewer.username, "judge_run": judge_run.pk, "model": model,
+                             "labeled": len(changes), "unmatched": len(result.unmatched)})
         judge_run.refresh_from_db()
         result.judge_run = judge_run
     return result

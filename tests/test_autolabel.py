@@ -15,7 +15,7 @@ from django.core.management import CommandError, call_command
 
 from labeling.judge_protocol import JUDGE_PROMPT, JudgeEndpoint, parse_reply, prompt_sha256
 from labeling.judges import judge_run_create, judge_run_execute
-from labeling.models import JudgeRun, Label, Reviewer, ReviewerKind, Run
+from labeling.models import AuditEvent, JudgeRun, Label, Reviewer, ReviewerKind, Run
 from labeling.selectors import run_counts, run_progress
 from tests.judge_server import QUESTIONS, JudgeServer
 
@@ -62,6 +62,10 @@ def test_autolabel_records_scripted_verdicts_and_counts_every_gap(judging_run, m
     assert (judge_run.model, judge_run.prompt, judge_run.prompt_sha256, judge_run.temperature) == (
         "fake-model", JUDGE_PROMPT, prompt_sha256(JUDGE_PROMPT), 0.0)
     assert judge_run.error.startswith("question timeout: no reply from")
+    # The audit log has the judge run as one event, from the command line.
+    (event,) = AuditEvent.objects.filter(run=judging_run).exclude(action="import_answers")
+    assert (event.action, event.actor, event.target, event.detail["labeled"]) == (
+        "label", None, "judge judge-a · 7 claims", 7)
     # The judge's pending count: cited claims it has not labeled, 12 − 7 = 5.
     progress = run_progress(run=judging_run, reviewer=judge)
     assert (progress.numerator, progress.denominator - progress.numerator) == (7, 5)

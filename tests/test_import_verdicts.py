@@ -14,7 +14,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from labeling.judge_grades import run_judges
-from labeling.models import Claim, JudgeRun, Label, Reviewer, ReviewerKind
+from labeling.models import AuditEvent, Claim, JudgeRun, Label, Reviewer, ReviewerKind
 
 
 def _write(tmp_path, name: str, lines: list) -> str:
@@ -73,6 +73,9 @@ def test_rows_are_matched_by_index_or_text_and_the_rest_listed(judging_run, tmp_
     assert (judge_run.source, judge_run.model, judge_run.claims_labeled, judge_run.claims_missing) == (
         "import", "ragas-0.2 faithfulness", 2, 6)
     assert judge_run.details["threshold"] == 0.5 and len(judge_run.details["unmatched"]) == 6
+    (event,) = AuditEvent.objects.filter(run=judging_run).exclude(action="import_answers")
+    assert (event.action, event.target, event.detail["labeled"], event.detail["unmatched"]) == (
+        "import_labels", "verdicts.jsonl", 2, 6)
     # Importing the same file again changes nothing.
     assert "labeled 0 claim(s) of run 'judged' as 'ragas', 2 unchanged" in _import(path, "--threshold", "0.5")
     assert Label.objects.filter(reviewer__username="ragas").count() == 2
