@@ -22,12 +22,13 @@ REFERENCE = "humans"
 
 
 def reference_labels(run: Run) -> pd.DataFrame:
-    """The humans' label of each cited claim of ``run`` that has one: columns
+    """The humans' label of each cited factual claim of ``run`` that has one: columns
     ``claim_id``, ``label`` (SUPPORTED/UNSUPPORTED), ``justification`` (the
     adjudication's reason, else the human justifications joined by " | ").
     Four queries."""
     claims, _ = resolved_claims_frame(run, humans_only=True)
-    resolved = claims[(claims["n_citations"] > 0) & claims["label"].isin(CATEGORIES)]
+    # A claim marked not factual (SPEC §4.3b) is outside every count, the grade's too.
+    resolved = claims[(claims["n_citations"] > 0) & claims["factual"] & claims["label"].isin(CATEGORIES)]
     reasons = dict(Adjudication.objects.filter(claim__answer__run=run, is_current=True)
                    .values_list("claim_id", "reason"))
     said: dict[int, list[str]] = {}

@@ -73,13 +73,14 @@ def judge_reviewer(name: str) -> Reviewer:
 
 
 def _claims_to_ask(run: Run, judge_run: JudgeRun):
-    """Cited claims of ``run`` the judge still has to label: without a current
-    label of the judge, or with ``relabel`` without one from this judge run."""
+    """Cited factual claims of ``run`` the judge still has to label: without a
+    current label of the judge, or with ``relabel`` without one from this judge run."""
     own = Label.objects.filter(claim=OuterRef("pk"), reviewer_id=judge_run.reviewer_id, is_current=True)
     if judge_run.relabel:
         own = own.filter(judge_run=judge_run)
-    return (Claim.objects.filter(answer__run=run).filter(Exists(Citation.objects.filter(claim=OuterRef("pk"))))
-            .exclude(Exists(own)))
+    # A claim marked not factual (SPEC §4.3b) is outside every count: nothing to ask.
+    return (Claim.objects.filter(answer__run=run, factual=True)
+            .filter(Exists(Citation.objects.filter(claim=OuterRef("pk")))).exclude(Exists(own)))
 
 
 def _answer_ids(judge_run: JudgeRun) -> list[int]:
@@ -336,9 +337,13 @@ def verdicts_import(*, run: Run, reviewer_name: str, records: list[VerdictRecord
     cites = {pk: (n, sent) for pk, n, sent in Citation.objects.filter(claim__answer_id__in=wanted)
              .values("claim_id").order_by().annotate(n=Count("id"), sent=Count("id", filter=Q(fabricated=False)))
              .values_list("claim_id", "n", "sent")}
-    for pk, answer_id, index, text, revision in (Claim.objects.filter(answer_id__in=wanted)
-                                                 .values_list("pk", "answer_id", "index", "text", "revision")):
+    not_factual: set[int] = set()
+    for pk, answer_id, index, text, revision, factual in (
+            Claim.objects.filter(answer_id__in=wanted)
+            .values_list("pk", "answer_id", "index", "text", "revision", "factual")):
         claims.setdefault(answer_id, []).append((pk, index, _claim_key(text), revision, *cites.get(pk, (0, 0))))
+        if not factual:
+            not_factual.add(pk)
     chosen: dict[int, tuple[VerdictRecord, int]] = {}
     repeated: set[int] = set()
     for record in records:
@@ -361,6 +366,10 @@ def verdicts_import(*, run: Run, reviewer_name: str, records: list[VerdictRecord
             result.unmatched.append(Unmatched(record.line, record.question_id, record.locator, why))
             continue
         pk, _, _, revision, n_citations, n_sent = found[0]
+        if pk in not_factual:
+            result.unmatched.append(Unmatched(record.line, record.question_id, record.locator,
+                                              "the claim is marked not a factual claim: it is outside every count"))
+            continue
         if not n_citations:
             result.unmatched.append(Unmatched(record.line, record.question_id, record.locator,
                                               "the claim has no citation: it is UNCITED by rule, nobody judges it"))

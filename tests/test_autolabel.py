@@ -15,7 +15,7 @@ from django.core.management import CommandError, call_command
 
 from labeling.judge_protocol import JUDGE_PROMPT, JudgeEndpoint, parse_reply, prompt_sha256
 from labeling.judges import judge_run_create, judge_run_execute
-from labeling.models import AuditEvent, JudgeRun, Label, Reviewer, ReviewerKind, Run
+from labeling.models import AuditEvent, Claim, JudgeRun, Label, Reviewer, ReviewerKind, Run
 from labeling.selectors import run_counts, run_progress
 from tests.judge_server import QUESTIONS, JudgeServer
 
@@ -209,3 +209,16 @@ def test_parse_reply_refuses_anything_but_the_json_object(content):
 
     with pytest.raises(JudgeReplyError):
         parse_reply(content, ["1"])
+
+
+def test_claims_marked_not_factual_are_never_asked(judging_run):
+    """"valid one." marked not a factual claim (SPEC §4.3b): the 'valid' request carries
+    only "valid two."; 11 claims labeled."""
+    Claim.objects.filter(text="valid one.").update(factual=False)
+    with JudgeServer() as server:
+        judge_run = judge_run_create(run=judging_run, reviewer_name="judge-a",
+                                     endpoint=JudgeEndpoint(model="m", base_url=server.base_url))
+        judge_run = judge_run_execute(judge_run.pk, api_key="k")
+    asked = {json.loads(r["body"]["messages"][-1]["content"])["question"]:
+             [c["text"] for c in json.loads(r["body"]["messages"][-1]["content"])["claims"]] for r in server.requests}
+    assert asked["valid"] == ["valid two."] and judge_run.claims_labeled == 11

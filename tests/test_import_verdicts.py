@@ -163,3 +163,10 @@ def test_a_person_cannot_receive_imported_verdicts(judging_run, tmp_path):
     path = _write(tmp_path, "v.jsonl", [{"question_id": "valid", "claim_index": 1, "label": "SUPPORTED"}])
     with pytest.raises(CommandError, match="'ragas' is a human reviewer, not an automated labeler"):
         _import(path)
+
+
+def test_a_claim_marked_not_factual_takes_no_verdict(judging_run, tmp_path):
+    Claim.objects.filter(text="valid one.").update(factual=False)
+    path = _write(tmp_path, "v.jsonl", [{"question_id": "valid", "claim_index": 1, "label": "SUPPORTED"}])
+    assert "claim 1: the claim is marked not a factual claim: it is outside every count" in _import(path)
+    assert _labels() == {}
