@@ -44,9 +44,13 @@ def adjudication_save(*, claim: Claim, lead: Reviewer, value: str, reason: str) 
         raise ValidationError(f"The reason is {len(reason):,} characters long; the limit is "
                               f"{MAX_JUSTIFICATION_CHARS:,}.", code="reason_too_long")
     with transaction.atomic():
-        revision, cited, factual = (Claim.objects.select_for_update().filter(pk=claim.pk)
-                                    .annotate(is_cited=Exists(Citation.objects.filter(claim=OuterRef("pk"))))
-                                    .values_list("revision", "is_cited", "factual").get())
+        state = (Claim.objects.select_for_update().filter(pk=claim.pk)
+                 .annotate(is_cited=Exists(Citation.objects.filter(claim=OuterRef("pk"))))
+                 .values_list("revision", "is_cited", "factual").first())
+        if state is None:
+            raise ValidationError(f"Claim {claim.index} was merged into its neighbour meanwhile: nothing was "
+                                  "recorded. Open the next disputed claim.", code="conflict")
+        revision, cited, factual = state
         if not factual:
             raise ValidationError(f"Claim {claim.index} is marked not factual: it leaves every count, there is "
                                   "nothing to adjudicate.", code="non_factual")

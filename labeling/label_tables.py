@@ -57,11 +57,12 @@ import pandas as pd
 from django.core.cache import cache
 from django.core.exceptions import ValidationError
 from django.core.files.base import ContentFile
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, OperationalError, transaction
 from django.db.models import Count, Q
 from django.utils.text import get_valid_filename
 
 from labeling.audit import audit_record
+from labeling.db import consistent_read
 from labeling.exports.cells import spreadsheet_text
 from labeling.exports.csv_jsonl import write_csv, write_jsonl
 from labeling.exports.label_table import (
@@ -80,6 +81,7 @@ from labeling.importers.records import ImportIssue
 from labeling.label_table_diff import LabelTableDiff, diff_label_tables
 from labeling.models import (
     Adjudication,
+    Answer,
     AuditAction,
     Citation,
     CitationJudgment,
@@ -143,8 +145,10 @@ def label_table_snapshot(*, run: Run, author: Reviewer | None = None, note: str 
     for attempt in range(_SNAPSHOT_ATTEMPTS):
         stored: str | None = None
         try:
-            with transaction.atomic():
-                Run.objects.select_for_update().filter(pk=run.pk).exists()
+            # One moment for every read of the table; the lock (FOR NO KEY UPDATE: label saves
+            # referencing the run are not held up) makes snapshots of the run one at a time.
+            with consistent_read(for_write=True):
+                Run.objects.select_for_update(no_key=True).filter(pk=run.pk).exists()
                 table = label_table_frame(run, with_passages=False)
                 data = canonical_bytes(table)
                 digest = hashlib.sha256(data).hexdigest()
@@ -167,9 +171,13 @@ def label_table_snapshot(*, run: Run, author: Reviewer | None = None, note: str 
                              detail={"sha256": digest, "rows": version.row_count, "labels": version.label_count,
                                      "note": note[:300]})
                 return version
-        except IntegrityError:
+        except (IntegrityError, OperationalError) as exc:
+            # A concurrent snapshot took the number (or, under REPEATABLE READ, changed the run row
+            # this one locks: PostgreSQL's serialization failure, SQLSTATE 40001): try again.
             if stored:
                 version.file.storage.delete(stored)
+            if isinstance(exc, OperationalError) and getattr(exc.__cause__, "sqlstate", None) != "40001":
+                raise
             if attempt == _SNAPSHOT_ATTEMPTS - 1:
                 raise ValidationError("another snapshot of this run was being taken at the same time; "
                                       "try again") from None
@@ -272,10 +280,13 @@ def label_table_export(
         raise ValueError(f"unknown format {fmt!r}: use {', '.join(EXPORT_FORMATS)}")
     if version is not None and reviewer:
         raise ValueError("a version stores the agreed labels; a reviewer's labels export from the current table")
-    if version is not None:
-        table = passage_texts(run, version_table(version))
-    else:
-        table = label_table_frame(run, reviewer=reviewer)
+    # The table and its Passages sheet as of one moment (labeling.db).
+    with consistent_read():
+        if version is not None:
+            table = passage_texts(run, version_table(version))
+        else:
+            table = label_table_frame(run, reviewer=reviewer)
+        passages = passages_frame(run) if fmt == "xlsx" else None
     if fmt == "csv":
         write_csv(table, out)
     elif fmt == "jsonl":
@@ -286,8 +297,7 @@ def label_table_export(
             sha256=version.sha256 if version else None, reviewer=reviewer, exported_at=datetime.now(UTC),
             note=version.note if version else "",
         )
-        write_label_workbook(out, table=table, metrics=table_claim_metrics(table), passages=passages_frame(run),
-                             info=info)
+        write_label_workbook(out, table=table, metrics=table_claim_metrics(table), passages=passages, info=info)
     audit_record(action=AuditAction.EXPORT, actor=actor, run=run,
                  target=export_filename(run, fmt, version=version.number if version else None, reviewer=reviewer),
                  detail={"format": fmt, "version": version.number if version else None, "reviewer": reviewer,
@@ -649,9 +659,17 @@ def label_table_import_apply(
     """
     try:
         with transaction.atomic():
-            Run.objects.select_for_update().filter(pk=run.pk).exists()
+            Run.objects.select_for_update(no_key=True).filter(pk=run.pk).exists()
             preview = label_table_import_preview(run=run, reviewer=reviewer, table_file=table_file, checked=checked,
                                                  keep_reviewers=keep_reviewers, adjudicate=adjudicate)
+            if not preview.issues and preview.changes:
+                # Lock what the changes touch as every other write does (answer, then claim, each in id
+                # order), then validate again under those locks: the file's labels land on the claims
+                # as they are, and a concurrent split or merge waits instead of deadlocking with us.
+                _lock_claims({change.claim_id for change in preview.changes})
+                preview = label_table_import_preview(run=run, reviewer=reviewer, table_file=table_file,
+                                                     checked=checked, keep_reviewers=keep_reviewers,
+                                                     adjudicate=adjudicate)
             if preview.issues:
                 raise LabelImportError(preview.issues)
             newer = preview.newer
@@ -709,6 +727,23 @@ def _apply_judgments(reviewer: Reviewer, preview: LabelImportPreview) -> None:
     if preview.factual_changes:
         # Which claims count changed: the run's cached cited-claim count is stale.
         claims_changed(run=preview.run)
+
+
+def _lock_claims(claim_ids: set[int]) -> None:
+    """Row locks on ``claim_ids`` and their answers, in the order every writer
+    takes them (``labeling.services``: an answer before its claims, ids
+    ascending), so two writers never wait for each other in a circle."""
+    ids = sorted(claim_ids)
+    answer_ids: set[int] = set()
+    for start in range(0, len(ids), _BATCH):
+        answer_ids.update(Claim.objects.filter(pk__in=ids[start:start + _BATCH]).values_list("answer_id", flat=True))
+    answers = sorted(answer_ids)
+    for start in range(0, len(answers), _BATCH):
+        list(Answer.objects.select_for_update(no_key=True).filter(pk__in=answers[start:start + _BATCH])
+             .order_by("pk").values_list("pk", flat=True))
+    for start in range(0, len(ids), _BATCH):
+        list(Claim.objects.select_for_update().filter(pk__in=ids[start:start + _BATCH]).order_by("pk")
+             .values_list("pk", flat=True))
 
 
 def _audit_import(*, run: Run, reviewer: Reviewer, preview: LabelImportPreview, source_name: str,

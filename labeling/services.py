@@ -71,15 +71,34 @@ def claims_changed(*, run: Run | int) -> None:
     Run.objects.filter(pk=getattr(run, "pk", run)).update(claims_version=F("claims_version") + 1)
 
 
+def claim_gone(claim: Claim) -> ValidationError:
+    """The conflict of a write to ``claim`` after someone else merged it into
+    its neighbour (the claim no longer exists): nothing was written."""
+    return ValidationError(
+        f"Claim {claim.index} was merged into its neighbour by someone else after you opened it: nothing was "
+        "saved. Read the answer's claims as they are now and try again.", code="conflict")
+
+
 def _lock_claim(claim: Claim) -> Claim:
     """Re-read ``claim`` under a row lock, with its answer, run and project, and
-    ``is_cited`` (whether it has a citation) in the same query."""
-    return (
+    ``is_cited`` (whether it has a citation) in the same query. Raises
+    :func:`claim_gone` when a concurrent merge deleted it."""
+    locked = (
         Claim.objects.select_for_update(of=("self",))
         .select_related("answer__run__project")
         .annotate(is_cited=Exists(Citation.objects.filter(claim=OuterRef("pk"))))
-        .get(pk=claim.pk)
+        .filter(pk=claim.pk).first()
     )
+    if locked is None:
+        raise claim_gone(claim)
+    return locked
+
+
+def _lock_answer(answer_id: int) -> None:
+    """Lock the answer's row: splits and merges of one answer's claims (which
+    renumber its claims) happen one at a time. Label saves lock only their
+    claim, so they never wait for this lock (FOR NO KEY UPDATE)."""
+    Answer.objects.select_for_update(no_key=True).filter(pk=answer_id).exists()
 
 
 def label_save(
@@ -103,6 +122,8 @@ def label_save(
       SUPPORTED/UNSUPPORTED on a claim without citations, or a blank
       justification where required (always for UNSUPPORTED; for SUPPORTED when
       ``Project.require_justification_for_supported``).
+    - ``LabelConflict`` too when the claim no longer exists (merged into its
+      neighbour by someone else meanwhile).
     """
     justification = (justification or "").strip()
     if value not in LabelValue.values:
@@ -116,12 +137,15 @@ def label_save(
         )
     with transaction.atomic():
         # Only what can change under us is re-read (revision, index, citations), under the row lock.
-        revision, index, cited, cites_sent = (
+        state = (
             Claim.objects.select_for_update().filter(pk=claim.pk)
             .annotate(is_cited=Exists(Citation.objects.filter(claim=OuterRef("pk"))),
                       cites_sent=Exists(Citation.objects.filter(claim=OuterRef("pk"), fabricated=False)))
-            .values_list("revision", "index", "is_cited", "cites_sent").get()
+            .values_list("revision", "index", "is_cited", "cites_sent").first()
         )
+        if state is None:
+            raise LabelConflict(claim_gone(claim).messages[0], claim=claim, newer=None)
+        revision, index, cited, cites_sent = state
         if base_revision != revision:
             raise LabelConflict(
                 f"Claim {index} was edited (split, merged or reworded) after you opened it: "
@@ -283,6 +307,7 @@ def claim_split(
     ``actor`` (None: the command line) is who the audit log names.
     """
     with transaction.atomic():
+        _lock_answer(claim.answer_id)
         locked = _lock_claim(claim)
         _check_revision(locked, base_revision)
         if at is not None:
@@ -358,10 +383,14 @@ def claim_merge(*, claim: Claim, other: Claim, base_revision: int | None = None,
     ``actor`` (None: the command line) is who the audit log names.
     """
     with transaction.atomic():
-        pair = list(
+        _lock_answer(claim.answer_id)
+        # Locked in id order, as every writer locks claims (no circular wait), then taken in index order.
+        pair = sorted(
             Claim.objects.select_for_update(of=("self",)).select_related("answer__run")
-            .filter(pk__in=[claim.pk, other.pk]).order_by("index")
+            .filter(pk__in=[claim.pk, other.pk]).order_by("pk"), key=lambda c: c.index,
         )
+        if claim.pk != other.pk and len(pair) < 2:
+            raise claim_gone(claim if all(c.pk != claim.pk for c in pair) else other)
         if len(pair) != 2 or pair[0].answer_id != pair[1].answer_id:
             raise ValidationError("Only two different claims of the same answer can be merged.", code="not_pair")
         first, second = pair

@@ -113,6 +113,8 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    # SQLite's "database is locked" → 503 "busy, retry" (labeling.middleware).
+    "labeling.middleware.DatabaseBusyMiddleware",
 ]
 
 ROOT_URLCONF = "labeling.urls"

@@ -13,6 +13,19 @@ FIXTURES_DIR = REPO_ROOT / "fixtures"
 EXPERTQA_PATH = FIXTURES_DIR / "expertqa_dev.jsonl"
 
 
+@pytest.fixture(scope="session")
+def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix, tmp_path_factory):
+    """On SQLite, the test database is a file (WAL, as in production), not
+    Django's shared in-memory one: tests/test_concurrency.py writes from
+    several threads at once, which an in-memory database answers with table
+    locks production never sees."""
+    from django.conf import settings
+
+    database = settings.DATABASES["default"]
+    if database["ENGINE"] == "django.db.backends.sqlite3":
+        database.setdefault("TEST", {})["NAME"] = str(tmp_path_factory.mktemp("sqlite") / "test.sqlite3")
+
+
 @pytest.fixture(autouse=True)
 def fast_password_hasher(settings):
     """MD5 instead of PBKDF2 for every account the tests create or log in:

@@ -76,6 +76,7 @@ from typing import Any
 
 import pandas as pd
 
+from labeling.db import consistent_read
 from labeling.exports import frames
 from labeling.models import COUNTED_KINDS, Citation, CitationJudgment, Claim, Passage, Run
 from scoring.claims import ClaimMetrics, claim_metrics, to_native
@@ -127,8 +128,15 @@ def label_table_frame(run: Run, *, reviewer: str | None = None, with_passages: b
 
     Queries: 3 (claims, answers, labels in resolved_claims_frame) + labels
     with times + claim revisions + citations + judgments (+ passages) = 7 or
-    8, whatever the number of claims.
+    8, whatever the number of claims; all as of one moment
+    (``labeling.db.consistent_read``), so a split or merge committed
+    meanwhile is in every part or in none.
     """
+    with consistent_read():
+        return _label_table_frame(run, reviewer=reviewer, with_passages=with_passages)
+
+
+def _label_table_frame(run: Run, *, reviewer: str | None, with_passages: bool) -> pd.DataFrame:
     claims, _disagreements = frames.resolved_claims_frame(run, reviewer=reviewer)
     labels = frames.labels_frame(run)
     revisions = dict(Claim.objects.filter(answer__run=run).values_list("id", "revision"))

@@ -25,6 +25,7 @@ from django.utils.http import content_disposition_header
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from labeling.audit import audit_record
+from labeling.db import consistent_read
 from labeling.exports.label_table import label_table_frame, table_claim_metrics
 from labeling.importers.label_table import label_table_format, read_label_table
 from labeling.label_tables import (
@@ -73,14 +74,16 @@ class _VersionRow:
 @require_GET
 def version_list(request: HttpRequest, project_slug: str, run_name: str) -> HttpResponse:
     run = _run_for(request, project_slug, run_name, ALL_LABELS)
-    versions = list(run.versions.select_related("author").order_by("-number"))
+    # The versions and the current table as of one moment: a snapshot saved meanwhile is in both or neither.
+    with consistent_read():
+        versions = list(run.versions.select_related("author").order_by("-number"))
+        current = label_table_frame(run, with_passages=False)
     rows = []
     for version in versions:
         try:
             rows.append(_VersionRow(version, version_scores(version), ""))
         except VersionIntegrityError as exc:
             rows.append(_VersionRow(version, None, exc.reason))
-    current = label_table_frame(run, with_passages=False)
     context = {
         "project": run.project, "run": run, "rows": rows, "formats": EXPORT_FORMATS,
         "current": table_claim_metrics(current), "current_rows": len(current),

@@ -190,6 +190,16 @@ def _after_write(request: HttpRequest, run: Run, claim: Claim, *, show: Claim | 
                  labeled=labeled, notice=notice)
 
 
+def conflicted(response: HttpResponse, error: ValidationError | None = None) -> HttpResponse:
+    """``response`` (the review with the conflict's message) as 409 Conflict
+    when ``error`` is a conflict (the claim or label changed since the page
+    was rendered) or is not given; other errors keep their status. htmx swaps
+    a 409 like a 200 (static/js/app.js), so the reviewer reads why."""
+    if error is None or error.code == "conflict":
+        response.status_code = 409
+    return response
+
+
 def _answer_of(run: Run, claim: Claim) -> Answer:
     """The claim's answer with its question: the one already loaded (claim_in_run,
     next_unlabeled_claim), else one query."""
@@ -282,7 +292,7 @@ def claim_label(request: HttpRequest, run: Run, claim: Claim) -> HttpResponse:
     except services.LabelConflict as exc:
         # The form comes back armed with the label the reviewer chose, beside their
         # text: saving again saves exactly that, over the newer label.
-        return again(conflict={"message": exc.messages[0], "newer": exc.newer}, armed=data["value"])
+        return conflicted(again(conflict={"message": exc.messages[0], "newer": exc.newer}, armed=data["value"]))
     except ValidationError as exc:
         return again(error=exc.messages[0], armed=data["value"])
     return _after_label(request, run, claim, label, first=data["base_label"] is None)
@@ -357,7 +367,7 @@ def claim_judge(request: HttpRequest, run: Run, claim: Claim) -> HttpResponse:
             partials_enough=data["partials_enough"], value=data["value"] or None,
             justification=data["justification"], base_revision=data["revision"], base_label_id=data["base_label"])
     except services.LabelConflict as exc:
-        return again(conflict={"message": exc.messages[0], "newer": exc.newer})
+        return conflicted(again(conflict={"message": exc.messages[0], "newer": exc.newer}))
     except ValidationError as exc:
         return again(error=exc.messages[0], armed=data["value"] or None)
     return _after_label(request, run, claim, judged.label, first=data["base_label"] is None)
@@ -443,8 +453,8 @@ def claim_split(request: HttpRequest, run: Run, claim: Claim) -> HttpResponse:
             actor=request.user,
         )
     except ValidationError as exc:
-        return _show(request, run, answer, claim.pk, came_from=answer.pk, mode="split", split=split,
-                     error=exc.messages[0])
+        return conflicted(_show(request, run, answer, claim.pk, came_from=answer.pk, mode="split", split=split,
+                                error=exc.messages[0]), exc)
     notice = f"Split claim {first.index} into claims {first.index} and {second.index}: label each part."
     unplaced = [str(part.index) for part in (first, second) if part.start is None]
     if unplaced:
@@ -466,7 +476,8 @@ def claim_merge(request: HttpRequest, run: Run, claim: Claim) -> HttpResponse:
         merged = services.claim_merge(claim=claim, other=other, base_revision=form.cleaned_data["revision"],
                                       actor=request.user)
     except ValidationError as exc:
-        return _show(request, run, claim.answer, claim.pk, came_from=claim.answer_id, error=exc.messages[0])
+        return conflicted(_show(request, run, claim.answer, claim.pk, came_from=claim.answer_id,
+                                error=exc.messages[0]), exc)
     notice = f"Merged into claim {merged.index}: label it again (the old labels are kept as stale)."
     return _after_write(request, run, merged, show=merged, notice=notice)
 
@@ -485,8 +496,8 @@ def claim_edit(request: HttpRequest, run: Run, claim: Claim) -> HttpResponse:
         edited = services.claim_edit(claim=claim, text=form.cleaned_data["text"],
                                      base_revision=form.cleaned_data["revision"], actor=request.user)
     except ValidationError as exc:
-        return _show(request, run, answer, claim.pk, came_from=answer.pk, mode="edit", edit_text=text,
-                     error=exc.messages[0])
+        return conflicted(_show(request, run, answer, claim.pk, came_from=answer.pk, mode="edit", edit_text=text,
+                                error=exc.messages[0]), exc)
     if edited.revision == claim.revision:
         notice = f"Claim {edited.index} is unchanged."
     else:

@@ -13,6 +13,9 @@
 // would land on is one the reviewer has not seen.
 (function () {
   "use strict";
+  // A 409 (the claim or label changed since the page was rendered) carries the
+  // review with the conflict explained: swap it in as a 200 would be.
+  if (window.htmx) { window.htmx.config.responseHandling.unshift({code: "409", swap: true, error: false}); }
   var TYPING = "input, textarea, select, [contenteditable=''], [contenteditable='true']";
   // Elements that Enter activates by itself (a link, a button): Enter there is theirs.
   var ACTIVATES = "a[href], button, summary, select";
