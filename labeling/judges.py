@@ -23,6 +23,7 @@ from django.db.models import Count, Exists, F, OuterRef, Q
 from django.utils import timezone
 
 from labeling.audit import audit_record
+from labeling.db import lock_claims
 from labeling.importers.verdicts import VerdictRecord
 from labeling.judge_protocol import (
     ClaimToJudge,
@@ -152,6 +153,7 @@ def _write_verdicts(judge_run: JudgeRun, claims: list[Claim], reply: ParsedReply
         return counts
     with transaction.atomic():
         ids = [claim.pk for claim in asked.values()]
+        lock_claims(ids)  # the answer, then the claims, as splits and merges lock them
         # Lock first (PostgreSQL refuses FOR UPDATE with GROUP BY), then count the citations as they are now.
         revisions = dict(Claim.objects.select_for_update().filter(pk__in=ids).order_by("pk")
                          .values_list("pk", "revision"))

@@ -62,7 +62,7 @@ from django.db.models import Count, Q
 from django.utils.text import get_valid_filename
 
 from labeling.audit import audit_record
-from labeling.db import consistent_read
+from labeling.db import consistent_read, lock_claims
 from labeling.exports.cells import spreadsheet_text
 from labeling.exports.csv_jsonl import write_csv, write_jsonl
 from labeling.exports.label_table import (
@@ -81,7 +81,6 @@ from labeling.importers.records import ImportIssue
 from labeling.label_table_diff import LabelTableDiff, diff_label_tables
 from labeling.models import (
     Adjudication,
-    Answer,
     AuditAction,
     Citation,
     CitationJudgment,
@@ -666,7 +665,7 @@ def label_table_import_apply(
                 # Lock what the changes touch as every other write does (answer, then claim, each in id
                 # order), then validate again under those locks: the file's labels land on the claims
                 # as they are, and a concurrent split or merge waits instead of deadlocking with us.
-                _lock_claims({change.claim_id for change in preview.changes})
+                lock_claims({change.claim_id for change in preview.changes})
                 preview = label_table_import_preview(run=run, reviewer=reviewer, table_file=table_file,
                                                      checked=checked, keep_reviewers=keep_reviewers,
                                                      adjudicate=adjudicate)
@@ -727,23 +726,6 @@ def _apply_judgments(reviewer: Reviewer, preview: LabelImportPreview) -> None:
     if preview.factual_changes:
         # Which claims count changed: the run's cached cited-claim count is stale.
         claims_changed(run=preview.run)
-
-
-def _lock_claims(claim_ids: set[int]) -> None:
-    """Row locks on ``claim_ids`` and their answers, in the order every writer
-    takes them (``labeling.services``: an answer before its claims, ids
-    ascending), so two writers never wait for each other in a circle."""
-    ids = sorted(claim_ids)
-    answer_ids: set[int] = set()
-    for start in range(0, len(ids), _BATCH):
-        answer_ids.update(Claim.objects.filter(pk__in=ids[start:start + _BATCH]).values_list("answer_id", flat=True))
-    answers = sorted(answer_ids)
-    for start in range(0, len(answers), _BATCH):
-        list(Answer.objects.select_for_update(no_key=True).filter(pk__in=answers[start:start + _BATCH])
-             .order_by("pk").values_list("pk", flat=True))
-    for start in range(0, len(ids), _BATCH):
-        list(Claim.objects.select_for_update().filter(pk__in=ids[start:start + _BATCH]).order_by("pk")
-             .values_list("pk", flat=True))
 
 
 def _audit_import(*, run: Run, reviewer: Reviewer, preview: LabelImportPreview, source_name: str,
