@@ -12,8 +12,9 @@ import labeling.exports
 
 EXPORTS_DIR = Path(labeling.exports.__file__).parent
 # What an export module may import from the project: the models, its own
-# package and the framework-free scoring library.
-ALLOWED = ("labeling.models", "labeling.exports", "scoring")
+# package, the framework-free scoring library, and labeling.db (transactions
+# that read at one moment; it imports nothing of the project above the models).
+ALLOWED = ("labeling.models", "labeling.exports", "labeling.db", "scoring")
 
 
 def _project_imports(path: Path) -> set[str]:

@@ -70,7 +70,8 @@ def test_each_role_may_post_to_exactly_the_write_urls_of_its_actions(client, sit
             refused.append(name)
             assert Label.objects.count() == labels_before, name
         else:
-            assert response.status_code in (200, 302), (name, response.status_code)
+            # 409: allowed, but the claim changed under an earlier write of this loop (split, merge).
+            assert response.status_code in (200, 302, 409), (name, response.status_code)
     expected = sorted(name for name, (action, _url, _data) in _writes(site).items() if action not in allowed)
     assert sorted(refused) == expected
 
