@@ -89,3 +89,22 @@ def lock_claims(claim_ids: set[int] | list[int]) -> None:
     for start in range(0, len(ids), _BATCH):
         list(Claim.objects.select_for_update().filter(pk__in=ids[start:start + _BATCH]).order_by("pk")
              .values_list("pk", flat=True))
+
+
+# First key of the PostgreSQL advisory locks of label table snapshots ("CL" for Citelab).
+_SNAPSHOT_LOCK_SPACE = 0x434C
+
+
+def snapshot_lock(run_id: int) -> None:
+    """Take the lock that lets one snapshot of run ``run_id`` be saved at a
+    time, until the transaction ends. On PostgreSQL a transaction advisory
+    lock, not the run's row: inside :func:`consistent_read` (REPEATABLE READ)
+    locking a row that a split or merge updated meanwhile (``claims_changed``
+    writes the run row) fails with a serialization error, while an advisory
+    lock waits and succeeds. On SQLite a no-op (BEGIN IMMEDIATE already holds
+    the database)."""
+    connection = connections[DEFAULT_DB_ALIAS]
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            # Two int4 keys; ids past 2**31 share a lock with another run's (harmless: both wait their turn).
+            cursor.execute("SELECT pg_advisory_xact_lock(%s, %s)", [_SNAPSHOT_LOCK_SPACE, run_id % 2**31])

@@ -62,7 +62,7 @@ from django.db.models import Count, Q
 from django.utils.text import get_valid_filename
 
 from labeling.audit import audit_record
-from labeling.db import consistent_read, lock_claims
+from labeling.db import consistent_read, lock_claims, snapshot_lock
 from labeling.exports.cells import spreadsheet_text
 from labeling.exports.csv_jsonl import write_csv, write_jsonl
 from labeling.exports.label_table import (
@@ -106,7 +106,7 @@ CONTENT_TYPES = {
 MAX_NOTE_CHARS = 2000
 NEWER_LABELS = "newer_labels"  # ValidationError code of label_table_import_apply
 SNAPSHOT_UNCHANGED = "unchanged"  # ValidationError code of label_table_snapshot
-_SNAPSHOT_ATTEMPTS = 3
+_SNAPSHOT_ATTEMPTS = 5
 _BATCH = 500
 
 
@@ -144,10 +144,9 @@ def label_table_snapshot(*, run: Run, author: Reviewer | None = None, note: str 
     for attempt in range(_SNAPSHOT_ATTEMPTS):
         stored: str | None = None
         try:
-            # One moment for every read of the table; the lock (FOR NO KEY UPDATE: label saves
-            # referencing the run are not held up) makes snapshots of the run one at a time.
+            # One moment for every read of the table, and one snapshot of the run at a time.
             with consistent_read(for_write=True):
-                Run.objects.select_for_update(no_key=True).filter(pk=run.pk).exists()
+                snapshot_lock(run.pk)
                 table = label_table_frame(run, with_passages=False)
                 data = canonical_bytes(table)
                 digest = hashlib.sha256(data).hexdigest()
@@ -171,8 +170,9 @@ def label_table_snapshot(*, run: Run, author: Reviewer | None = None, note: str 
                                      "note": note[:300]})
                 return version
         except (IntegrityError, OperationalError) as exc:
-            # A concurrent snapshot took the number (or, under REPEATABLE READ, changed the run row
-            # this one locks: PostgreSQL's serialization failure, SQLSTATE 40001): try again.
+            # A concurrent snapshot took the number (its commit came after this one's moment), or
+            # PostgreSQL gave up on this transaction (serialization failure, SQLSTATE 40001):
+            # try again, reading the run as it is now.
             if stored:
                 version.file.storage.delete(stored)
             if isinstance(exc, OperationalError) and getattr(exc.__cause__, "sqlstate", None) != "40001":

@@ -94,11 +94,17 @@ def _lock_claim(claim: Claim) -> Claim:
     return locked
 
 
-def _lock_answer(answer_id: int) -> None:
-    """Lock the answer's row: splits and merges of one answer's claims (which
-    renumber its claims) happen one at a time. Label saves lock only their
-    claim, so they never wait for this lock (FOR NO KEY UPDATE)."""
-    Answer.objects.select_for_update(no_key=True).filter(pk=answer_id).exists()
+def _claims_will_change(claim: Claim) -> None:
+    """Start a split or merge of ``claim``'s answer: mark the run's claims
+    changed (``claims_changed``, which locks the run's row), then lock the
+    answer's row, so splits and merges of one answer (which renumber its
+    claims) happen one at a time. Run, then answer, then claims: the order
+    every writer takes them (``labeling.db.lock_claims``; label table imports
+    and snapshots lock the run first), so none waits for another in a circle.
+    Label saves lock only their claim and never wait for these locks (FOR NO
+    KEY UPDATE). ``claim.answer`` is loaded by the views (else one query)."""
+    claims_changed(run=claim.answer.run_id)
+    Answer.objects.select_for_update(no_key=True).filter(pk=claim.answer_id).exists()
 
 
 def label_save(
@@ -307,7 +313,7 @@ def claim_split(
     ``actor`` (None: the command line) is who the audit log names.
     """
     with transaction.atomic():
-        _lock_answer(claim.answer_id)
+        _claims_will_change(claim)
         locked = _lock_claim(claim)
         _check_revision(locked, base_revision)
         if at is not None:
@@ -362,7 +368,6 @@ def claim_split(
         ])
         audit_record(action=AuditAction.SPLIT, actor=actor, run=locked.answer.run, target=claim_target(locked),
                      claim_id=locked.pk, detail={"first": first, "second": second, "second_claim_id": new.pk})
-        claims_changed(run=locked.answer.run_id)
         return locked, new
 
 
@@ -383,7 +388,7 @@ def claim_merge(*, claim: Claim, other: Claim, base_revision: int | None = None,
     ``actor`` (None: the command line) is who the audit log names.
     """
     with transaction.atomic():
-        _lock_answer(claim.answer_id)
+        _claims_will_change(claim)
         # Locked in id order, as every writer locks claims (no circular wait), then taken in index order.
         pair = sorted(
             Claim.objects.select_for_update(of=("self",)).select_related("answer__run")
@@ -427,7 +432,6 @@ def claim_merge(*, claim: Claim, other: Claim, base_revision: int | None = None,
         audit_record(action=AuditAction.MERGE, actor=actor, run=first.answer.run,
                      target=f"{first.answer.question_key} · claims {first.index} and {second.index}",
                      claim_id=first.pk, detail={"merged_claim_id": second_id, "text": first.text[:300]})
-        claims_changed(run=first.answer.run_id)
         return first
 
 
