@@ -661,11 +661,13 @@ def label_table_import_apply(
             Run.objects.select_for_update(no_key=True).filter(pk=run.pk).exists()
             preview = label_table_import_preview(run=run, reviewer=reviewer, table_file=table_file, checked=checked,
                                                  keep_reviewers=keep_reviewers, adjudicate=adjudicate)
-            if not preview.issues and preview.changes:
+            touched = ({change.claim_id for change in preview.changes}
+                       | {change.claim_id for change in preview.judgment_changes} | set(preview.factual_changes))
+            if not preview.issues and touched:
                 # Lock what the changes touch as every other write does (answer, then claim, each in id
                 # order), then validate again under those locks: the file's labels land on the claims
                 # as they are, and a concurrent split or merge waits instead of deadlocking with us.
-                lock_claims({change.claim_id for change in preview.changes})
+                lock_claims(touched)
                 preview = label_table_import_preview(run=run, reviewer=reviewer, table_file=table_file,
                                                      checked=checked, keep_reviewers=keep_reviewers,
                                                      adjudicate=adjudicate)
