@@ -26,6 +26,22 @@ def _alive(pid: int) -> bool:
     return status.exists() and "\nState:\tZ" not in status.read_text()
 
 
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    # Zombies still count for killpg: the group is alive if a member is not a zombie.
+    for status in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = status.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if fields[2] == str(pgid) and fields[0] != "Z":
+            return True
+    return False
+
+
 def test_demo_starts_a_qcluster_worker_and_stops_it_with_the_server(tmp_path):
     port = _free_port()
     env = {**os.environ, "DEBUG": "1", "DATABASE_URL": f"sqlite:///{tmp_path / 'demo.sqlite3'}",
@@ -54,6 +70,11 @@ def test_demo_starts_a_qcluster_worker_and_stops_it_with_the_server(tmp_path):
         demo.send_signal(signal.SIGTERM)
         demo.wait(timeout=30)
     assert not _alive(worker)
+    # Nothing of its process group (qcluster's own workers) is left either.
+    deadline = time.monotonic() + 10
+    while _group_alive(worker):
+        assert time.monotonic() < deadline, "the worker's processes outlived the demo"
+        time.sleep(0.2)
 
 
 def test_the_demo_worker_is_manage_py_qcluster():

@@ -10,6 +10,7 @@ judge" button works; ``--no-worker`` leaves it out.
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
@@ -41,6 +42,21 @@ JUDGED_FILE = "expertqa_judged.jsonl"
 def worker_command() -> list[str]:
     """The demo's task queue worker: this Python running ``manage.py qcluster``."""
     return [sys.executable, str(settings.BASE_DIR / "manage.py"), "qcluster"]
+
+
+def stop_worker(worker: subprocess.Popen) -> None:
+    """SIGTERM to the worker's process group (qcluster and the processes it forked),
+    SIGKILL to what is left after 10 s."""
+    for sig, wait in ((signal.SIGTERM, 10), (signal.SIGKILL, 5)):
+        try:
+            os.killpg(worker.pid, sig)
+        except ProcessLookupError:
+            break
+        try:
+            worker.wait(timeout=wait)
+            break
+        except subprocess.TimeoutExpired:
+            continue
 
 
 class Command(BaseCommand):
@@ -90,15 +106,12 @@ class Command(BaseCommand):
         signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
         if not no_worker:
             # The queue lives in the same SQLite file: one worker process takes judge runs from it.
-            worker = subprocess.Popen(worker_command())
+            # Its own process group: stopping the demo stops the worker's children too.
+            worker = subprocess.Popen(worker_command(), start_new_session=True)
             self.stdout.write(f"Task queue worker started (pid {worker.pid}; --no-worker to leave it out)")
         self.stdout.write(self.style.SUCCESS(f"Serving on http://{addrport}/ (Ctrl-C to stop)"))
         try:
             call_command("runserver", addrport, use_reloader=False)
         finally:
             if worker is not None:
-                worker.terminate()
-                try:
-                    worker.wait(timeout=10)
-                except subprocess.TimeoutExpired:
-                    worker.kill()
+                stop_worker(worker)
