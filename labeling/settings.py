@@ -2,8 +2,18 @@
 
 Environment variables:
 - ``SECRET_KEY``: required when ``DEBUG`` is off.
-- ``DEBUG``: ``1/true/yes/on`` or ``0/false/no/off`` (default on for local use).
+- ``DEBUG``: ``1/true/yes/on`` or ``0/false/no/off`` (default off; ``manage.py demo``
+  and the test suite turn it on).
 - ``ALLOWED_HOSTS``: comma-separated host names (default: localhost names).
+- ``CSRF_TRUSTED_ORIGINS``: comma-separated origins (``https://citelab.example.org``)
+  when the app is reached through a proxy under another origin.
+- ``CITELAB_SSL_REDIRECT``: redirect HTTP to HTTPS and send HSTS (default: on
+  when ``DEBUG`` is off). ``0`` for a plain-HTTP loopback setup (a load test).
+- ``CITELAB_SECURE_COOKIES``: session and CSRF cookies only over HTTPS (default:
+  on when ``DEBUG`` is off). ``0`` for a plain-HTTP loopback setup.
+- ``CITELAB_PROXY_SSL_HEADER``: ``1`` when a reverse proxy terminates TLS and
+  sets ``X-Forwarded-Proto: https`` (default off: the header is not trusted).
+- ``CITELAB_HSTS_SECONDS``: HSTS max-age when SSL redirect is on (default one year).
 - ``DATABASE_URL``: e.g. ``postgres://postgres@127.0.0.1:5432/citelab``;
   unset means a SQLite file ``db.sqlite3`` beside ``manage.py``.
 - ``CITELAB_MEDIA_ROOT``: where label table version files are stored.
@@ -81,7 +91,7 @@ def env_log_level(name: str, default: str) -> str:
     raise ImproperlyConfigured(f"{name}={os.environ[name]!r} is not a log level (use one of {', '.join(_LOG_LEVELS)})")
 
 
-DEBUG = env_bool("DEBUG", True)
+DEBUG = env_bool("DEBUG", False)
 SECRET_KEY = os.environ.get("SECRET_KEY", "")
 if not SECRET_KEY:
     if not DEBUG:
@@ -100,11 +110,13 @@ INSTALLED_APPS = [
     "django_htmx",
     "template_partials",
     "django_q",
+    "csp",
     "labeling",
 ]
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "csp.middleware.CSPMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -186,6 +198,43 @@ STORAGES = {
 }
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+# -- HTTP security (issue 14 §2) --------------------------------------------------------------------
+# Answers, passages and names are untrusted text: the pages escape them, and the
+# Content-Security-Policy lets a browser run only the app's own scripts and
+# styles (static/js/, static/css/, htmx): no inline <script>, no style="…", no
+# eval, no framing. django-csp sends it on every response.
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": ["'self'"],
+        "script-src": ["'self'"],
+        "style-src": ["'self'"],
+        # The SVG favicon and the admin's icons; charts are inline <svg> elements.
+        "img-src": ["'self'", "data:"],
+        "connect-src": ["'self'"],
+        "font-src": ["'self'"],
+        "object-src": ["'none'"],
+        "base-uri": ["'self'"],
+        "form-action": ["'self'"],
+        "frame-ancestors": ["'none'"],
+    },
+}
+X_FRAME_OPTIONS = "DENY"
+SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "same-origin"
+SECURE_CROSS_ORIGIN_OPENER_POLICY = "same-origin"
+# HTTPS: on by default with DEBUG off; switched off for plain-HTTP loopback setups
+# (a load test against gunicorn on 127.0.0.1) with CITELAB_SSL_REDIRECT=0 /
+# CITELAB_SECURE_COOKIES=0.
+SECURE_SSL_REDIRECT = env_bool("CITELAB_SSL_REDIRECT", not DEBUG)
+SECURE_HSTS_SECONDS = env_int("CITELAB_HSTS_SECONDS", 365 * 24 * 3600) if SECURE_SSL_REDIRECT else 0
+SECURE_HSTS_INCLUDE_SUBDOMAINS = True
+SECURE_HSTS_PRELOAD = True
+if env_bool("CITELAB_PROXY_SSL_HEADER", False):
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = env_bool("CITELAB_SECURE_COOKIES", not DEBUG)
+SESSION_COOKIE_HTTPONLY = True
+CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
 
 CITELAB_MAX_UPLOAD_BYTES = env_int("CITELAB_MAX_UPLOAD_MB", 50) * 1024 * 1024
 # Checked by labeling.importers.content for every imported file (web and commands).

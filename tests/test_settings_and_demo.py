@@ -32,7 +32,7 @@ def _settings_in_subprocess(env: dict[str, str], expression: str) -> subprocess.
     code = f"import django; django.setup(); from django.conf import settings; print({expression})"
     clean = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "DEBUG", "SECRET_KEY")}
     return subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT, capture_output=True, text=True,
-                          env={**clean, "DJANGO_SETTINGS_MODULE": "labeling.settings", **env})
+                          env={**clean, "DJANGO_SETTINGS_MODULE": "labeling.settings", "DEBUG": "1", **env})
 
 
 def test_sqlite_by_default_and_postgres_from_database_url():
@@ -105,7 +105,7 @@ urls = types.ModuleType("boom_urls")
 urls.urlpatterns = [path("boom/", boom)]
 sys.modules["boom_urls"] = urls
 settings.ROOT_URLCONF = "boom_urls"
-print(Client(raise_request_exception=False).get("/boom/").status_code)
+print(Client(raise_request_exception=False).get("/boom/", secure=True).status_code)
 """
 
 
@@ -155,7 +155,7 @@ urls = re.findall(r'src="([^"]+)"', tags) + [static("css/app.css"), static("js/a
 client = Client()
 print(settings.STATIC_ROOT.is_dir())
 for url in urls:
-    response = client.get(url)
+    response = client.get(url, secure=True)
     print(url, response.status_code, b"".join(response.streaming_content)[:200].decode("utf-8", "replace")
           .split("\\n")[0][:40] if response.status_code == 200 else "")
 """

@@ -4,7 +4,8 @@ through Playwright's sync API against pytest-django's ``live_server``.
 - ``browser``: one Chromium per test module (skips, saying why, when
   ``/usr/bin/chromium`` is absent — the only skip of the suite);
 - ``page``: a fresh browser context and page, 1280×800, that fails the test on
-  any JavaScript error of the page;
+  any JavaScript error of the page and on any Content-Security-Policy violation
+  (an inline script or style, an eval: the policy allows only the app's files);
 - ``logged_in_page``: ``page`` logged in through the login form as the
   ``reviewer`` fixture (``alice``). Make ``alice`` a member of the project the
   test opens (``project.members.add(reviewer)``).
@@ -50,15 +51,17 @@ def browser() -> Iterator:
 
 @pytest.fixture
 def page(browser) -> Iterator:
-    """A new page in its own context; JavaScript errors on the page fail the test."""
+    """A new page in its own context; JavaScript errors and CSP violations on the page fail the test."""
     context = browser.new_context(viewport=VIEWPORT, accept_downloads=True)
     page = context.new_page()
     page.set_default_timeout(15_000)
     errors: list[str] = []
     page.on("pageerror", lambda error: errors.append(str(error)))
+    page.on("console", lambda message: errors.append(message.text)
+            if message.type == "error" and "Content Security Policy" in message.text else None)
     yield page
     context.close()
-    assert errors == [], f"JavaScript errors on the page: {errors}"
+    assert errors == [], f"JavaScript errors or CSP violations on the page: {errors}"
 
 
 @pytest.fixture

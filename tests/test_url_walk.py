@@ -1,0 +1,453 @@
+"""Every URL, every role (issue 14 §1): a walk of the whole URL resolver.
+
+The walk enumerates every pattern of ``labeling.urls`` (the admin included)
+and requests each one as nine actors:
+
+- ``anonymous``;
+- ``outsider``: logged in, member of no project;
+- ``o_lead``, ``o_rev``, ``o_view``: lead, reviewer and viewer of the *other*
+  project ``rival`` (they must not reach anything of ``team``);
+- ``lead``, ``rev``, ``view``: lead, reviewer and viewer of project ``team``;
+- ``super``: a superuser (a lead everywhere, and the admin's user).
+
+Each URL is requested with the ids and names of project ``team`` (``own``),
+then once more for each object in its path taken from project ``rival`` (a
+run name, an answer id, a claim id, a version number that only ``rival``
+has): ``/p/team/runs/<rival's run>/…``, ``/p/team/runs/r1/answers/<rival's
+answer>/``… Those must answer 404 to everyone who reaches the view (403 where
+the role check comes first and refuses anyway, 405 for a wrong method).
+Rules may add cells with a query string or a POST body naming ``rival``'s
+objects. GETs of pages with an htmx variant are requested a second time with
+``HX-Request: true``.
+
+Expected statuses are written one token per actor, in the order of
+``ACTORS``: a number is the status; ``L`` is a redirect to the login page,
+``AL`` to the admin's login page (302 with ``next``); ``R`` any other 302.
+A URL name (or, for the admin's unnamed patterns, route) missing from
+``RULES`` fails ``test_every_url_pattern_has_a_rule``: add a rule for a new
+URL there. Every request runs in a savepoint that is rolled back, so a POST
+(a delete, a rename) never changes what the next cell sees.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import Group
+from django.contrib.contenttypes.models import ContentType
+from django.db import transaction
+from django.test import Client, override_settings
+from django.urls import URLPattern, URLResolver, get_resolver
+
+from labeling import models
+from labeling.label_tables import label_table_snapshot
+from labeling.models import Membership, Role
+from labeling.services import label_save
+from tests.factories import (
+    AnswerFactory,
+    CitationFactory,
+    ClaimFactory,
+    PassageFactory,
+    ProjectFactory,
+    QuestionFactory,
+    ReviewerFactory,
+    RunFactory,
+)
+
+ACTORS = ("anonymous", "outsider", "o_lead", "o_rev", "o_view", "lead", "rev", "view", "super")
+
+# -- the data: built once for the module, rolled back at its end -------------------------------
+
+
+@dataclass
+class World:
+    """Project ``team`` (run ``r1``: answer ``q1`` with claims 1 and 2, each citing a
+    passage, reviewer ``rev``'s label on claim 1, version 1) and project ``rival``
+    (run ``rival-run``: its own answer and claims, versions 1 and 2)."""
+
+    users: dict[str, models.Reviewer]
+    own: dict[str, object]
+    other: dict[str, object]
+    objects: dict[str, object] = field(default_factory=dict)
+
+
+def _project(slug: str, run_name: str, people: dict[str, str], users: dict) -> dict:
+    project = ProjectFactory(slug=slug, name=f"Project {slug}")
+    for actor, role in people.items():
+        Membership.objects.create(project=project, reviewer=users[actor], role=role)
+    run = RunFactory(project=project, name=run_name)
+    answer = AnswerFactory(run=run, question=QuestionFactory(project=project, question_id=f"{slug}-q1"),
+                           text="The sky is blue. Grass is green.")
+    first = ClaimFactory(answer=answer, index=1, text="The sky is blue.")
+    second = ClaimFactory(answer=answer, index=2, text="Grass is green.")
+    passage = PassageFactory(answer=answer, passage_id="P1", position=0, text="The sky is blue and grass is green.")
+    CitationFactory(claim=first, passage=passage, position=0)
+    CitationFactory(claim=second, passage=passage, position=0)
+    return {"project": project, "run": run, "answer": answer, "claims": (first, second), "passage": passage}
+
+
+def _build() -> World:
+    users = {actor: ReviewerFactory(username=f"walk-{actor}") for actor in ACTORS if actor != "anonymous"}
+    users["super"].is_superuser = users["super"].is_staff = True
+    users["super"].save()
+    own = _project("team", "r1", {"lead": Role.LEAD, "rev": Role.REVIEWER, "view": Role.VIEWER}, users)
+    other = _project("rival", "rival-run", {"o_lead": Role.LEAD, "o_rev": Role.REVIEWER, "o_view": Role.VIEWER},
+                     users)
+    label = label_save(claim=own["claims"][0], reviewer=users["rev"], value="SUPPORTED", justification="",
+                       base_revision=1, base_label_id=None)
+    own["label"] = label
+    own["version"] = label_table_snapshot(run=own["run"], author=users["lead"], note="first")
+    label_save(claim=other["claims"][0], reviewer=users["o_rev"], value="SUPPORTED", justification="",
+                       base_revision=1, base_label_id=None)
+    label_table_snapshot(run=other["run"], author=users["o_lead"], note="first")
+    label_save(claim=other["claims"][1], reviewer=users["o_rev"], value="SUPPORTED", justification="",
+                       base_revision=1, base_label_id=None)
+    other["version"] = label_table_snapshot(run=other["run"], author=users["o_lead"], note="second")
+    group = Group.objects.create(name="walkers")
+    # The object each admin change/delete/history URL names: one of project ``team``.
+    objects = {
+        "auth_group": group, "labeling_reviewer": users["rev"], "labeling_project": own["project"],
+        "labeling_question": own["answer"].question, "labeling_run": own["run"], "labeling_answer": own["answer"],
+        "labeling_claim": own["claims"][0], "labeling_label": label, "labeling_labeltableversion": own["version"],
+    }
+    return World(users=users, own=own, other=other, objects=objects)
+
+
+@pytest.fixture(scope="module")
+def world(django_db_setup, django_db_blocker, tmp_path_factory):
+    """The walk's data, created once in a transaction that is rolled back after the module."""
+    with django_db_blocker.unblock(), override_settings(MEDIA_ROOT=tmp_path_factory.mktemp("walk-media")):
+        with transaction.atomic():
+            yield _build()
+            transaction.set_rollback(True)
+
+
+# -- the rules ------------------------------------------------------------------------------------
+
+# Shorthands for rows every actor shares.
+# A page of project team: members read it, nobody else finds it.
+TEAM_READ = "L 404 404 404 404 200 200 200 200"
+TEAM_LEAD_ONLY = "L 404 404 404 404 200 403 403 200"
+POST_ONLY = "L 405 405 405 405 405 405 405 405"
+GET_ONLY = "L 405 405 405 405 405 405 405 405"
+
+
+def _own(world: World) -> dict[str, object]:
+    own = world.own
+    return {"project_slug": own["project"].slug, "run_name": own["run"].name, "answer_id": own["answer"].pk,
+            "claim_id": own["claims"][0].pk, "number": own["version"].number}
+
+
+def _other(world: World) -> dict[str, object]:
+    other = world.other
+    return {"run_name": other["run"].name, "answer_id": other["answer"].pk, "claim_id": other["claims"][0].pk,
+            "number": other["version"].number}
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One request of the walk and the status each actor must get."""
+
+    key: str
+    variant: str
+    method: str
+    url: str
+    expected: tuple[str, ...]
+    data: dict | None = None
+    htmx: bool = False
+    # (world, response) -> "" or what went wrong, checked before the cell is rolled back
+    check: Callable[[World, Any], str] | None = None
+
+
+def _claim_bodies(world: World) -> dict[str, dict]:
+    first, second = world.own["claims"]
+    return {
+        "claim_label": {"value": "SUPPORTED", "justification": "", "revision": first.revision, "claim": first.pk},
+        "claim_split": {"first": "The sky", "second": "is blue.", "revision": first.revision,
+                        "first_citations": [c.pk for c in first.citations.all()],
+                        "second_citations": [c.pk for c in first.citations.all()]},
+        "claim_merge": {"other": second.pk, "revision": first.revision},
+        "claim_edit": {"text": "The sky is often blue.", "revision": first.revision},
+    }
+
+
+def _rival_claim(world: World) -> int:
+    return world.other["claims"][0].pk
+
+
+def _no_assignment_of_rival(world: World, response) -> str:
+    return "a reviewer of rival was assigned" if models.Assignment.objects.filter(
+        reviewer=world.users["o_rev"]).exists() else ""
+
+
+def _no_adjudication(world: World, response) -> str:
+    return "an adjudication was saved" if models.Adjudication.objects.exists() else ""
+
+
+def _claims_unmerged(world: World, response) -> str:
+    counts = [models.Claim.objects.filter(answer=side["answer"]).count() for side in (world.own, world.other)]
+    return "" if counts == [2, 2] else f"claims per answer now {counts}"
+
+
+def _rival_not_shown(world: World, response) -> str:
+    body = b"".join(response.streaming_content) if response.streaming else response.content
+    return "rival's run is in the response" if world.other["answer"].text.encode() in body else ""
+
+
+RULES = {
+    # Log in and out: open to everyone.
+    "login": {"GET": "200 200 200 200 200 200 200 200 200", "POST": "200 200 200 200 200 200 200 200 200",
+              "data": lambda w: {"username": "walk-lead", "password": "wrong"}},
+    "logout": {"GET": "405 405 405 405 405 405 405 405 405", "POST": "R R R R R R R R R"},
+    "project_list": {"GET": "L 200 200 200 200 200 200 200 200", "POST": POST_ONLY},
+    "project_detail": {"GET": TEAM_READ, "POST": POST_ONLY},
+    "project_members": {"GET": TEAM_LEAD_ONLY, "POST": "L 404 404 404 404 R 403 403 R",
+                        "data": lambda w: {"reviewer": "walk-view", "role": "reviewer"}},
+    "run_detail": {"GET": TEAM_READ, "HX": True, "POST": POST_ONLY},
+    "run_rename": {"GET": GET_ONLY, "POST": "L 404 404 404 404 R 403 403 R",
+                   "data": lambda w: {"name": "r1-renamed"}},
+    "run_delete": {"GET": TEAM_LEAD_ONLY, "POST": "L 404 404 404 404 R 403 403 R"},
+    # The reviewer's next claim: a redirect to it, or (htmx) the review fragment.
+    "run_next": {"GET": "L 404 404 404 404 R R R R", "HX": TEAM_READ, "POST": POST_ONLY},
+    "run_progress": {"GET": TEAM_READ, "HX": True, "POST": POST_ONLY},
+    "run_scatter": {"GET": TEAM_READ, "HX": True, "POST": POST_ONLY},
+    "run_summary": {"GET": TEAM_READ, "HX": True, "POST": POST_ONLY},
+    "run_gold": {"GET": TEAM_READ, "HX": True, "POST": POST_ONLY},
+    "run_agreement": {"GET": TEAM_READ, "POST": POST_ONLY},
+    "run_reviewers": {
+        "GET": TEAM_READ, "POST": "L 404 404 404 404 R 403 403 R",
+        "data": lambda w: {"overlap": "2", "blind": "auto", "assigned": ["walk-rev"]},
+        "extra": lambda w: [("assigning rival's reviewer", "POST",
+                             {"overlap": "1", "blind": "auto", "assigned": ["walk-o_rev"]},
+                             "L 404 404 404 404 R 403 403 R", _no_assignment_of_rival)]},
+    "run_adjudicate": {
+        "GET": TEAM_LEAD_ONLY, "POST": TEAM_LEAD_ONLY,
+        "data": lambda w: {"claim": str(w.own["claims"][0].pk), "value": "SUPPORTED", "reason": "walk"},
+        "extra": lambda w: [("rival's claim", "POST",
+                             {"claim": str(_rival_claim(w)), "value": "SUPPORTED", "reason": "walk"},
+                             TEAM_LEAD_ONLY, _no_adjudication)]},
+    "label_undo": {"GET": GET_ONLY, "POST": "L 404 404 404 404 R R 403 R"},
+    "answer_review": {"GET": TEAM_READ, "HX": True, "POST": POST_ONLY},
+    "claim_label": {"GET": GET_ONLY, "POST": "L 404 404 404 404 R R 403 R",
+                    "data": lambda w: _claim_bodies(w)["claim_label"]},
+    "claim_split": {"GET": "L 404 404 404 404 200 200 403 200", "HX": True,
+                    "POST": "L 404 404 404 404 R R 403 R", "data": lambda w: _claim_bodies(w)["claim_split"]},
+    "claim_merge": {
+        "GET": GET_ONLY, "POST": "L 404 404 404 404 R R 403 R", "data": lambda w: _claim_bodies(w)["claim_merge"],
+        "extra": lambda w: [("merging with rival's claim", "POST",
+                             {"other": _rival_claim(w), "revision": w.own["claims"][0].revision},
+                             "L 404 404 404 404 200 200 403 200", _claims_unmerged)]},
+    "claim_edit": {"GET": "L 404 404 404 404 200 200 403 200", "HX": True,
+                   "POST": "L 404 404 404 404 R R 403 R", "data": lambda w: _claim_bodies(w)["claim_edit"]},
+    "version_list": {"GET": TEAM_READ, "HX": True, "POST": POST_ONLY},
+    "version_create": {"GET": GET_ONLY, "POST": "L 404 404 404 404 R 403 403 R",
+                       "data": lambda w: {"note": "walk"}},
+    "version_diff": {"GET": TEAM_READ, "HX": True, "POST": POST_ONLY,
+                     "extra": lambda w: [("rival's version number", "GET", {"old": "1", "new": "2"}, TEAM_READ,
+                                          _rival_not_shown)]},
+    "version_file": {"GET": TEAM_READ, "POST": POST_ONLY},
+    "label_export": {
+        "GET": TEAM_READ, "POST": POST_ONLY,
+        "extra": lambda w: [("csv", "GET", {"format": "csv"}, TEAM_READ, _rival_not_shown),
+                            ("rival's version number", "GET", {"version": "2", "format": "csv"},
+                             "L 404 404 404 404 404 404 404 404", None)]},
+    "label_import": {"GET": TEAM_LEAD_ONLY, "POST": TEAM_LEAD_ONLY, "HX": True},
+    "label_import_apply": {"GET": GET_ONLY, "POST": "L 404 404 404 404 R 403 403 R",
+                           "data": lambda w: {"token": "forged"}},
+    "run_compare": {
+        "GET": TEAM_READ, "POST": POST_ONLY,
+        "extra": lambda w: [("rival's run as B", "GET", {"a": "r1", "b": w.other["run"].name}, TEAM_READ,
+                             _rival_not_shown)]},
+    # Without two runs of the project to compare: 400.
+    "run_compare_xlsx": {
+        "GET": "L 404 404 404 404 400 400 400 400", "POST": POST_ONLY,
+        "extra": lambda w: [("rival's run as B", "GET", {"a": "r1", "b": w.other["run"].name},
+                             "L 404 404 404 404 400 400 400 400", _rival_not_shown)]},
+}
+
+# The admin: staff only (nobody here but ``super`` is staff). Per registered model,
+# what a superuser gets on its add, change and delete pages (view-only models: 403
+# on add and delete, the change page shows the object read-only).
+ADMIN_MODELS = {
+    "auth_group": ("200", "200", "200"),
+    "labeling_reviewer": ("200", "200", "200"),
+    "labeling_project": ("200", "200", "200"),
+    "labeling_question": ("200", "200", "200"),
+    "labeling_run": ("200", "200", "200"),
+    "labeling_answer": ("200", "200", "200"),
+    "labeling_claim": ("403", "200", "403"),
+    "labeling_label": ("403", "200", "403"),
+    "labeling_labeltableversion": ("403", "200", "403"),
+}
+
+
+def _admin_object(model: str):
+    return lambda w: {"object_id": w.objects[model].pk}
+
+
+def _staff(token: str) -> str:
+    return f"AL AL AL AL AL AL AL AL {token}"
+
+
+for _model, (_add, _change, _delete) in ADMIN_MODELS.items():
+    _app, _name = _model.split("_", 1)
+    RULES[f"admin:{_model}_changelist"] = {"GET": _staff("200")}
+    RULES[f"admin:{_model}_add"] = {"GET": _staff(_add)}
+    RULES[f"admin:{_model}_change"] = {"GET": _staff(_change), "values": _admin_object(_model)}
+    RULES[f"admin:{_model}_delete"] = {"GET": _staff(_delete), "values": _admin_object(_model)}
+    RULES[f"admin:{_model}_history"] = {"GET": _staff("200"), "values": _admin_object(_model)}
+    # ``<id>/`` alone redirects to the change page.
+    RULES[f"admin/{_app}/{_name}/<path:object_id>/"] = {"GET": _staff("R"), "values": _admin_object(_model)}
+
+RULES |= {
+    "admin:index": {"GET": _staff("200")},
+    "admin:login": {"GET": "200 200 200 200 200 200 200 200 R", "POST": "200 200 200 200 200 200 200 200 200",
+                    "data": lambda w: {"username": "walk-lead", "password": "wrong"}},
+    "admin:logout": {"GET": "R R R R R R R R 405", "POST": "R R R R R R R R R"},
+    "admin:password_change": {"GET": _staff("200")},
+    "admin:password_change_done": {"GET": _staff("200")},
+    "admin:autocomplete": {"GET": _staff("403")},
+    "admin:jsi18n": {"GET": _staff("200")},
+    "admin:view_on_site": {"GET": _staff("R"), "values": lambda w: {
+        "content_type_id": ContentType.objects.get_for_model(models.Run).pk, "object_id": w.own["run"].pk}},
+    "admin:auth_user_password_change": {"GET": _staff("200"), "values": lambda w: {"id": w.users["rev"].pk}},
+    "admin:app_list": {"GET": _staff("200"), "path": lambda w: "/admin/labeling/"},
+    "admin/(?P<url>.*)$": {"GET": _staff("404"), "path": lambda w: "/admin/no-such-page/"},
+}
+
+
+# -- the walk -------------------------------------------------------------------------------------
+
+_PARAM = re.compile(r"<(?:(?P<conv>[^>:]+):)?(?P<name>[^>]+)>")
+
+
+def url_patterns() -> list[tuple[str, str]]:
+    """``(key, route)`` of every pattern of the root URLconf, in order: the key is
+    the pattern's name (``admin:``-prefixed in the admin), or its full route when
+    it has none."""
+    found: list[tuple[str, str]] = []
+
+    def walk(patterns, prefix: str, namespace: str) -> None:
+        for pattern in patterns:
+            route = prefix + str(pattern.pattern)
+            if isinstance(pattern, URLResolver):
+                inner = f"{namespace}{pattern.namespace}:" if pattern.namespace else namespace
+                walk(pattern.url_patterns, route, inner)
+            elif isinstance(pattern, URLPattern):
+                found.append((f"{namespace}{pattern.name}" if pattern.name else route, route))
+
+    walk(get_resolver().url_patterns, "", "")
+    return found
+
+
+def _fill(route: str, values: dict[str, object]) -> str:
+    """The URL of ``route`` with its ``<conv:name>`` parameters replaced by ``values``."""
+    return "/" + _PARAM.sub(lambda m: str(values[m.group("name")]), route)
+
+
+def _tokens(row: str) -> tuple[str, ...]:
+    tokens = tuple(row.split())
+    assert len(tokens) == len(ACTORS), f"{row!r}: one token per actor {ACTORS}"
+    return tokens
+
+
+def _cross(token: str, param: str) -> str:
+    """What an actor gets when ``param`` names an object of project ``rival``: the
+    login redirect, a refused method or (below the run) a refused role stay as
+    they were; everything else is 404."""
+    if token in ("L", "AL", "405") or (token == "403" and param != "run_name"):
+        return token
+    return "404"
+
+
+def cells(world: World) -> list[Cell]:
+    """Every request of the walk, built from the resolver and ``RULES``."""
+    own, other = _own(world), _other(world)
+    out: list[Cell] = []
+    for key, route in url_patterns():
+        rule = RULES.get(key)
+        if rule is None:
+            continue
+        values = {**own, **rule.get("values", lambda w: {})(world)}
+        url = rule["path"](world) if "path" in rule else _fill(route, values)
+        query = rule.get("query", lambda w: {})(world)
+        for method in ("GET", "POST"):
+            if method not in rule:
+                continue
+            expected = _tokens(rule[method])
+            data = rule.get("data", lambda w: {})(world) if method == "POST" else query
+            out.append(Cell(key, "own", method, url, expected, data))
+            if method == "GET" and rule.get("HX"):
+                hx = expected if rule["HX"] is True else _tokens(rule["HX"])
+                out.append(Cell(key, "own, htmx", method, url, hx, data, htmx=True))
+            if "path" in rule:
+                continue
+            for param in _PARAM.findall(route):
+                name = param[1]
+                if name in other:
+                    crossed = tuple(_cross(token, name) for token in expected)
+                    out.append(Cell(key, f"{name} of rival", method, _fill(route, {**values, name: other[name]}),
+                                    crossed, data))
+        for variant, method, data, row, check in rule.get("extra", lambda w: [])(world):
+            out.append(Cell(key, variant, method, url, _tokens(row), data, check=check))
+    return out
+
+
+def _client_for(world: World, actor: str) -> Client:
+    client = Client(raise_request_exception=False)
+    if actor != "anonymous":
+        client.force_login(world.users[actor])
+    return client
+
+
+def _token_of(response) -> str:
+    if response.status_code == 302:
+        location = response["Location"]
+        if location.startswith("/admin/login/?next="):
+            return "AL"
+        if location.startswith("/login/?next="):
+            return "L"
+        return "R"
+    return str(response.status_code)
+
+
+def test_every_url_pattern_has_a_rule():
+    """A URL added without a rule here fails: say what each actor must get."""
+    missing = [f"{key}  ({route})" for key, route in url_patterns() if key not in RULES]
+    assert not missing, ("add a rule to RULES in tests/test_url_walk.py for each new URL "
+                         "(the status every actor must get):\n" + "\n".join(missing))
+    assert not set(RULES) - {key for key, _ in url_patterns()}, "rules for URLs that no longer exist"
+
+
+@pytest.mark.parametrize("actor", ACTORS)
+def test_every_url_answers_each_actor_as_its_rule_says(world, actor, db):
+    """Each cell as ``actor``: the status its rule gives (never a 500, never a 200
+    on another project's object). Each request is rolled back."""
+    column = ACTORS.index(actor)
+    client = _client_for(world, actor)
+    cookies = copy.deepcopy(client.cookies)
+    wrong = []
+    walked = cells(world)
+    for cell in walked:
+        client.cookies = copy.deepcopy(cookies)  # a logout in a previous cell logs nobody out
+        headers = {"HX-Request": "true"} if cell.htmx else {}
+        with transaction.atomic():
+            if cell.method == "GET":
+                response = client.get(cell.url, cell.data, headers=headers)
+            else:
+                response = client.post(cell.url, cell.data, headers=headers)
+            problem = cell.check(world, response) if cell.check else ""
+            transaction.set_rollback(True)
+        got = _token_of(response)
+        where = f"{cell.key} [{cell.variant}] {cell.method} {cell.url}"
+        if got != cell.expected[column]:
+            wrong.append(f"{where}: expected {cell.expected[column]}, got {got}")
+        if problem:
+            wrong.append(f"{where}: {problem}")
+    assert len(walked) > 100
+    assert not wrong, f"{len(wrong)} of {len(walked)} cells wrong for {actor}:\n" + "\n".join(wrong)
