@@ -4,8 +4,9 @@ through Playwright's sync API against pytest-django's ``live_server``.
 - ``browser``: one Chromium per test module (skips, saying why, when
   ``/usr/bin/chromium`` is absent — the only skip of the suite);
 - ``page``: a fresh browser context and page, 1280×800, that fails the test on
-  any JavaScript error of the page and on any Content-Security-Policy violation
-  (an inline script or style, an eval: the policy allows only the app's files);
+  any JavaScript error of the page (the Content-Security-Policy bypassed, as
+  Playwright's ``wait_for_function`` needs ``eval``);
+- ``strict_page``: the same under the app's policy, failing on any violation;
 - ``logged_in_page``: ``page`` logged in through the login form as the
   ``reviewer`` fixture (``alice``). Make ``alice`` a member of the project the
   test opens (``project.members.add(reviewer)``).
@@ -49,10 +50,8 @@ def browser() -> Iterator:
         chromium.close()
 
 
-@pytest.fixture
-def page(browser) -> Iterator:
-    """A new page in its own context; JavaScript errors and CSP violations on the page fail the test."""
-    context = browser.new_context(viewport=VIEWPORT, accept_downloads=True)
+def _page(browser, *, bypass_csp: bool) -> Iterator:
+    context = browser.new_context(viewport=VIEWPORT, accept_downloads=True, bypass_csp=bypass_csp)
     page = context.new_page()
     page.set_default_timeout(15_000)
     errors: list[str] = []
@@ -62,6 +61,24 @@ def page(browser) -> Iterator:
     yield page
     context.close()
     assert errors == [], f"JavaScript errors or CSP violations on the page: {errors}"
+
+
+@pytest.fixture
+def page(browser) -> Iterator:
+    """A new page in its own context; JavaScript errors on the page fail the test.
+
+    The app's Content-Security-Policy is bypassed here: Playwright's
+    ``wait_for_function`` evaluates its expression with ``eval``, which the
+    policy forbids. ``strict_page`` keeps the policy (tests/e2e/test_csp_e2e.py)."""
+    yield from _page(browser, bypass_csp=True)
+
+
+@pytest.fixture
+def strict_page(browser) -> Iterator:
+    """``page`` under the app's Content-Security-Policy: any violation (an inline
+    script or style, an eval) fails the test, as a JavaScript error does. Wait with
+    ``expect`` or locators, not ``wait_for_function`` (an eval)."""
+    yield from _page(browser, bypass_csp=False)
 
 
 @pytest.fixture

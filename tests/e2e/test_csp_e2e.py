@@ -48,7 +48,10 @@ def _shot(page, name: str) -> None:
         page.screenshot(path=str(Path(folder) / name), full_page=True)
 
 
-def test_app_and_admin_pages_break_no_policy_and_run_no_injected_markup(live_server, hostile_run, page):
+def test_app_and_admin_pages_break_no_policy_and_run_no_injected_markup(live_server, hostile_run, strict_page):
+    from playwright.sync_api import expect
+
+    page = strict_page
     run, answer = hostile_run
     page.goto(live_server.url + reverse("login"))
     page.fill("#id_username", "alice")
@@ -77,3 +80,12 @@ def test_app_and_admin_pages_break_no_policy_and_run_no_injected_markup(live_ser
     page.goto(live_server.url + reverse("answer_review", kwargs={**kwargs, "answer_id": answer.pk}))
     assert HOSTILE in page.inner_text("main")  # shown as text, as written
     _shot(page, "hostile-text-review.png")
+
+    # app.js and htmx work under the policy: on claim 3 (alice's UNSUPPORTED) key 1
+    # saves SUPPORTED and htmx swaps in the panel saying so.
+    third = Claim.objects.get(answer=answer, index=3)
+    page.goto(live_server.url + reverse("answer_review", kwargs={**kwargs, "answer_id": answer.pk})
+              + f"?claim={third.pk}")
+    page.keyboard.press("1")
+    expect(page.get_by_role("status")).to_contain_text("Saved SUPPORTED on claim 3")
+    assert Label.objects.get(claim=third, is_current=True).value == "SUPPORTED"
