@@ -25,7 +25,7 @@ from tests.conftest import REPO_ROOT
 PRODUCTION = {"DEBUG": "0", "SECRET_KEY": "k7#Qz!r2V9m$Lp4wXe8Tn1Bc6Hy3Ud5Fj0Ga+Ks7Io2Pq9Rw4Sv8Yt1Zx6Ab3Cd",
               "ALLOWED_HOSTS": "citelab.example.org"}
 _DROPPED = ("DATABASE_URL", "DEBUG", "SECRET_KEY", "ALLOWED_HOSTS", "CITELAB_SSL_REDIRECT", "CITELAB_SECURE_COOKIES",
-            "CITELAB_HSTS_SECONDS", "CITELAB_PROXY_SSL_HEADER")
+            "CITELAB_HSTS_SECONDS", "CITELAB_PROXY_SSL_HEADER", "DJANGO_ALLOW_ASYNC_UNSAFE")
 
 
 def _run(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess:
