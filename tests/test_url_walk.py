@@ -114,6 +114,8 @@ def _build() -> World:
         "auth_group": group, "labeling_reviewer": users["rev"], "labeling_project": own["project"],
         "labeling_question": own["answer"].question, "labeling_run": own["run"], "labeling_answer": own["answer"],
         "labeling_claim": own["claims"][0], "labeling_label": label, "labeling_labeltableversion": own["version"],
+        # rev's label on claim 1, as the audit log recorded it.
+        "labeling_auditevent": models.AuditEvent.objects.get(project=own["project"], action="label"),
     }
     return World(users=users, own=own, other=other, objects=objects)
 
@@ -172,7 +174,12 @@ def _claim_bodies(world: World) -> dict[str, dict]:
                         "first_citations": [c.pk for c in first.citations.all()],
                         "second_citations": [c.pk for c in first.citations.all()]},
         "claim_merge": {"other": second.pk, "revision": first.revision},
-        "claim_edit": {"text": "The sky is often blue.", "revision": first.revision},
+        # A judging form without its fields: shown again with the reason, nothing saved.
+    "claim_judge": {"GET": GET_ONLY, "POST": "L 404 404 404 404 200 200 403 200"},
+    "claim_factual": {"GET": GET_ONLY, "POST": "L 404 404 404 404 R R 403 R",
+                      "data": lambda w: {"factual": "0", "revision": w.own["claims"][0].revision}},
+    "run_audit": {"GET": TEAM_LEAD_ONLY, "POST": POST_ONLY},
+    "claim_edit": {"text": "The sky is often blue.", "revision": first.revision},
     }
 
 
@@ -242,6 +249,11 @@ RULES = {
         "extra": lambda w: [("merging with rival's claim", "POST",
                              {"other": _rival_claim(w), "revision": w.own["claims"][0].revision},
                              "L 404 404 404 404 200 200 403 200", _claims_unmerged)]},
+    # A judging form without its fields: shown again with the reason, nothing saved.
+    "claim_judge": {"GET": GET_ONLY, "POST": "L 404 404 404 404 200 200 403 200"},
+    "claim_factual": {"GET": GET_ONLY, "POST": "L 404 404 404 404 R R 403 R",
+                      "data": lambda w: {"factual": "0", "revision": w.own["claims"][0].revision}},
+    "run_audit": {"GET": TEAM_LEAD_ONLY, "POST": POST_ONLY},
     "claim_edit": {"GET": "L 404 404 404 404 200 200 403 200", "HX": True,
                    "POST": "L 404 404 404 404 R R 403 R", "data": lambda w: _claim_bodies(w)["claim_edit"]},
     "version_list": {"GET": TEAM_READ, "HX": True, "POST": POST_ONLY},
@@ -283,6 +295,7 @@ ADMIN_MODELS = {
     "labeling_claim": ("403", "200", "403"),
     "labeling_label": ("403", "200", "403"),
     "labeling_labeltableversion": ("403", "200", "403"),
+    "labeling_auditevent": ("403", "200", "403"),
 }
 
 
