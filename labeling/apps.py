@@ -5,3 +5,6 @@ class LabelingConfig(AppConfig):
     name = "labeling"
     verbose_name = "Citelab labeling"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from labeling import checks  # noqa: F401  (registers the system checks)

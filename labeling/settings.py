@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import os
 import warnings
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
@@ -111,6 +112,8 @@ INSTALLED_APPS = [
     "template_partials",
     "django_q",
     "csp",
+    # failed-login throttling (issue 14 §5)
+    "axes",
     "labeling",
 ]
 
@@ -127,6 +130,8 @@ MIDDLEWARE = [
     "django_htmx.middleware.HtmxMiddleware",
     # SQLite's "database is locked" → 503 "busy, retry" (labeling.middleware).
     "labeling.middleware.DatabaseBusyMiddleware",
+    # Last, as django-axes asks: it turns a paused login into the 429 page.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "labeling.urls"
@@ -166,9 +171,33 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     })
 
 AUTH_USER_MODEL = "labeling.Reviewer"
+# Django's four validators: every password set by add_reviewer, the admin or
+# createsuperuser goes through them.
 AUTH_PASSWORD_VALIDATORS = [
-    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator", "OPTIONS": {"min_length": 10}},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
+# Failed-login throttling by django-axes (labeling/views/auth.py): after
+# CITELAB_LOGIN_FAILURES wrong passwords for one name from one address, that
+# pair answers 429 for CITELAB_LOGIN_PAUSE_MINUTES (counted from the last failure).
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_FAILURE_LIMIT = env_int("CITELAB_LOGIN_FAILURES", 5)
+AXES_COOLOFF_TIME = timedelta(minutes=env_int("CITELAB_LOGIN_PAUSE_MINUTES", 15))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_USERNAME_CALLABLE = "labeling.views.auth.login_username"
+AXES_LOCKOUT_CALLABLE = "labeling.views.auth.lockout_response"
+# Behind N reverse proxies the client's address is the Nth from the right of X-Forwarded-For.
+if os.environ.get("CITELAB_PROXY_COUNT", "0").strip() not in ("", "0"):
+    AXES_IPWARE_PROXY_COUNT = env_int("CITELAB_PROXY_COUNT", 1)
+    AXES_IPWARE_META_PRECEDENCE_ORDER = ["HTTP_X_FORWARDED_FOR", "REMOTE_ADDR"]
+# A login lasts CITELAB_SESSION_HOURS (default 12: a working day), then the reviewer logs in again.
+SESSION_COOKIE_AGE = env_int("CITELAB_SESSION_HOURS", 12) * 3600
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "project_list"
 LOGOUT_REDIRECT_URL = "login"
@@ -180,7 +209,7 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
-STATIC_ROOT = BASE_DIR / "staticfiles"
+STATIC_ROOT = Path(os.environ.get("CITELAB_STATIC_ROOT") or BASE_DIR / "staticfiles")
 MEDIA_URL = "media/"
 MEDIA_ROOT = Path(os.environ.get("CITELAB_MEDIA_ROOT", BASE_DIR / "media"))
 # whitenoise serves the collected files of STATIC_ROOT (`manage.py collectstatic`,
@@ -190,8 +219,28 @@ WHITENOISE_USE_FINDERS = DEBUG or not STATIC_ROOT.is_dir()
 if WHITENOISE_USE_FINDERS:
     # The missing collection is expected then; whitenoise would warn about it at every start.
     warnings.filterwarnings("ignore", message="No directory at: ", category=UserWarning)
+# Label table version files and uploads go through Django's default storage:
+# the file system (CITELAB_MEDIA_ROOT), or an S3-compatible bucket with the
+# `s3` extra (django-storages); credentials from AWS_ACCESS_KEY_ID /
+# AWS_SECRET_ACCESS_KEY or the machine's role, as boto3 finds them.
+CITELAB_STORAGE = os.environ.get("CITELAB_STORAGE", "filesystem").strip().lower()
+if CITELAB_STORAGE == "filesystem":
+    _DEFAULT_STORAGE: dict = {"BACKEND": "django.core.files.storage.FileSystemStorage"}
+elif CITELAB_STORAGE == "s3":
+    if not os.environ.get("CITELAB_S3_BUCKET", "").strip():
+        raise ImproperlyConfigured("CITELAB_STORAGE=s3 needs CITELAB_S3_BUCKET (the bucket's name)")
+    _DEFAULT_STORAGE = {"BACKEND": "storages.backends.s3.S3Storage", "OPTIONS": {
+        "bucket_name": os.environ["CITELAB_S3_BUCKET"].strip(),
+        "endpoint_url": os.environ.get("CITELAB_S3_ENDPOINT_URL") or None,
+        "region_name": os.environ.get("CITELAB_S3_REGION") or None,
+        "location": os.environ.get("CITELAB_S3_PREFIX", ""),
+        # Private files, never overwritten: downloads go through the app's permission checks.
+        "default_acl": "private", "querystring_auth": True, "file_overwrite": False,
+    }}
+else:
+    raise ImproperlyConfigured(f"CITELAB_STORAGE={CITELAB_STORAGE!r} is not one of: filesystem, s3")
 STORAGES = {
-    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "default": _DEFAULT_STORAGE,
     "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"
                     if not DEBUG else
                     "django.contrib.staticfiles.storage.StaticFilesStorage"},
@@ -280,5 +329,7 @@ LOGGING = {
         "django.request": {"handlers": [], "level": "ERROR", "propagate": True},
         "labeling": {"handlers": [], "level": LOG_LEVEL, "propagate": True},
         "scoring": {"handlers": [], "level": LOG_LEVEL, "propagate": True},
+        # django-axes: each failed login and pause is a WARNING; its start-up banner is not worth a line.
+        "axes": {"handlers": [], "level": "WARNING", "propagate": True},
     },
 }

@@ -38,11 +38,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
+from axes.models import AccessAttempt, AccessFailureLog, AccessLog
 from django.contrib.auth.models import Group
 from django.contrib.contenttypes.models import ContentType
 from django.db import transaction
 from django.test import Client, override_settings
 from django.urls import URLPattern, URLResolver, get_resolver
+from django.utils import timezone
+from django_q.models import OrmQ, Schedule, Task
 
 from labeling import models
 from labeling.label_tables import label_table_snapshot
@@ -91,6 +94,9 @@ def _project(slug: str, run_name: str, people: dict[str, str], users: dict) -> d
     return {"project": project, "run": run, "answer": answer, "claims": (first, second), "passage": passage}
 
 
+_access = {"user_agent": "walk", "http_accept": "*/*", "path_info": "/login/"}
+
+
 def _build() -> World:
     users = {actor: ReviewerFactory(username=f"walk-{actor}") for actor in ACTORS if actor != "anonymous"}
     users["super"].is_superuser = users["super"].is_staff = True
@@ -108,14 +114,30 @@ def _build() -> World:
     label_save(claim=other["claims"][1], reviewer=users["o_rev"], value="SUPPORTED", justification="",
                        base_revision=1, base_label_id=None)
     other["version"] = label_table_snapshot(run=other["run"], author=users["o_lead"], note="second")
+    ReviewerFactory(username="walk-judge", kind=models.ReviewerKind.MODEL)
     group = Group.objects.create(name="walkers")
+    now = timezone.now()
+    done = Task.objects.create(id="walk-ok", name="walk-ok", func="math.floor", started=now, stopped=now,
+                               success=True)
+    failed = Task.objects.create(id="walk-failed", name="walk-failed", func="math.floor", started=now, stopped=now,
+                                 success=False)
     # The object each admin change/delete/history URL names: one of project ``team``.
     objects = {
-        "auth_group": group, "labeling_reviewer": users["rev"], "labeling_project": own["project"],
-        "labeling_question": own["answer"].question, "labeling_run": own["run"], "labeling_answer": own["answer"],
-        "labeling_claim": own["claims"][0], "labeling_label": label, "labeling_labeltableversion": own["version"],
+        "auth.group": group, "labeling.reviewer": users["rev"], "labeling.project": own["project"],
+        "labeling.question": own["answer"].question, "labeling.run": own["run"], "labeling.answer": own["answer"],
+        "labeling.claim": own["claims"][0], "labeling.label": label, "labeling.labeltableversion": own["version"],
         # rev's label on claim 1, as the audit log recorded it.
-        "labeling_auditevent": models.AuditEvent.objects.get(project=own["project"], action="label"),
+        "labeling.auditevent": models.AuditEvent.objects.get(project=own["project"], action="label"),
+        # The task queue's (django-q2).
+        "django_q.schedule": Schedule.objects.create(name="walk", func="math.floor"),
+        "django_q.success": done, "django_q.failure": failed,
+        "django_q.ormq": OrmQ.objects.create(key="citelab", payload="x"),
+        # Login throttling's (django-axes).
+        "axes.accessattempt": AccessAttempt.objects.create(username="walk-rev", ip_address="10.0.0.1",
+                                                           failures_since_start=1, **_access),
+        "axes.accesslog": AccessLog.objects.create(username="walk-rev", ip_address="10.0.0.1", **_access),
+        "axes.accessfailurelog": AccessFailureLog.objects.create(username="walk-rev", ip_address="10.0.0.1",
+                                                                 **_access),
     }
     return World(users=users, own=own, other=other, objects=objects)
 
@@ -179,6 +201,10 @@ def _claim_bodies(world: World) -> dict[str, dict]:
     "claim_factual": {"GET": GET_ONLY, "POST": "L 404 404 404 404 R R 403 R",
                       "data": lambda w: {"factual": "0", "revision": w.own["claims"][0].revision}},
     "run_audit": {"GET": TEAM_LEAD_ONLY, "POST": POST_ONLY},
+    "run_judges": {"GET": TEAM_READ, "HX": True, "POST": POST_ONLY},
+    # Without a judge name and model: refused with a message on the run page.
+    "judge_run_start": {"GET": GET_ONLY, "POST": "L 404 404 404 404 R 403 403 R"},
+    "judge_grade": {"GET": TEAM_READ, "POST": POST_ONLY, "values": lambda w: {"judge_name": "walk-judge"}},
     "claim_edit": {"text": "The sky is often blue.", "revision": first.revision},
     }
 
@@ -254,6 +280,10 @@ RULES = {
     "claim_factual": {"GET": GET_ONLY, "POST": "L 404 404 404 404 R R 403 R",
                       "data": lambda w: {"factual": "0", "revision": w.own["claims"][0].revision}},
     "run_audit": {"GET": TEAM_LEAD_ONLY, "POST": POST_ONLY},
+    "run_judges": {"GET": TEAM_READ, "HX": True, "POST": POST_ONLY},
+    # Without a judge name and model: refused with a message on the run page.
+    "judge_run_start": {"GET": GET_ONLY, "POST": "L 404 404 404 404 R 403 403 R"},
+    "judge_grade": {"GET": TEAM_READ, "POST": POST_ONLY, "values": lambda w: {"judge_name": "walk-judge"}},
     "claim_edit": {"GET": "L 404 404 404 404 200 200 403 200", "HX": True,
                    "POST": "L 404 404 404 404 R R 403 R", "data": lambda w: _claim_bodies(w)["claim_edit"]},
     "version_list": {"GET": TEAM_READ, "HX": True, "POST": POST_ONLY},
@@ -286,16 +316,23 @@ RULES = {
 # what a superuser gets on its add, change and delete pages (view-only models: 403
 # on add and delete, the change page shows the object read-only).
 ADMIN_MODELS = {
-    "auth_group": ("200", "200", "200"),
-    "labeling_reviewer": ("200", "200", "200"),
-    "labeling_project": ("200", "200", "200"),
-    "labeling_question": ("200", "200", "200"),
-    "labeling_run": ("200", "200", "200"),
-    "labeling_answer": ("200", "200", "200"),
-    "labeling_claim": ("403", "200", "403"),
-    "labeling_label": ("403", "200", "403"),
-    "labeling_labeltableversion": ("403", "200", "403"),
-    "labeling_auditevent": ("403", "200", "403"),
+    "auth.group": ("200", "200", "200"),
+    "labeling.reviewer": ("200", "200", "200"),
+    "labeling.project": ("200", "200", "200"),
+    "labeling.question": ("200", "200", "200"),
+    "labeling.run": ("200", "200", "200"),
+    "labeling.answer": ("200", "200", "200"),
+    "labeling.claim": ("403", "200", "403"),
+    "labeling.label": ("403", "200", "403"),
+    "labeling.labeltableversion": ("403", "200", "403"),
+    "labeling.auditevent": ("403", "200", "403"),
+    "django_q.schedule": ("200", "200", "200"),
+    "django_q.success": ("403", "200", "200"),
+    "django_q.failure": ("403", "200", "200"),
+    "django_q.ormq": ("403", "200", "200"),
+    "axes.accessattempt": ("403", "200", "200"),
+    "axes.accesslog": ("403", "200", "200"),
+    "axes.accessfailurelog": ("403", "200", "200"),
 }
 
 
@@ -308,12 +345,13 @@ def _staff(token: str) -> str:
 
 
 for _model, (_add, _change, _delete) in ADMIN_MODELS.items():
-    _app, _name = _model.split("_", 1)
-    RULES[f"admin:{_model}_changelist"] = {"GET": _staff("200")}
-    RULES[f"admin:{_model}_add"] = {"GET": _staff(_add)}
-    RULES[f"admin:{_model}_change"] = {"GET": _staff(_change), "values": _admin_object(_model)}
-    RULES[f"admin:{_model}_delete"] = {"GET": _staff(_delete), "values": _admin_object(_model)}
-    RULES[f"admin:{_model}_history"] = {"GET": _staff("200"), "values": _admin_object(_model)}
+    _app, _name = _model.split(".")
+    _prefix = f"admin:{_app}_{_name}"
+    RULES[f"{_prefix}_changelist"] = {"GET": _staff("200")}
+    RULES[f"{_prefix}_add"] = {"GET": _staff(_add)}
+    RULES[f"{_prefix}_change"] = {"GET": _staff(_change), "values": _admin_object(_model)}
+    RULES[f"{_prefix}_delete"] = {"GET": _staff(_delete), "values": _admin_object(_model)}
+    RULES[f"{_prefix}_history"] = {"GET": _staff("200"), "values": _admin_object(_model)}
     # ``<id>/`` alone redirects to the change page.
     RULES[f"admin/{_app}/{_name}/<path:object_id>/"] = {"GET": _staff("R"), "values": _admin_object(_model)}
 
@@ -330,6 +368,7 @@ RULES |= {
         "content_type_id": ContentType.objects.get_for_model(models.Run).pk, "object_id": w.own["run"].pk}},
     "admin:auth_user_password_change": {"GET": _staff("200"), "values": lambda w: {"id": w.users["rev"].pk}},
     "admin:app_list": {"GET": _staff("200"), "path": lambda w: "/admin/labeling/"},
+    # django_q's admin has its own app list too.
     "admin/(?P<url>.*)$": {"GET": _staff("404"), "path": lambda w: "/admin/no-such-page/"},
 }
 
