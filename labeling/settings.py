@@ -183,7 +183,7 @@ AUTH_PASSWORD_VALIDATORS = [
 # CITELAB_LOGIN_FAILURES wrong passwords for one name from one address, that
 # pair answers 429 for CITELAB_LOGIN_PAUSE_MINUTES (counted from the last failure).
 AUTHENTICATION_BACKENDS = [
-    "axes.backends.AxesStandaloneBackend",
+    "labeling.views.auth.LoginThrottleBackend",
     "django.contrib.auth.backends.ModelBackend",
 ]
 AXES_FAILURE_LIMIT = env_int("CITELAB_LOGIN_FAILURES", 5)

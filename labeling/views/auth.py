@@ -9,11 +9,24 @@ further attempt of that pair with HTTP 429 until the cool-off has passed
 
 from __future__ import annotations
 
+from axes.backends import AxesStandaloneBackend
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
 from labeling.models import Reviewer
+
+
+class LoginThrottleBackend(AxesStandaloneBackend):
+    """django-axes' check for logins over HTTP; a check of a password in code
+    (``authenticate(username=…, password=…)`` without a request: a script, a
+    test) has no client address to count against and is not throttled."""
+
+    def authenticate(self, request: HttpRequest | None, username: str | None = None, password: str | None = None,
+                     **kwargs) -> None:
+        if request is None:
+            return None
+        return super().authenticate(request, username=username, password=password, **kwargs)
 
 
 def login_username(request: HttpRequest, credentials: dict | None) -> str:
