@@ -106,6 +106,9 @@ def _build() -> World:
                      users)
     label = label_save(claim=own["claims"][0], reviewer=users["rev"], value="SUPPORTED", justification="",
                        base_revision=1, base_label_id=None)
+    judgment = models.CitationJudgment.objects.create(
+        citation=own["claims"][0].citations.get(), reviewer=users["rev"], judgment=models.Judgment.FULL,
+        claim_revision=1)
     own["label"] = label
     own["version"] = label_table_snapshot(run=own["run"], author=users["lead"], note="first")
     label_save(claim=other["claims"][0], reviewer=users["o_rev"], value="SUPPORTED", justification="",
@@ -128,6 +131,7 @@ def _build() -> World:
         "labeling.claim": own["claims"][0], "labeling.label": label, "labeling.labeltableversion": own["version"],
         # rev's label on claim 1, as the audit log recorded it.
         "labeling.auditevent": models.AuditEvent.objects.get(project=own["project"], action="label"),
+        "labeling.citationjudgment": judgment,
         # The task queue's (django-q2).
         "django_q.schedule": Schedule.objects.create(name="walk", func="math.floor"),
         "django_q.success": done, "django_q.failure": failed,
@@ -239,6 +243,7 @@ RULES = {
     "logout": {"GET": "405 405 405 405 405 405 405 405 405", "POST": "R R R R R R R R R"},
     "project_list": {"GET": "L 200 200 200 200 200 200 200 200", "POST": POST_ONLY},
     "project_detail": {"GET": TEAM_READ, "POST": POST_ONLY},
+    "project_summary": {"GET": TEAM_READ, "POST": POST_ONLY},
     "project_members": {"GET": TEAM_LEAD_ONLY, "POST": "L 404 404 404 404 R 403 403 R",
                         "data": lambda w: {"reviewer": "walk-view", "role": "reviewer"}},
     "run_detail": {"GET": TEAM_READ, "HX": True, "POST": POST_ONLY},
@@ -326,6 +331,7 @@ ADMIN_MODELS = {
     "labeling.label": ("403", "200", "403"),
     "labeling.labeltableversion": ("403", "200", "403"),
     "labeling.auditevent": ("403", "200", "403"),
+    "labeling.citationjudgment": ("403", "200", "403"),
     "django_q.schedule": ("200", "200", "200"),
     "django_q.success": ("403", "200", "200"),
     "django_q.failure": ("403", "200", "200"),
