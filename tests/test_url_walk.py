@@ -208,6 +208,11 @@ def _claim_bodies(world: World) -> dict[str, dict]:
     "run_judges": {"GET": TEAM_READ, "HX": True, "POST": POST_ONLY},
     # Without a judge name and model: refused with a message on the run page.
     "judge_run_start": {"GET": GET_ONLY, "POST": "L 404 404 404 404 R 403 403 R"},
+    # A lead promotes or demotes a judge, or orders the queue by one: redirects with the outcome.
+    "run_judge_promote": {"GET": GET_ONLY, "POST": "L 404 404 404 404 R 403 403 R",
+                          "data": lambda w: {"judge": "walk-judge"}},
+    "run_queue_judge": {"GET": GET_ONLY, "POST": "L 404 404 404 404 R 403 403 R",
+                        "data": lambda w: {"judge": "walk-judge"}},
     "judge_grade": {"GET": TEAM_READ, "POST": POST_ONLY, "values": lambda w: {"judge_name": "walk-judge"}},
     "claim_edit": {"text": "The sky is often blue.", "revision": first.revision},
     }
@@ -288,6 +293,11 @@ RULES = {
     "run_judges": {"GET": TEAM_READ, "HX": True, "POST": POST_ONLY},
     # Without a judge name and model: refused with a message on the run page.
     "judge_run_start": {"GET": GET_ONLY, "POST": "L 404 404 404 404 R 403 403 R"},
+    # A lead promotes or demotes a judge, or orders the queue by one: redirects with the outcome.
+    "run_judge_promote": {"GET": GET_ONLY, "POST": "L 404 404 404 404 R 403 403 R",
+                          "data": lambda w: {"judge": "walk-judge"}},
+    "run_queue_judge": {"GET": GET_ONLY, "POST": "L 404 404 404 404 R 403 403 R",
+                        "data": lambda w: {"judge": "walk-judge"}},
     "judge_grade": {"GET": TEAM_READ, "POST": POST_ONLY, "values": lambda w: {"judge_name": "walk-judge"}},
     "claim_edit": {"GET": "L 404 404 404 404 200 200 403 200", "HX": True,
                    "POST": "L 404 404 404 404 R R 403 R", "data": lambda w: _claim_bodies(w)["claim_edit"]},
