@@ -22,7 +22,7 @@ from django.db import transaction
 from labeling.audit import audit_record, claim_target
 from labeling.limits import MAX_JUSTIFICATION_CHARS
 from labeling.models import AuditAction, Citation, CitationJudgment, Claim, Label, Reviewer
-from labeling.services import claims_changed, label_save
+from labeling.services import LabelConflict, claim_gone, claims_changed, label_save
 from scoring.judgments import FULL, JUDGMENTS, PARTIAL, check_judgment, proposed_label
 
 
@@ -71,12 +71,14 @@ def claim_judge(
     (the passage was never sent), an overruled label without justification,
     an over-long evidence or justification, or a non-factual or uncited claim;
     ``LabelConflict`` (from ``label_save``) when the claim or label changed since
-    ``base_revision`` / ``base_label_id``.
+    ``base_revision`` / ``base_label_id``, or the claim was merged away.
     """
     evidence = dict(evidence or {})
     justification = (justification or "").strip()
     with transaction.atomic():
-        locked = Claim.objects.select_for_update(of=("self",)).select_related("answer__run").get(pk=claim.pk)
+        locked = Claim.objects.select_for_update(of=("self",)).select_related("answer__run").filter(pk=claim.pk).first()
+        if locked is None:  # merged away by someone else since the form was rendered
+            raise LabelConflict(claim_gone(claim).messages[0], claim=claim, newer=None)
         run = locked.answer.run
         citations = list(Citation.objects.filter(claim=locked).order_by("position"))
         if not locked.factual:
@@ -153,11 +155,13 @@ def claim_set_factual(*, claim: Claim, factual: bool, base_revision: int | None 
     queue; its labels and judgments stay (marking it factual again brings
     them back). Setting the value it has changes nothing; a change is in the
     audit log as an ``edit`` by ``actor`` (None: the command line). Raises
-    ``ValidationError`` when ``base_revision`` (the revision the reviewer saw)
-    is no longer current.
+    ``ValidationError`` (code ``conflict``) when ``base_revision`` (the revision
+    the reviewer saw) is no longer current or the claim was merged away.
     """
     with transaction.atomic():
-        locked = Claim.objects.select_for_update(of=("self",)).select_related("answer__run").get(pk=claim.pk)
+        locked = Claim.objects.select_for_update(of=("self",)).select_related("answer__run").filter(pk=claim.pk).first()
+        if locked is None:  # merged away by someone else since the page was rendered
+            raise claim_gone(claim)
         if base_revision is not None and base_revision != locked.revision:
             raise ValidationError(
                 f"Claim {locked.index} was changed by someone else after you opened it: nothing was changed. "

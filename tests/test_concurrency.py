@@ -33,6 +33,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 import pytest
+from django.core.exceptions import ValidationError
 from django.db import connection
 from django.db.models import Count
 from django.test import Client
@@ -256,6 +257,32 @@ def test_label_save_on_a_claim_merged_away_meanwhile_is_a_409_conflict(bob_on_ra
         label_save(claim=second, reviewer=first.answer.run.project.members.get(username="r1"), value="SUPPORTED",
                    justification="", base_revision=1, base_label_id=None)
     assert not Label.objects.filter(justification="late").exists()
+
+
+def test_citation_judgments_and_factual_mark_on_a_claim_merged_away_are_conflicts(bob_on_race):
+    """As above for the per-citation judging form and the ``0`` (not factual)
+    key: claim 2 of q1 was merged into claim 1 before the write; both refuse
+    with the merge named, the view answers 409, and nothing was written."""
+    from labeling.judging import claim_judge, claim_set_factual
+    from labeling.models import CitationJudgment
+    from labeling.services import LabelConflict, claim_merge
+
+    run, client = bob_on_race
+    first, second = Claim.objects.filter(answer__run=run, answer__question_key="q1", index__in=[1, 2]).order_by("index")
+    cited = list(second.citations.values_list("pk", flat=True))
+    reviewer = run.project.members.get(username="r1")
+    claim_merge(claim=first, other=second)
+
+    with pytest.raises(LabelConflict, match="Claim 2 was merged into its neighbour by someone else"):
+        claim_judge(claim=second, reviewer=reviewer, judgments={pk: "FULL" for pk in cited}, evidence={},
+                    partials_enough=False, value=None, justification="", base_revision=1, base_label_id=None)
+    with pytest.raises(ValidationError, match="Claim 2 was merged into its neighbour by someone else"):
+        claim_set_factual(claim=second, factual=False, base_revision=1, actor=reviewer)
+    response = client.post(url("claim_factual", claim_id=second.pk), {"factual": "0", "revision": 1}, **HX)
+
+    assert response.status_code == 404  # the view looks the claim up first: gone before the request, not found
+    assert not CitationJudgment.objects.filter(citation_id__in=cited).exists()
+    assert Claim.objects.filter(answer__run=run, factual=False).count() == 0
 
 
 def test_split_of_a_claim_split_meanwhile_answers_409_with_the_reason(bob_on_race):

@@ -381,7 +381,8 @@ def claim_factual(request: HttpRequest, run: Run, claim: Claim) -> HttpResponse:
         changed = judging.claim_set_factual(claim=claim, factual=factual, actor=request.user,
                                             base_revision=int_param(request.POST.get("revision")))
     except ValidationError as exc:
-        return _show(request, run, claim.answer, claim.pk, came_from=claim.answer_id, error=exc.messages[0])
+        return conflicted(_show(request, run, claim.answer, claim.pk, came_from=claim.answer_id,
+                                error=exc.messages[0]), exc)
     notice = (f"Claim {changed.index} is a factual claim again." if changed.factual else
               f"Claim {changed.index} marked not a factual claim: it leaves every count (0 undoes).")
     return _after_write(request, run, changed, show=changed, notice=notice)
