@@ -1,0 +1,115 @@
+"""Benchmark of the pages added for teams on a 50k-claim run: the project
+summary (every run side by side), the run's audit log, the judges panel and a
+judge's grading page.
+
+Run: ``pytest -m bench -s tests/bench/test_bench_team_pages.py`` (add
+DATABASE_URL for PostgreSQL). The run is the labeling-screen benchmark's
+(10k answers × 5 claims, 4 cited per answer) beside nine runs of 1k answers;
+its imported labels are replaced by a human reviewer ``hana`` labeling every
+cited claim (UNSUPPORTED on every fifth) and a judge ``judge-a`` (kind
+``model``) who differs from her on every 9th; 50k audit events are on the big
+run. Printed per page: the whole request's server time, p50 of 5 after a
+warm-up, and its query count. No ANALYZE has run, as on a new team's database.
+"""
+
+from __future__ import annotations
+
+import gc
+import statistics
+import time
+
+import pytest
+from django.db import connection
+from django.template.base import Template
+from django.test import Client
+from django.test.utils import CaptureQueriesContext
+from django.urls import reverse
+
+from labeling.models import AuditAction, AuditEvent, Claim, Label, Reviewer
+from tests.bench.test_bench_review import BIG_ANSWERS, PLAIN_RENDER, bench_project, build_run, reference_ms
+
+pytestmark = pytest.mark.bench
+
+SLUG = "bench-team"
+SMALL_RUNS = 9
+SMALL_ANSWERS = 1_000
+AUDIT_EVENTS = 50_000
+
+
+@pytest.fixture(scope="module")
+def team_run(django_db_setup, django_db_blocker):
+    with django_db_blocker.unblock():
+        started = time.perf_counter()
+        project, lead, annotator, questions = bench_project(SLUG, member="bench-team-lead",
+                                                            annotator="bench-team-importer")
+        project.memberships.filter(reviewer=lead).update(role="lead")
+        big = build_run(project, questions, "big", BIG_ANSWERS, annotator)
+        for r in range(SMALL_RUNS):
+            build_run(project, questions, f"small-{r}", SMALL_ANSWERS, annotator)
+        Label.objects.filter(reviewer=annotator).delete()
+        hana = Reviewer.objects.create(username="hana", kind="external")
+        judge = Reviewer.objects.create(username="judge-a", kind="model")
+        project.members.add(hana)
+        cited = list(Claim.objects.filter(answer__run=big, citations__isnull=False).order_by("pk")
+                     .values_list("pk", flat=True).distinct())
+        other = {"SUPPORTED": "UNSUPPORTED", "UNSUPPORTED": "SUPPORTED"}
+        labels = []
+        for n, claim_id in enumerate(cited):
+            human = "UNSUPPORTED" if n % 5 == 0 else "SUPPORTED"
+            machine = other[human] if n % 9 == 0 else human
+            for reviewer, value in ((hana, human), (judge, machine)):
+                labels.append(Label(claim_id=claim_id, reviewer=reviewer, value=value, claim_revision=1,
+                                    justification="partial: not what the passage says" if value == "UNSUPPORTED"
+                                    else ""))
+        Label.objects.bulk_create(labels, batch_size=10_000)
+        AuditEvent.objects.bulk_create(
+            [AuditEvent(action=AuditAction.LABEL, actor=lead, actor_name=lead.username, project=project, run=big,
+                        run_name=big.name, claim_id=cited[n % len(cited)], target=f"q{n:05d} · claim 1",
+                        detail={"value": "SUPPORTED"}) for n in range(AUDIT_EVENTS)], batch_size=10_000)
+        print(f"\n[bench-team] built {Claim.objects.filter(answer__run__project=project).count()} claims, "
+              f"{len(labels)} labels, {AUDIT_EVENTS} audit events in {time.perf_counter() - started:.1f} s "
+              f"({connection.vendor})")
+        del questions, labels
+        gc.collect()
+        yield {"project": project, "run": big, "lead": lead}
+        Label.objects.filter(claim__answer__run__project=project).delete()
+        project.delete()
+        Reviewer.objects.filter(username__in=["bench-team-lead", "bench-team-importer", "hana", "judge-a"]).delete()
+
+
+def _time(client: Client, url: str, expect: str) -> tuple[float, int]:
+    """p50 server time (ms) of 5 GETs of ``url`` after a warm-up, and the most queries one took."""
+    warm = client.get(url)
+    assert warm.status_code == 200, (url, warm.status_code)
+    times, queries = [], []
+    for _ in range(5):
+        with CaptureQueriesContext(connection) as captured:
+            started = time.perf_counter()
+            response = client.get(url)
+            times.append((time.perf_counter() - started) * 1000)
+        queries.append(len(captured.captured_queries))
+        assert response.status_code == 200
+    assert expect in response.content.decode()
+    return statistics.median(times), max(queries)
+
+
+@pytest.mark.django_db
+def test_bench_team_pages_on_a_50k_claim_run(team_run, monkeypatch):
+    monkeypatch.setattr(Template, "_render", PLAIN_RENDER)  # render as a server does (see test_bench_review)
+    print(f"\n[bench-team] reference: 1M-addition loop {reference_ms():.1f} ms")
+    client = Client()
+    client.force_login(team_run["lead"])
+    run = team_run["run"]
+    in_run = {"project_slug": SLUG, "run_name": run.name}
+    pages = [
+        ("project summary, 10 runs (95k claims)", reverse("project_summary", kwargs={"project_slug": SLUG}),
+         "small-8"),
+        ("audit log, 50k events, first page", reverse("run_audit", kwargs=in_run), "· claim 1"),
+        ("audit log, 50k events, page 500", reverse("run_audit", kwargs=in_run) + "?page=500", "· claim 1"),
+        ("judges panel", reverse("run_judges", kwargs=in_run), "judge-a"),
+        ("judge grading page, 40k claims", reverse("judge_grade", kwargs={**in_run, "judge_name": "judge-a"}),
+         "judge-a"),
+    ]
+    for name, url, expect in pages:
+        p50, queries = _time(client, url, expect)
+        print(f"[bench-team] {name}: p50 {p50:.0f} ms, {queries} queries ({connection.vendor})")
