@@ -483,11 +483,16 @@
   }
 
   // A label save or undo says how far the run bar moves (+1, 0 or -1): move it at once,
-  // with no request (the server reloads it after other writes, see answer_review.html).
+  // with no request. Other writes (splits, merges, edits) say nothing: the bar is then
+  // reloaded through "progressStale" (an hx-trigger filter would need eval, which the CSP forbids).
   document.body.addEventListener("labelSaved", function (event) {
     var delta = event.detail && event.detail.labeled;
     var box = document.getElementById("run-progress");
-    if (typeof delta !== "number" || !delta || !box) { return; }
+    if (typeof delta !== "number") {
+      if (box && window.htmx) { window.htmx.trigger(box, "progressStale"); }
+      return;
+    }
+    if (!delta || !box) { return; }
     var bar = box.querySelector("progress");
     var text = box.querySelector(".metric");
     var parts = text ? text.textContent.split("/") : [];

@@ -57,7 +57,8 @@ def _page(browser, *, bypass_csp: bool) -> Iterator:
     errors: list[str] = []
     page.on("pageerror", lambda error: errors.append(str(error)))
     page.on("console", lambda message: errors.append(message.text)
-            if message.type == "error" and "Content Security Policy" in message.text else None)
+            if message.type == "error" and ("Content Security Policy" in message.text
+                                            or "evalDisallowed" in message.text) else None)
     yield page
     context.close()
     assert errors == [], f"JavaScript errors or CSP violations on the page: {errors}"

@@ -86,6 +86,18 @@ def test_app_and_admin_pages_break_no_policy_and_run_no_injected_markup(live_ser
     third = Claim.objects.get(answer=answer, index=3)
     page.goto(live_server.url + reverse("answer_review", kwargs={**kwargs, "answer_id": answer.pk})
               + f"?claim={third.pk}")
+    progress_url = reverse("run_progress", kwargs=kwargs)
+    progress_gets = []
+    page.on("request", lambda request: progress_gets.append(request.url) if progress_url in request.url else None)
     page.keyboard.press("1")
     expect(page.get_by_role("status")).to_contain_text("Saved SUPPORTED on claim 3")
     assert Label.objects.get(claim=third, is_current=True).value == "SUPPORTED"
+    # The save said how far the bar moved (0: the claim was labeled already): no
+    # progress request, and no hx-trigger filter that would need eval.
+    expect(page.locator("#run-progress .metric")).to_have_text("5/5")
+    assert progress_gets == []
+    # A write that says nothing about the bar (a split, a merge, an edit) has it reloaded.
+    with page.expect_response(lambda response: progress_url in response.url and response.status == 200):
+        page.evaluate("document.body.dispatchEvent(new CustomEvent('labelSaved', {detail: {}}))")
+    expect(page.locator("#run-progress .metric")).to_have_text("5/5")
+    assert len(progress_gets) == 1
