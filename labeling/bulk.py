@@ -50,7 +50,9 @@ def _constant_defaults(model: type[models.Model], given: Sequence[str]) -> tuple
 
 def allocate_ids(model: type[models.Model], count: int) -> list[int]:
     """``count`` new primary keys of ``model``'s table, never used before.
-    Must run inside ``transaction.atomic`` (see the module docstring)."""
+    Must run inside ``transaction.atomic`` (see the module docstring).
+    Raises RuntimeError outside a transaction or on an engine other than
+    SQLite and PostgreSQL (the two Citelab runs on)."""
     if count == 0:
         return []
     if not connection.in_atomic_block:
@@ -63,7 +65,8 @@ def allocate_ids(model: type[models.Model], count: int) -> list[int]:
                            [connection.ops.quote_name(table), pk, count])
             return [row[0] for row in cursor.fetchall()]
         if connection.vendor != "sqlite":
-            raise NotImplementedError(f"bulk ids on {connection.vendor}")
+            # settings.DATABASES accepts only these two (SPEC §7): another engine is a setup error.
+            raise RuntimeError(f"Citelab runs on SQLite or PostgreSQL; the database is {connection.vendor}.")
         quoted = connection.ops.quote_name(table)
         cursor.execute(
             f"SELECT MAX(COALESCE((SELECT seq FROM sqlite_sequence WHERE name = %s), 0), "
