@@ -60,7 +60,8 @@ def worker(settings):
     thread.join(timeout=10)
 
 
-def test_lead_runs_a_judge_watches_it_finish_and_grades_it(live_server, lead_run, logged_in_page, worker):
+def test_lead_runs_a_judge_watches_it_finish_and_grades_it(live_server, lead_run, logged_in_page, worker,
+                                                           settings):
     """The judge agrees with alice except on "valid two." (it says SUPPORTED):
     confusion [[6, 0], [1, 5]], agreement 11/12; UNSUPPORTED precision 5/5, recall
     5/6; kappa: chance = 6·7 + 6·5 = 72, (12·11 − 72)/(144 − 72) = 60/72 ≈ 0.83."""
@@ -69,6 +70,7 @@ def test_lead_runs_a_judge_watches_it_finish_and_grades_it(live_server, lead_run
     labels = {f"{q} two.": "UNSUPPORTED" for q in QUESTIONS if q != "valid"}
     page = logged_in_page
     with JudgeServer(labels=labels, pause=0.5) as server:
+        settings.CITELAB_JUDGE_ENDPOINTS = [server.base_url]
         page.goto(live_server.url + lead_run.get_absolute_url())
         panel = page.locator("#run-judges")
         expect(panel).to_contain_text("No judge has labeled this run")
