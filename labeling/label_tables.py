@@ -20,7 +20,14 @@ Whose label a row is: an import never re-attributes a label. A row whose
 refused — unless a lead imports with ``keep_reviewers``: then each row is
 recorded under the reviewer it names (an ``external`` reviewer is created for
 a new name). With ``adjudicate`` (leads only) each row is the lead's
-adjudication of the claim, its justification the reason.
+adjudication of the claim, its ``adjudication_reason`` (else its
+justification) the reason.
+
+Adjudicated rows: the agreed table shows a lead's adjudication with
+``adjudicated_by`` (and no reviewer). Without ``adjudicate`` such a row is
+nobody's label: it changes nothing when its label is still the claim's
+current adjudication, and is refused when edited (a reviewer's import never
+writes an adjudication, nor turns one into a reviewer's label).
 
 When a row changes something: a row with a blank label changes nothing (an
 import never removes a label); a row on a claim without citations changes
@@ -491,6 +498,11 @@ def label_table_import_preview(
             labels = labels.filter(reviewer=reviewer)
         current = {(who, claim_id): (value, justification) for who, claim_id, value, justification in
                    labels.values_list("reviewer__username", "claim_id", "value", "justification")}
+    # The claims' current adjudications, for rows that show one (adjudicated_by) outside adjudicate mode.
+    adjudicated: dict[int, str] = {}
+    if not adjudicate and any(row.adjudicated_by for row in table_file.rows):
+        adjudicated = dict(Adjudication.objects.filter(claim__answer__run=run, is_current=True)
+                           .values_list("claim_id", "value"))
     # Every reviewer's current label with its time (to the second, as exported).
     made: dict[int, dict[str, tuple[str, datetime]]] = {}
     if table_file.has_labeled_at:
@@ -577,7 +589,17 @@ def label_table_import_preview(
         if not n_citations:
             preview.unchanged += 1  # UNCITED is automatic: nothing to record
             continue
-        justification = row.justification.strip()
+        if row.adjudicated_by and not adjudicate:
+            if adjudicated.get(claim_id) == row.label:
+                preview.unchanged += 1  # the claim's adjudication, as it stands: nobody's label to record
+                continue
+            problem(ImportIssue(row.line, "label", (
+                f"the row shows {row.adjudicated_by}'s adjudication, not a reviewer's label, and its label was "
+                f"changed (or the adjudication since): a lead records adjudications (import with --adjudicate); "
+                f"a reviewer changes their own labels (export_labels --reviewer {reviewer.username})")))
+            continue
+        justification = (row.adjudication_reason or row.justification).strip() if adjudicate else (
+            row.justification.strip())
         own = current.get((owner, claim_id))
         if own and own[0] == row.label and _comparable(own[1], fmt) == _comparable(justification, fmt):
             preview.unchanged += 1
@@ -589,7 +611,7 @@ def label_table_import_preview(
             continue
         if adjudicate and not justification:
             problem(ImportIssue(row.line, "justification", "an adjudication needs its reason in the "
-                                                           "justification column"))
+                                                           "adjudication_reason (or justification) column"))
             continue
         preview.changes.append(LabelChange(
             line=row.line, claim_id=claim_id, claim_revision=revision, question_id=question_id, claim_index=index,

@@ -45,8 +45,9 @@ _LABEL_WIDTHS = {
     "run": 16, "question_id": 22, "answer_id": 10, "claim_index": 8, "claim": 60, "citations": 12,
     "cited_span": 40, "passage": 60, "label": 15, "justification": 45, "reviewer": 14, "labeled_at": 21,
     "status": 13, "claim_id": 10, "claim_revision": 9, "factual": 8, "judgments": 20, "evidence": 40,
+    "adjudicated_by": 14, "adjudicated_at": 21, "adjudication_reason": 45,
 }
-_WRAPPED = {"claim", "cited_span", "passage", "justification", "judgments", "evidence"}
+_WRAPPED = {"claim", "cited_span", "passage", "justification", "judgments", "evidence", "adjudication_reason"}
 # Same palette as static/css/app.css (--supported, --unsupported, --uncited).
 _LABEL_COLOURS = {
     SUPPORTED: ("1F8A4C", "E3F4EA"),

@@ -53,7 +53,8 @@ class Command(BaseCommand):
                           help="(leads) record each row under the reviewer its reviewer column names "
                                "(an external reviewer is created for a new name)")
         mode.add_argument("--adjudicate", action="store_true",
-                          help="(leads) record each row as REVIEWER's adjudication, its justification the reason")
+                          help="(leads) record each row as REVIEWER's adjudication, its adjudication_reason "
+                               "(else its justification) the reason")
 
     def handle(self, *args, file: Path, run: str, project: str | None, reviewer: str, format: str | None,
                apply: bool, overwrite_newer: bool, skip_newer: bool, keep_reviewers: bool = False,
