@@ -270,6 +270,13 @@ def export_filename(run: Run, fmt: str, *, version: int | None = None, reviewer:
     return get_valid_filename("_".join(parts) + f".{fmt}")
 
 
+def _reviewer_of(run: Run, name: str) -> bool:
+    """``name`` is a member of ``run``'s project, or has given a label on ``run``
+    (an imported ``external`` or ``model`` reviewer is no member). One or two queries."""
+    return (Membership.objects.filter(project_id=run.project_id, reviewer__username=name).exists()
+            or Label.objects.filter(claim__answer__run=run, reviewer__username=name).exists())
+
+
 def label_table_export(
     *, run: Run, fmt: str, out: IO[bytes], version: LabelTableVersion | None = None, reviewer: str | None = None,
     actor: Reviewer | None = None,
@@ -278,14 +285,20 @@ def label_table_export(
     labels) or ``version``'s — as ``fmt`` (xlsx, csv, jsonl) to ``out``, and
     record in the audit log that ``actor`` (None: the command line) did.
 
-    Raises ValueError for an unknown format or a reviewer combined with a
-    version (a version stores the agreed labels), VersionIntegrityError when
-    the version's file fails verification.
+    Raises ValueError for an unknown format, a reviewer combined with a
+    version (a version stores the agreed labels), or a ``reviewer`` who is
+    neither a member of the run's project nor has a label on the run (an
+    unknown name, a typo: their table would be silently empty);
+    VersionIntegrityError when the version's file fails verification.
     """
     if fmt not in EXPORT_FORMATS:
         raise ValueError(f"unknown format {fmt!r}: use {', '.join(EXPORT_FORMATS)}")
     if version is not None and reviewer:
         raise ValueError("a version stores the agreed labels; a reviewer's labels export from the current table")
+    if reviewer and not _reviewer_of(run, reviewer):
+        # One message whether the account exists or not: the name is not this run's reviewer either way.
+        raise ValueError(f"reviewer {reviewer!r} is not a member of project {run.project.slug!r} and has no label "
+                         f"on run {run.name!r}: there are no labels of theirs to export")
     # The table and its Passages sheet as of one moment (labeling.db).
     with consistent_read():
         if version is not None:

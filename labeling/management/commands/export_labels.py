@@ -17,6 +17,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from labeling.label_tables import EXPORT_FORMATS, VersionIntegrityError, label_table_export
 from labeling.management.lookup import find_project, find_run
 from labeling.models import LabelTableVersion
+from labeling.names import normalize_name
 
 
 class Command(BaseCommand):
@@ -43,6 +44,8 @@ class Command(BaseCommand):
         if not output.parent.is_dir():
             raise CommandError(f"-o {output}: the folder {str(output.parent)!r} does not exist; create it first")
         target = find_run(find_project(project), run)
+        # Names are stored in their normal form (labeling.names); typed ones meet them there.
+        reviewer = normalize_name(reviewer) if reviewer is not None else None
         chosen = None
         if version is not None:
             chosen = LabelTableVersion.objects.filter(run=target, number=version).first()
