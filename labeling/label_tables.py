@@ -132,8 +132,13 @@ class VersionIntegrityError(Exception):
 # ---------------------------------------------------------------- versions
 
 
-def label_table_snapshot(*, run: Run, author: Reviewer | None = None, note: str = "") -> LabelTableVersion:
-    """Freeze ``run``'s current label table as its next version.
+def label_table_snapshot(*, run: Run, author: Reviewer | None = None, note: str = "",
+                         command_line: bool = False) -> LabelTableVersion:
+    """Freeze ``run``'s current label table as its next version, by ``author``.
+
+    The audit log names the one who asked (``labeling.audit``): ``author``
+    in the browser; with ``command_line`` "command line", the author in the
+    event's detail (``author``).
 
     The number is max + 1 under a row lock on the run (retried on the unique
     constraint if two snapshots still race). ``row_count`` = claims,
@@ -172,9 +177,11 @@ def label_table_snapshot(*, run: Run, author: Reviewer | None = None, note: str 
                 version.file.save(name, ContentFile(data), save=False)
                 stored = version.file.name
                 version.save()
-                audit_record(action=AuditAction.SNAPSHOT, actor=author, run=run, target=f"version {number}",
+                audit_record(action=AuditAction.SNAPSHOT, actor=None if command_line else author, run=run,
+                             target=f"version {number}",
                              detail={"sha256": digest, "rows": version.row_count, "labels": version.label_count,
-                                     "note": note[:300]})
+                                     "note": note[:300],
+                                     **({"author": author.username} if command_line and author else {})})
                 return version
         except (IntegrityError, OperationalError) as exc:
             # A concurrent snapshot took the number (its commit came after this one's moment), or
@@ -670,12 +677,13 @@ def _changed_since_preview(before: tuple[int, int] | None, claim_id: int, revisi
 def label_table_import_apply(
     *, run: Run, reviewer: Reviewer, table_file: LabelTableFile, checked: dict[int, tuple[int, int]] | None = None,
     overwrite_newer: bool | None = None, keep_reviewers: bool = False, adjudicate: bool = False,
-    source_name: str = "",
+    source_name: str = "", command_line: bool = False,
 ) -> LabelImportPreview:
     """Apply ``table_file`` for ``reviewer`` on ``run``, all or nothing
     (``keep_reviewers``, ``adjudicate``: see :func:`label_table_import_preview`).
-    The audit log records the import under ``reviewer``, naming the file
-    ``source_name``.
+    The audit log records the import, naming the file ``source_name``, as
+    done by ``reviewer`` (the browser's user), or with ``command_line`` by
+    "command line" for ``reviewer`` (in the event's detail: ``labeling.audit``).
 
     Re-validates under a row lock on the run (the database may have moved
     since the preview; ``checked`` is that preview's, see
@@ -719,7 +727,8 @@ def label_table_import_apply(
                 preview.skipped_newer = newer
                 preview.changes = [change for change in preview.changes if change.newer is None]
             _audit_import(run=run, reviewer=reviewer, preview=preview, source_name=source_name,
-                          mode="adjudicate" if adjudicate else "keep_reviewers" if keep_reviewers else "own")
+                          mode="adjudicate" if adjudicate else "keep_reviewers" if keep_reviewers else "own",
+                          command_line=command_line)
             if adjudicate:
                 _apply_adjudications(reviewer, preview.changes)
                 return preview
@@ -766,13 +775,15 @@ def _apply_judgments(reviewer: Reviewer, preview: LabelImportPreview) -> None:
 
 
 def _audit_import(*, run: Run, reviewer: Reviewer, preview: LabelImportPreview, source_name: str,
-                  mode: str) -> None:
-    audit_record(action=AuditAction.IMPORT_LABELS, actor=reviewer, run=run, target=source_name,
+                  mode: str, command_line: bool) -> None:
+    audit_record(action=AuditAction.IMPORT_LABELS, actor=None if command_line else reviewer, run=run,
+                 target=source_name,
                  detail={"format": preview.format, "rows": preview.rows, "labels": len(preview.changes),
                          # Citation judgments and factual marks (SPEC §4.3b), when the file changed any.
                          **({"judgments": len(preview.judgment_changes), "factual": len(preview.factual_changes)}
                             if preview.judgment_changes or preview.factual_changes else {}),
-                         "skipped_newer": len(preview.skipped_newer), "mode": mode})
+                         "skipped_newer": len(preview.skipped_newer), "mode": mode,
+                         **({"reviewer": reviewer.username} if command_line else {})})
 
 
 def _owners(names: set[str]) -> dict[str, Reviewer]:

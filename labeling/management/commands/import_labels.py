@@ -92,7 +92,8 @@ class Command(BaseCommand):
         choice = True if overwrite_newer else (False if skip_newer else None)
         try:
             preview = label_table_import_apply(run=target, reviewer=who, table_file=table_file,
-                                               overwrite_newer=choice, source_name=file.name, **mode)
+                                               overwrite_newer=choice, source_name=file.name,
+                                               command_line=True, **mode)
         except LabelImportError as failure:
             for issue in failure.issues:
                 self.stderr.write(f"{file}: row {issue.line}: {issue.field}: {issue.reason}")

@@ -27,7 +27,7 @@ class Command(BaseCommand):
             if reviewer is None:
                 raise CommandError(f"no reviewer {author!r}")
         try:
-            version = label_table_snapshot(run=target, author=reviewer, note=note)
+            version = label_table_snapshot(run=target, author=reviewer, note=note, command_line=True)
         except ValidationError as exc:
             raise CommandError("; ".join(exc.messages)) from None
         self.stdout.write(self.style.SUCCESS(
