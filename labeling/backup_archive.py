@@ -68,7 +68,7 @@ def bad(message: str) -> ValidationError:
 
 
 def _mb(size: int) -> str:
-    return f"{size / 2**20:,.0f} MB"
+    return f"{size / 2**20:,.0f} MB" if size >= 2**20 else f"{size:,} bytes"
 
 
 def name_problem(name: str) -> str:
@@ -105,7 +105,7 @@ def counted_chunks(stream: IO[bytes], *, member: str, declared: int, budget: Bud
     """The bytes of ``stream`` (an open archive member) in chunks of at most
     64 KiB, refused (``ValidationError``) as soon as more come out than the
     member ``declared`` or than ``budget`` allows, or when the member is
-    damaged (bad CRC, broken compressed data)."""
+    damaged (bad CRC, broken compressed data, fewer bytes than declared)."""
     total = 0
     while True:
         try:
@@ -113,6 +113,8 @@ def counted_chunks(stream: IO[bytes], *, member: str, declared: int, budget: Bud
         except _ZIP_ERRORS as exc:
             raise bad(f"{member} is damaged: {exc}") from None
         if not chunk:
+            if total != declared:
+                raise bad(f"{member} is damaged: it unzips to {total:,} bytes but declares {declared:,}")
             return
         total += len(chunk)
         if total > declared:

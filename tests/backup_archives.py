@@ -136,6 +136,7 @@ class RawMember:
     crc: int
     method: int = zipfile.ZIP_DEFLATED
     declared: int | None = None
+    flags: int = 0
 
 
 def deflated(data: bytes) -> RawMember:
@@ -143,17 +144,18 @@ def deflated(data: bytes) -> RawMember:
     return RawMember("", compressor.compress(data) + compressor.flush(), len(data), zlib.crc32(data))
 
 
-def deflated_zeros(mib: int) -> RawMember:
+def deflated_zeros(mib: int, *, crc: bool = True) -> RawMember:
     """``mib`` MiB of zero bytes, deflated to about 1 KiB per MiB: one
     compressed MiB after a full flush (the compressor forgets everything,
-    so each MiB compresses to the same bytes) repeated ``mib`` times."""
+    so each MiB compresses to the same bytes) repeated ``mib`` times. Its
+    CRC (about a second per GiB) is 0 unless ``crc``."""
     block = bytes(1 << 20)
     compressor = zlib.compressobj(9, zlib.DEFLATED, -15)
     one = compressor.compress(block) + compressor.flush(zlib.Z_FULL_FLUSH)
-    crc = 0
-    for _ in range(mib):
-        crc = zlib.crc32(block, crc)
-    return RawMember("", one * mib + compressor.flush(), mib << 20, crc)
+    checksum = 0
+    for _ in range(mib if crc else 0):
+        checksum = zlib.crc32(block, checksum)
+    return RawMember("", one * mib + compressor.flush(), mib << 20, checksum)
 
 
 def raw_zip(members: list[RawMember]) -> bytes:
@@ -165,10 +167,10 @@ def raw_zip(members: list[RawMember]) -> bytes:
         name = member.name.encode()
         declared = member.size if member.declared is None else member.declared
         offset = len(out)
-        out += struct.pack("<IHHHHHIIIHH", 0x04034B50, 20, 0, member.method, 0, 0x21, member.crc,
+        out += struct.pack("<IHHHHHIIIHH", 0x04034B50, 20, member.flags, member.method, 0, 0x21, member.crc,
                            len(member.data), declared, len(name), 0) + name + member.data
-        directory += struct.pack("<IHHHHHHIIIHHHHHII", 0x02014B50, 20, 20, 0, member.method, 0, 0x21, member.crc,
-                                 len(member.data), declared, len(name), 0, 0, 0, 0, 0, offset) + name
+        directory += struct.pack("<IHHHHHHIIIHHHHHII", 0x02014B50, 20, 20, member.flags, member.method, 0, 0x21,
+                                 member.crc, len(member.data), declared, len(name), 0, 0, 0, 0, 0, offset) + name
     start = len(out)
     out += directory
     out += struct.pack("<IHHHHIIH", 0x06054B50, 0, 0, len(members), len(members), len(directory), start, 0)
