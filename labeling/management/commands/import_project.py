@@ -36,7 +36,8 @@ class Command(BaseCommand):
         except OSError as exc:
             raise CommandError(f"{file} cannot be read: {exc.strerror or exc}") from None
         except ValidationError as exc:
-            raise CommandError(f"{file}: " + " ".join(exc.messages) + " Nothing was imported.") from None
+            reason = " ".join(exc.messages)
+            raise CommandError(f"{file}: {reason}{'' if reason.endswith('.') else '.'} Nothing was imported.") from None
         self.stdout.write(self.style.SUCCESS(f"Imported {summary.describe()} from {file}"))
         if summary.accounts_matched:
             self.stdout.write(f"Used existing accounts (unchanged): {', '.join(summary.accounts_matched)}")
