@@ -410,14 +410,16 @@ def serialized_fields(model: type[models.Model]) -> list[models.Field]:
     return [f for f in model._meta.local_fields if f.serialize]
 
 
-def row_values(model: type[models.Model], row: Any, *, label: str, where: str) -> tuple[int, dict[str, Any]]:
+def row_values(model: type[models.Model], row: Any, *, label: str, where: str,
+               validators: bool = True) -> tuple[int, dict[str, Any]]:
     """``(pk, {attname: python value})`` of one archived row of ``model``
     (``{"model": label, "pk": id, "fields": {name: value}}``), or
     ``ValidationError`` naming ``where``, the row and the field: a row that is
     not that shape, names another model, lacks a field or has one the model
     does not, or holds a value not of its field's type, length, range or
-    choices. Foreign keys come back as plain ids, unchecked (the caller knows
-    which rows exist)."""
+    choices, or (``validators``) one its field's validators refuse (a run
+    name with ``/``). Foreign keys come back as plain ids, unchecked (the
+    caller knows which rows exist)."""
     if not isinstance(row, dict) or set(row) != {"model", "pk", "fields"}:
         raise bad(f"{where}: a row is an object with exactly 'model', 'pk' and 'fields'")
     if row["model"] != label:
@@ -442,5 +444,10 @@ def row_values(model: type[models.Model], row: Any, *, label: str, where: str) -
         value, problem = _field_value(model_field, fields[model_field.name])
         if problem:
             raise bad(f"{where}, field {model_field.name}: {problem}")
+        if validators and value is not None and not model_field.is_relation:
+            try:
+                model_field.run_validators(value)
+            except ValidationError as exc:
+                raise bad(f"{where}, field {model_field.name}: {' '.join(exc.messages)}") from None
         values[model_field.attname] = value
     return pk, values

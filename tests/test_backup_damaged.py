@@ -281,6 +281,8 @@ CASES: dict[str, tuple[Callable[[Members], bytes], str]] = {
                        r"field value: 'MAYBE' is not one of SUPPORTED, UNSUPPORTED, UNCITED"),
     "text too long": (_with_fields("labeling.run", name="r" * 201),
                       r"field name: is 201 characters long; the field holds at most 200"),
+    "run name with a slash": (_with_fields("labeling.run", name="gpt4o/prompt-v2"),
+                              r"labeling\.run row \d+ \(rows/labeling\.run\.jsonl line 1\), field name: .*/"),
     "NUL in text": (_with_fields("labeling.claim", text="The sky\x00 is blue."),
                     r"field text: contains the control character U\+0000"),
     "lone surrogate": (_rows_text_field("labeling.claim", "text", '"\\ud800"'), r"field text: .*surrogate"),
