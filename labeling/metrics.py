@@ -28,7 +28,9 @@ from scoring.citation_ids import (
     citation_id_metrics,
 )
 from scoring.claims import ClaimMetrics, claim_metrics
+from scoring.figures import FigureInterval, RunFigures, intervals_dict, run_figures, run_intervals
 from scoring.gold import GoldMetrics, gold_metrics
+from scoring.intervals import DEFAULT_CONFIDENCE, check_confidence
 from scoring.judgments import DEFAULT_RULE, JudgmentMetrics, citation_judgments
 from scoring.matching import DEFAULT_MATCH_METHOD, get_matcher
 from scoring.ratio import Ratio
@@ -53,9 +55,20 @@ class RunScores:
     claims_frame: pd.DataFrame
     disagreements: int
     judgments: JudgmentMetrics | None = None
+    confidence: float = DEFAULT_CONFIDENCE
+
+    def figures(self) -> RunFigures:
+        """Per-answer units and values of every figure of the run (``scoring.figures``)."""
+        return run_figures(claims=self.claims, citation_ids=self.citation_ids, abstention=self.abstention,
+                           judgments=self.judgments, gold=self.gold)
+
+    def intervals(self) -> dict[str, FigureInterval]:
+        """Every figure with its interval at ``confidence`` and its label budget (SPEC §4.5)."""
+        return run_intervals(self.figures(), confidence=self.confidence)
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON object of ``score --format json``."""
+        """The JSON object of ``score --format json`` (``intervals``: one entry per
+        figure, ``scoring.figures.FigureInterval.as_dict``)."""
         per_answer = self.per_answer_records()
         result: dict[str, Any] = {
             "run": self.run.name,
@@ -75,6 +88,7 @@ class RunScores:
             gold = self.gold.to_dict()
             result["context"] = gold["context"]
             result["source"] = gold["source"]
+        result["intervals"] = intervals_dict(self.intervals())
         result["per_answer"] = per_answer
         return result
 
@@ -109,7 +123,7 @@ class RunScores:
 def run_scores(
     run: Run, *, reviewer: str | None = None, match_method: str = DEFAULT_MATCH_METHOD,
     match_threshold: float | None = None, question_ids: set[str] | None = None,
-    citation_precision_rule: str = DEFAULT_RULE, with_gold: bool = True,
+    citation_precision_rule: str = DEFAULT_RULE, with_gold: bool = True, confidence: float = DEFAULT_CONFIDENCE,
 ) -> RunScores:
     """Compute every metric of ``run`` (SPEC §4.1–§4.3).
 
@@ -121,9 +135,11 @@ def run_scores(
     which judged citations are precise (SPEC §4.3b, ``scoring.judgments``).
     ``with_gold=False`` skips the passage/source metrics against gold
     references (``gold`` is ``None``): the project summary does not show them.
-    Raises ValueError for an unknown match method or rule, ImportError when the
-    method's optional extra is missing.
+    ``confidence``: the level of the intervals (SPEC §4.5).
+    Raises ValueError for an unknown match method or rule or a level outside
+    (0, 1), ImportError when the method's optional extra is missing.
     """
+    check_confidence(confidence)
     claims, disagreements = resolved_claims_frame(run, reviewer=reviewer)
     answers = frames.answers_frame(run)
     citations = frames.citations_frame(run)
@@ -155,7 +171,8 @@ def run_scores(
             matcher=matcher,
         )
     return RunScores(run=run, reviewer=reviewer, claims=claim_result, citation_ids=ids, abstention=abstention,
-                     gold=gold, claims_frame=claims, disagreements=disagreements, judgments=judgments)
+                     gold=gold, claims_frame=claims, disagreements=disagreements, judgments=judgments,
+                     confidence=confidence)
 
 
 def run_judgment_metrics(run: Run, claims: pd.DataFrame, citations: pd.DataFrame, *, reviewer: str | None,
