@@ -34,7 +34,7 @@ from scoring.intervals import DEFAULT_CONFIDENCE, check_confidence
 from scoring.judgments import DEFAULT_RULE, JudgmentMetrics, citation_judgments
 from scoring.matching import DEFAULT_MATCH_METHOD, get_matcher
 from scoring.ratio import Ratio
-from scoring.summary import RunSummary
+from scoring.summary import RATIO_COLUMNS, RunSummary
 
 
 @dataclass
@@ -201,22 +201,27 @@ def run_judgments(run: Run, *, reviewer: str | None = None, rule: str = DEFAULT_
 
 
 def project_summary(project: Project, *, reviewer: str | None = None, rule: str = DEFAULT_RULE,
-                    own_labels_runs: frozenset[int] = frozenset(), me: str | None = None) -> list[RunSummary]:
-    """Every run of ``project`` (creation order) with its pooled figures (``scoring.summary``):
-    the one row per run of the project summary page and ``score --all-runs``. About ten
-    queries per run (``run_scores`` without gold). ``reviewer``: only that reviewer's labels
-    count; on the runs of ``own_labels_runs`` (a blind reviewer's) only ``me``'s do.
-    Raises ValueError for an unknown rule."""
+                    own_labels_runs: frozenset[int] = frozenset(), me: str | None = None,
+                    confidence: float = DEFAULT_CONFIDENCE) -> list[RunSummary]:
+    """Every run of ``project`` (creation order) with its pooled figures (``scoring.summary``)
+    and their intervals at ``confidence`` (SPEC §4.5): the one row per run of the project
+    summary page and ``score --all-runs``. About ten queries per run (``run_scores`` without
+    gold). ``reviewer``: only that reviewer's labels count; on the runs of ``own_labels_runs``
+    (a blind reviewer's) only ``me``'s do. Raises ValueError for an unknown rule or level."""
     rows = []
     for run in Run.objects.filter(project=project).select_related("project").order_by("created_at", "name"):
         counted = me if run.pk in own_labels_runs else reviewer
-        scores = run_scores(run, reviewer=counted, citation_precision_rule=rule, with_gold=False)
+        scores = run_scores(run, reviewer=counted, citation_precision_rule=rule, with_gold=False,
+                            confidence=confidence)
         c = scores.claims
         judged = scores.judgments
+        intervals = scores.intervals()
+        intervals["citation_precision"] = intervals.get("judged_precision")
         rows.append(RunSummary(
             run=run.name, answers=c.answers, claims=c.claims, pending=c.pending, coverage=c.coverage,
             support=c.support, supported_rate=c.supported_rate,
             citation_precision=judged.precision if judged is not None else Ratio(0, 0), gap=c.gap,
+            intervals={name: intervals[name] for name in (*RATIO_COLUMNS, "gap") if intervals.get(name)},
         ))
     return rows
 
@@ -234,13 +239,16 @@ def run_has_gold(run: Run) -> bool:
 class GoldRow:
     """One line of the run page's gold panel: a metric with its pooled
     fraction (``Ratio`` or ``None`` for F1, which has none) and value, and its
-    per-answer mean (float or None) with the number of answers skipped."""
+    per-answer mean (float or None) with the number of answers skipped; each
+    with its interval where it has one (``scoring.figures``, SPEC §4.5)."""
 
     group: str
     metric: str
     fraction: Ratio | None
     value: float | None
     mean: float | None
+    interval: FigureInterval | None = None
+    mean_interval: FigureInterval | None = None
 
 
 def gold_rows(scores: RunScores) -> list[GoldRow]:
@@ -250,28 +258,36 @@ def gold_rows(scores: RunScores) -> list[GoldRow]:
     and abstention when any question is unanswerable."""
     rows: list[GoldRow] = []
     ids = scores.citation_ids
+    iv = scores.intervals()
+
+    def row(group: str, metric: str, fraction: Ratio | None, value: float | None, mean: float | None,
+            key: str) -> GoldRow:
+        return GoldRow(group, metric, fraction, value, mean, iv.get(key), iv.get(f"mean_{key}"))
+
     if ids.gold_answers:
         rows += [
-            GoldRow("Cited ids vs gold ids", "precision", ids.precision, ids.precision.value, ids.mean_precision),
-            GoldRow("Cited ids vs gold ids", "recall", ids.recall, ids.recall.value, ids.mean_recall),
+            row("Cited ids vs gold ids", "precision", ids.precision, ids.precision.value, ids.mean_precision,
+                "precision"),
+            row("Cited ids vs gold ids", "recall", ids.recall, ids.recall.value, ids.mean_recall, "recall"),
         ]
-    rows.append(GoldRow("Cited ids vs gold ids", "fabricated", ids.fabricated_rate, ids.fabricated_rate.value, None))
+    rows.append(row("Cited ids vs gold ids", "fabricated", ids.fabricated_rate, ids.fabricated_rate.value, None,
+                    "fabricated_rate"))
     if scores.gold is not None:
         gold = scores.gold.to_dict()
         c, s = gold["context"], gold["source"]
         rows += [
-            GoldRow("Passages (context)", "precision", Ratio(c["matched_citations"], c["citations"]),
-                    c["precision"], c["mean_precision"]),
-            GoldRow("Passages (context)", "recall", Ratio(c["matched_references"], c["references"]),
-                    c["recall"], c["mean_recall"]),
-            GoldRow("Passages (context)", "F1", None, c["f1"], c["mean_f1"]),
-            GoldRow("Sources", "precision", Ratio(s["matched_cited_sources"], s["cited_sources"]),
-                    s["precision"], s["mean_precision"]),
-            GoldRow("Sources", "recall", Ratio(s["matched_expected_sources"], s["expected_sources"]),
-                    s["recall"], s["mean_recall"]),
-            GoldRow("Sources", "F1", None, s["f1"], s["mean_f1"]),
+            row("Passages (context)", "precision", Ratio(c["matched_citations"], c["citations"]),
+                c["precision"], c["mean_precision"], "context_precision"),
+            row("Passages (context)", "recall", Ratio(c["matched_references"], c["references"]),
+                c["recall"], c["mean_recall"], "context_recall"),
+            row("Passages (context)", "F1", None, c["f1"], c["mean_f1"], "context_f1"),
+            row("Sources", "precision", Ratio(s["matched_cited_sources"], s["cited_sources"]),
+                s["precision"], s["mean_precision"], "source_precision"),
+            row("Sources", "recall", Ratio(s["matched_expected_sources"], s["expected_sources"]),
+                s["recall"], s["mean_recall"], "source_recall"),
+            row("Sources", "F1", None, s["f1"], s["mean_f1"], "source_f1"),
         ]
     if scores.abstention.unanswerable:
         rate = scores.abstention.rate
-        rows.append(GoldRow("Unanswerable questions", "abstention", rate, rate.value, None))
+        rows.append(row("Unanswerable questions", "abstention", rate, rate.value, None, "abstention"))
     return rows

@@ -157,6 +157,15 @@ def budget_text(budgets: Sequence[Budget] | None, *, counted: int = 0) -> str:
     return text if held is None else f"{text} ({MORE_THAN_THE_RUN_HOLDS}: {held})"
 
 
+def figure_interval(key: str, units: Units, *, confidence: float = DEFAULT_CONFIDENCE,
+                    half_widths: Sequence[float] = BUDGET_HALF_WIDTHS) -> FigureInterval:
+    """One pooled ratio's interval (``wilson-clustered``) with its label budget, capped
+    by ``units.available`` (else by the answers counted)."""
+    interval = units.interval(confidence=confidence)
+    available = units.available if units.available is not None else interval.n_answers
+    return FigureInterval(key, interval, answers_needed(interval, available=available, half_widths=half_widths))
+
+
 def run_intervals(figures: RunFigures, *, confidence: float = DEFAULT_CONFIDENCE,
                   half_widths: Sequence[float] = BUDGET_HALF_WIDTHS) -> dict[str, FigureInterval]:
     """Every figure of ``figures`` with its interval at ``confidence`` and label
@@ -169,14 +178,11 @@ def run_intervals(figures: RunFigures, *, confidence: float = DEFAULT_CONFIDENCE
         if key == "gap":
             interval = gap_interval(units["coverage"], units["support"], confidence=confidence)
             available = units["support"].available
+            out[key] = FigureInterval(key, interval, answers_needed(
+                interval, available=available if available is not None else interval.n_answers,
+                half_widths=half_widths))
         elif key in units:
-            interval = units[key].interval(confidence=confidence)
-            available = units[key].available
-        else:
-            continue
-        out[key] = FigureInterval(key, interval, answers_needed(
-            interval, available=available if available is not None else interval.n_answers,
-            half_widths=half_widths))
+            out[key] = figure_interval(key, units[key], confidence=confidence, half_widths=half_widths)
     for key, values in figures.values.items():
         interval = values.interval(confidence=confidence)
         out[f"mean_{key}"] = FigureInterval(f"mean_{key}", interval, answers_needed(

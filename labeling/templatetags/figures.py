@@ -1,4 +1,4 @@
-"""The one template filter that shows a figure's interval (SPEC §4.5)."""
+"""The one template filter that shows a figure's interval (SPEC §4.5), and its level."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from django.utils.html import format_html
 
 from scoring.figures import FigureInterval, interval_text, interval_title
 from scoring.intervals import Interval, PairedDifference
+from scoring.ratio import format_value
 
 register = template.Library()
 
@@ -23,3 +24,9 @@ def ci(interval: Interval | PairedDifference | FigureInterval | None) -> str:
     if not text:
         return ""
     return format_html('<span class="ci" title="{}">{}</span>', interval_title(interval), text)
+
+
+@register.filter
+def level(confidence: float) -> str:
+    """``0.95`` → ``"95%"``: an interval's level as the pages name it."""
+    return f"{format_value(confidence * 100, 0)}%"

@@ -121,6 +121,8 @@ class Command(BaseCommand):
 
     def handle(self, *args, **options) -> None:
         project = find_project(options["project"])
+        confidence = parse_confidence(options["confidence"])
+        options["level"] = confidence if confidence is not None else DEFAULT_CONFIDENCE
         if options["all_runs"]:
             self._all_runs(project, options)
             return
@@ -138,8 +140,6 @@ class Command(BaseCommand):
         if options["baseline"] == options["run"]:
             raise CommandError("--baseline names the run itself: gate against another run")
         drops = parse_max_drop(options["max_drop"])
-        confidence = parse_confidence(options["confidence"])
-        options["level"] = confidence if confidence is not None else DEFAULT_CONFIDENCE
         if confidence is not None and NO_INTERVAL & set(drops):
             names = ", ".join(sorted(NO_INTERVAL & set(drops)))
             raise CommandError(f"--max-drop {names} with --confidence: F1 of pooled figures has no interval (it is "
@@ -206,7 +206,7 @@ class Command(BaseCommand):
             raise CommandError(f"no reviewer {reviewer!r}")
         rule = options.get("citation_precision_rule") or DEFAULT_RULE
         try:
-            runs = project_summary(project, reviewer=reviewer, rule=rule)
+            runs = project_summary(project, reviewer=reviewer, rule=rule, confidence=options["level"])
         except ValueError as exc:
             raise CommandError(str(exc)) from None
         if options["format"] == "xlsx":
@@ -424,10 +424,12 @@ BUDGET_FIGURES = ("coverage", "support", "supported_rate", "judged_precision")
 
 
 def render_summary_table(project: Project, runs: list[RunSummary], rule: str) -> str:
-    """Every run of the project side by side, the unweighted mean last (fractions beside ratios)."""
+    """Every run of the project side by side, the unweighted mean last (fractions beside ratios,
+    each with its interval)."""
     header = ["run", "answers", "claims", "coverage", "support", "supported rate", f"precision ({rule})", "gap"]
-    rows = [[r.run, str(r.answers), str(r.claims), str(r.coverage), str(r.support), str(r.supported_rate),
-             str(r.citation_precision), format_value(r.gap)] for r in runs]
+    rows = [[r.run, str(r.answers), str(r.claims),
+             *(_with_interval(getattr(r, name), r.interval(name)) for name in RATIO_COLUMNS),
+             _with_interval(r.gap, r.interval("gap"))] for r in runs]
     mean = mean_row(runs)
     rows.append([mean["run"], format_value(mean["answers"], 1), format_value(mean["claims"], 1),
                  *(format_value(mean[name]) for name in RATIO_COLUMNS), format_value(mean["gap"])])
