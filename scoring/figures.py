@@ -268,8 +268,14 @@ def interval_text(interval: Interval | PairedDifference | None) -> str:
 def interval_title(interval: Interval | PairedDifference | None) -> str:
     """What an interval rests on, in words (a page's tooltip, a table's note):
     ``"95% interval, answers as clusters: 29 answers, 175 units weigh like 64"``."""
-    if interval is None or not interval.defined:
+    if interval is None:
         return ""
+    if not interval.defined:
+        estimate = interval.delta if isinstance(interval, PairedDifference) else interval.estimate
+        if estimate is None:
+            return ""
+        unit = "questions" if isinstance(interval, PairedDifference) else "answers"
+        return f"no interval: it takes at least two {unit} with a unit"
     level = f"{format_value(interval.level * 100, 0)}% interval"
     if isinstance(interval, PairedDifference):
         return f"{level} of B − A, paired by question: {_count(interval.n_questions, 'question')}"
