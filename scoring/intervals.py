@@ -13,6 +13,12 @@ interval and the sample sizes behind it:
 - :func:`paired_difference`: ``R_B − R_A`` on the questions both runs answered,
   paired by question, with its normal interval — method ``"paired-clustered"``.
 - :func:`answers_needed`: the label budget for a target half-width.
+- :class:`Units` / :class:`AnswerValues`: one figure's per-answer counts or
+  values, named by question so two runs pair up.
+- :func:`contrast_interval` / :func:`paired_contrast`: sums of signed ratios
+  (the gap, the change of a gap, a difference of per-answer means) with the
+  same linearized variance as the paired difference.
+- :func:`settle_budget`: the questions the non-inferiority gate needs to decide.
 
 Inputs are plain sequences of integer counts, one entry per answer (or per
 question); no pandas is needed. Ratios are in [0, 1], ``None`` when undefined.
