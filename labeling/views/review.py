@@ -114,6 +114,7 @@ def _context(request: HttpRequest, run: Run, answer: Answer, claim_id: int | Non
         "require_supported": run.project.require_justification_for_supported,
         "mode": "label", "error": None, "conflict": None, "notice": None,
         "judgment_choices": JUDGMENT_CHOICES, "partials_enough": review.partials_enough,
+        "read_only": read_only_reason(run),
     }
     context.update(extra)
     if review.judging:
@@ -130,10 +131,24 @@ def _context(request: HttpRequest, run: Run, answer: Answer, claim_id: int | Non
     return context
 
 
+def read_only_reason(run: Run) -> str:
+    """Why the review page of ``run`` is read-only for this user (``run_for`` read their
+    role), or ``""`` when they may label there: a viewer, or a reviewer not assigned to
+    the run, sees the claims, passages and labels without a control that writes."""
+    if run.may_label:
+        return ""
+    if not selectors.may(run.my_role, LABEL):
+        return (f"Read-only: your role in project {run.project.slug} is {run.my_role}. You see the claims, "
+                "their passages and labels; a lead of the project can make you a reviewer.")
+    return (f"Read-only: you are not assigned to run {run.name}. A lead of project {run.project.slug} "
+            "assigns the reviewers of each run.")
+
+
 def _page(request: HttpRequest, context: dict[str, Any]) -> HttpResponse:
     run: Run = context["run"]
     answer: Answer = context["answer"]
-    context["progress"] = selectors.run_progress(run=run, reviewer=request.user)
+    if not context["read_only"]:
+        context["progress"] = selectors.run_progress(run=run, reviewer=request.user)
     context["neighbours"] = queue.answer_neighbours(answer=answer)
     return render(request, TEMPLATE, context)
 
@@ -234,6 +249,12 @@ def run_next(request: HttpRequest, project_slug: str, run_name: str) -> HttpResp
     """Go to the reviewer's next unlabeled claim in the run ("Start labeling", key
     ``n``): with htmx, swap it in like a save does; else redirect to it."""
     run = run_for(request, project_slug, run_name)
+    if not selectors.may(run.my_role, LABEL):
+        # A viewer has no queue: the run page, saying why (no labeling screen to start).
+        messages.info(request, read_only_reason(run))
+        if request.htmx:
+            return HttpResponseClientRedirect(run.get_absolute_url())
+        return redirect(run.get_absolute_url())
     after_id = int_param(request.GET.get("after"))
     after = selectors.claim_in_run(run=run, claim_id=after_id) if after_id is not None else None
     claim = queue.next_unlabeled_claim(run=run, reviewer=request.user, after=after)
