@@ -102,7 +102,9 @@ def _claim_write_view(*methods: str) -> Callable[[ClaimWriteView], Callable[...,
 def _context(request: HttpRequest, run: Run, answer: Answer, claim_id: int | None, *,
              review: selectors.ReviewContext | None = None, **extra: Any) -> dict[str, Any]:
     if review is None:
-        review = selectors.review_context(answer=answer, reviewer=request.user, claim_id=claim_id)
+        # Opened on no claim, the page shows the first of the reviewer's queue there: reserve it.
+        review = selectors.review_context(answer=answer, reviewer=request.user, claim_id=claim_id,
+                                          lease=run.may_label)
     current = review.current
     my_label = current.my_label if current is not None else None
     context = {
@@ -257,7 +259,7 @@ def run_next(request: HttpRequest, project_slug: str, run_name: str) -> HttpResp
         return redirect(run.get_absolute_url())
     after_id = int_param(request.GET.get("after"))
     after = selectors.claim_in_run(run=run, claim_id=after_id) if after_id is not None else None
-    claim = queue.next_unlabeled_claim(run=run, reviewer=request.user, after=after)
+    claim = queue.next_unlabeled_claim(run=run, reviewer=request.user, after=after, lease=True)
     if claim is None:
         notice = f"Every cited claim of run {run.name} carries your label: nothing left to do."
         if run.has_assignments and not run.is_assigned:
@@ -330,13 +332,13 @@ def _after_label(request: HttpRequest, run: Run, claim: Claim, label: Any, *, fi
     # what the page knew: "0" = no claim after this one was left, so skip the look
     # (a claim another tab brought back into the queue meanwhile is reached when
     # the queue wraps around). Only a hint: any other value, or none, means look.
-    review = None
+    # The queue reserves the claim it hands out (a lease, labeling.queue), so
+    # reviewers working at once are never handed the same claim beyond its overlap.
+    following = None
     if request.POST.get("more_in_answer") != "0":
-        following = queue.next_claim_in_answer(run=run, reviewer=request.user, after=claim)
-        if following is not None:
-            review = selectors.review_context(answer=claim.answer, reviewer=request.user, claim_id=following.pk)
-    if review is not None and review.current is not None:
-        following = review.current.claim
+        following = queue.next_claim_in_answer(run=run, reviewer=request.user, after=claim, lease=True)
+    if following is not None:
+        review = selectors.review_context(answer=claim.answer, reviewer=request.user, claim_id=following.pk)
         if not request.htmx:
             messages.success(request, notice)
             return redirect(review_url(run, claim.answer_id, following.pk))
@@ -344,17 +346,22 @@ def _after_label(request: HttpRequest, run: Run, claim: Claim, label: Any, *, fi
                              whole_review=False)
         push_url(response, review_url(run, claim.answer_id, following.pk))
         return trigger_client_event(response, LABEL_SAVED, {"labeled": labeled})
-    # The review of the next answer with work left opens on its first claim to label.
-    answer = queue.next_answer_to_label(run=run, reviewer=request.user, after=claim.answer)
-    if answer is None:
-        notice += " Every cited claim of this run now carries your label."
+    # Else the next answer with work left, on its first claim to label.
+    following = queue.claim_in_next_answers(run=run, reviewer=request.user, after=claim.answer, lease=True)
+    if following is None:
+        notice += (" Every cited claim of this run now carries your label." if run.overlap == 1 else
+                   f" Nothing is left in your queue: every cited claim of this run carries your label or has "
+                   f"its {run.overlap} reviewers.")
         return _after_write(request, run, claim, show=None, notice=notice, labeled=labeled)
+    answer = following.answer
+    answer.run = run
     notice = (f"Saved {label.value} on claim {claim.index} of {claim.answer.question.question_id}, "
               f"the last one to label there: this is the next answer.")
     if not request.htmx:
         messages.success(request, notice)
-        return redirect(review_url(run, answer.pk))
-    return _show(request, run, answer, None, came_from=claim.answer_id, saved=True, labeled=labeled, notice=notice)
+        return redirect(review_url(run, answer.pk, following.pk))
+    return _show(request, run, answer, following.pk, came_from=claim.answer_id, saved=True, labeled=labeled,
+                 notice=notice)
 
 
 class JudgeForm(forms.Form):
