@@ -26,6 +26,9 @@ NOT_YET: tuple[type[BaseException], ...] = (OSError, http.client.HTTPException)
 BOOT_SECONDS = 180.0
 # Seconds one request may take on a busy machine (a read timeout, not a target).
 REQUEST_SECONDS = 60.0
+# Milliseconds a browser test waits for a page, a swap or a text (Playwright's waits,
+# ``expect`` included, whose own default is 5 s): at load 8 a swap can take seconds.
+BROWSER_WAIT_MS = 60_000
 
 
 def wait_for(attempt: Callable[[], T], *, what: str, seconds: float = BOOT_SECONDS,
