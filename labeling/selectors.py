@@ -780,7 +780,8 @@ def claim_in_run(*, run: Run, claim_id: int) -> Claim | None:
     return claim
 
 
-def review_context(*, answer: Answer, reviewer: Reviewer, claim_id: int | None = None) -> ReviewContext:
+def review_context(*, answer: Answer, reviewer: Reviewer, claim_id: int | None = None,
+                   lease: bool = False) -> ReviewContext:
     """The review page of ``answer`` for ``reviewer`` (one prefetch chain, 3–7 queries).
 
     Queries: claims → citations (+ passages) → every label on them (all
@@ -790,7 +791,9 @@ def review_context(*, answer: Answer, reviewer: Reviewer, claim_id: int | None =
     holds their own labels only. The current claim is ``claim_id`` when it is one
     of the answer's claims; else the first claim of the answer in the reviewer's
     queue, in the queue's order (``queue.first_claim_in_answer``, one query: the
-    order has one home), else the first claim.
+    order has one home), else the first claim. With ``lease`` that first claim of
+    the queue is reserved for the reviewer (``queue.lease_take``: the page hands it
+    to them to label), or the next one no other reviewer took meanwhile.
     """
     claims = list(
         Claim.objects.filter(answer=answer).order_by("index").prefetch_related(
@@ -811,7 +814,7 @@ def review_context(*, answer: Answer, reviewer: Reviewer, claim_id: int | None =
     by_id = {view.claim.pk: view for view in views}
     current = by_id.get(claim_id) if claim_id is not None else None
     if current is None and views:
-        first = queue.first_claim_in_answer(run=answer.run, reviewer=reviewer, answer=answer)
+        first = queue.first_claim_in_answer(run=answer.run, reviewer=reviewer, answer=answer, lease=lease)
         current = by_id[first.pk] if first is not None else views[0]
     raw_segments, unplaced_ids = answer_segments(
         answer.text, ((v.claim.pk, v.claim.start, v.claim.end) for v in views)

@@ -31,6 +31,7 @@ def project_for(request: HttpRequest, project_slug: str, action: str = selectors
     their role may not do ``action`` there (``selectors.may``). One query."""
     project = get_object_or_404(selectors.visible_projects(user=request.user), slug=project_slug)
     _check_role(project.my_role, action, project)
+    project.may_label = selectors.may(project.my_role, selectors.LABEL)
     return project
 
 
@@ -42,6 +43,8 @@ def run_for(request: HttpRequest, project_slug: str, run_name: str, action: str 
     _check_role(run.my_role, action, run.project)
     # What the run page's buttons offer: only what this user may do there.
     run.may_lead = selectors.may(run.my_role, selectors.LEAD)
+    # A viewer (or a reviewer not assigned to the run) gets read-only pages: no label controls.
+    run.may_label = selectors.may_on_run(run, selectors.LABEL)
     run.sees_all_labels = selectors.may_on_run(run, selectors.ALL_LABELS)
     if not selectors.may_on_run(run, action):
         if action == selectors.LABEL:
