@@ -41,7 +41,7 @@ class RunAgreement:
     labels on cited claims. ``reviewers``: names of every reviewer in it,
     sorted. ``kinds``: reviewer name → kind (human, external, model).
     ``pairs``: :class:`scoring.agreement.Agreement` per pair of reviewers,
-    confusion over SUPPORTED/UNSUPPORTED. ``overall``: alpha and AC1 across
+    confusion over SUPPORTED/UNSUPPORTED. ``overall``: alpha, AC1 and Fleiss' kappa across
     the counted reviewers: the assigned ones on a run with assignments, else
     the human reviewers (with the run's promoted judge either way).
     ``disputed``: claim ids where the counted reviewers who labeled the claim

@@ -31,7 +31,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from labeling.agreement import CATEGORIES, RunAgreement, run_agreement
 from labeling.judge_grades import claim_texts, judge_labels
-from labeling.management.lookup import find_project, find_run
+from labeling.management.lookup import find_project, find_run, reviewer_name
 from labeling.models import Claim, Reviewer, ReviewerKind, Run
 from labeling.names import normalize_name
 from scoring.agreement import Agreement, Coefficient, Interval, Reliability, pairwise_agreement
@@ -60,7 +60,7 @@ class Command(BaseCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--run", required=True)
         parser.add_argument("--project")
-        parser.add_argument("--reviewer", action="append", default=[],
+        parser.add_argument("--reviewer", type=reviewer_name, action="append", default=[],
                             help="give none (every reviewer) or exactly two (one pair)")
         parser.add_argument("--format", choices=["json", "table"], default="table")
         parser.add_argument("--min-alpha", type=float, help="exit 1 when Krippendorff's alpha is below this")
@@ -167,8 +167,10 @@ class Command(BaseCommand):
             if result.assigned:
                 over += f" ({', '.join(figures.reviewers)})"
             alpha, ac1 = figures.alpha, figures.ac1
+            fleiss = figures.fleiss_kappa
             lines += [f"  {figure_text(f'Krippendorff alpha {over}', alpha.value, alpha.ci95, alpha.n)}",
                       f"  {figure_text(f'Gwet AC1 {over}', ac1.value, ac1.ci95, ac1.n)}",
+                      f"  {figure_text(f'Fleiss kappa {over}', fleiss.value, fleiss.ci95, fleiss.n)}",
                       f"  disputed claims {over}: {len(disputed)}"]
         for pair in pairs:
             lines += [
@@ -195,6 +197,8 @@ def _reliability(figures: Reliability, disputed: list[int]) -> dict[str, Any]:
         "krippendorff_alpha": figures.alpha.value, "alpha_ci95": _listed(figures.alpha.ci95),
         "alpha_n": figures.alpha.n,
         "gwet_ac1": figures.ac1.value, "ac1_ci95": _listed(figures.ac1.ci95), "ac1_n": figures.ac1.n,
+        "fleiss_kappa": figures.fleiss_kappa.value, "fleiss_kappa_ci95": _listed(figures.fleiss_kappa.ci95),
+        "fleiss_kappa_n": figures.fleiss_kappa.n,
         "disputed": len(disputed),
     }
 
