@@ -92,6 +92,13 @@ def test_agreement_json_names_whose_figures_they_are(labeled):
     assert (everyone["counted_reviewers"], everyone["disputed"]) == (["ann", "bob", "ext"], 4)
     assert everyone["krippendorff_alpha"] == pytest.approx(EVERYONE_ALPHA, abs=1e-12)
     assert payload["reviewers"] == ["ann", "bob", "ext"]
+    # Fleiss' kappa. Team: agreement per claim 1, 0, 1, 0 → P̄ = 0.5, P_e = 0.5² + 0.5² = 0.5 → 0.
+    # Everyone: each claim 2 of one label, 1 of the other → P_i = 2/(3·2) = 1/3, P_e = 0.5 → −1/3.
+    from statsmodels.stats.inter_rater import fleiss_kappa
+
+    assert payload["fleiss_kappa"] == pytest.approx(0.0, abs=1e-12)
+    assert everyone["fleiss_kappa"] == pytest.approx(-1 / 3, abs=1e-12)
+    assert fleiss_kappa(np.array([[2, 1], [2, 1], [1, 2], [1, 2]])) == pytest.approx(-1 / 3, abs=1e-12)
     table = StringIO()
     call_command("agreement", "--run", "r", "--project", "team", stdout=table)
     assert "Krippendorff alpha over 2 assigned reviewers (ann, bob) 0.13" in table.getvalue()
@@ -108,4 +115,5 @@ def test_agreement_page_shows_the_team_first_and_every_human_labeled(client, lab
     assert "Every human reviewer, imported ones included (3: ann, bob, ext)" in text
     assert re.search(r'id="every-human-alpha".*?−0\.22|id="every-human-alpha".*?-0\.22', html, re.S)
     assert re.search(r'id="every-human-disputed".*?<span class="metric">4</span>', html, re.S)
+    assert re.search(r'id="every-human-fleiss".*?-0\.33', html, re.S)
     assert "Disagreements 2" in text
