@@ -72,6 +72,9 @@ APP = "labeling"
 # Models of the app that belong to no project (none today): named here so the
 # export knows it is meant to leave them out.
 GLOBAL_MODELS: frozenset[str] = frozenset()
+# Rows that are no part of a project's history: a claim lease reserves a claim for a
+# few minutes (labeling.queue); a restored one would only hold claims back.
+EPHEMERAL_MODELS: frozenset[str] = frozenset({"labeling.claimlease"})
 _BATCH = 2_000
 
 
@@ -119,7 +122,7 @@ def project_models() -> list[ProjectModel]:
     found, unplaced = [], []
     user_model = get_user_model()
     for model in apps.get_app_config(APP).get_models():
-        if model is user_model or model._meta.label_lower in GLOBAL_MODELS:
+        if model is user_model or model._meta.label_lower in GLOBAL_MODELS | EPHEMERAL_MODELS:
             continue
         path = _path_to_project(model)
         if path is None:
