@@ -15,7 +15,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import pandas as pd
 from django.db.models import Q
 
 from labeling.exports import frames
@@ -30,6 +29,7 @@ from scoring.citation_ids import (
 from scoring.claims import ClaimMetrics, claim_metrics
 from scoring.gold import GoldMetrics, gold_metrics
 from scoring.judgments import DEFAULT_RULE, JudgmentMetrics, citation_judgments
+from scoring.lazy import pd  # loaded on first use: keeps start-up fast (issue 24)
 from scoring.matching import DEFAULT_MATCH_METHOD, get_matcher
 from scoring.ratio import Ratio
 from scoring.summary import RunSummary

@@ -24,7 +24,6 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import IO, Any
 
-import pandas as pd
 from openpyxl import Workbook
 from openpyxl.cell import WriteOnlyCell
 from openpyxl.formatting.rule import CellIsRule
@@ -36,6 +35,7 @@ from labeling.exports.cells import text_cell
 from labeling.exports.label_table import INT_COLUMNS, LABEL_TABLE_COLUMNS
 from scoring.claims import ClaimMetrics
 from scoring.labels import LABEL_VALUES, SUPPORTED, UNCITED, UNSUPPORTED
+from scoring.lazy import pd  # loaded on first use: keeps start-up fast (issue 24)
 from scoring.ratio import Ratio, format_value
 
 LABEL_CHOICES = LABEL_VALUES
