@@ -6,11 +6,13 @@ from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from labeling.backup import project_import
+from labeling.management import DATA_COMMAND_CHECKS
 
 
 class Command(BaseCommand):
     help = ("Restore a project archived by export_project, with its ids, labels, versions and files, all or "
             "nothing. Refused when the project or any of its ids already exists here.")
+    requires_system_checks = DATA_COMMAND_CHECKS
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("file", help="archive written by export_project")
