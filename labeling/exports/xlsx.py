@@ -9,7 +9,8 @@ Sheets:
 - ``Answers``: one row per answer: counts (claims, cited, labeled cited,
   supported, unsupported, pending) and coverage/support as fractions in
   [0, 1] (blank when undefined) beside the ratio text ``"3/5 = 0.60"``.
-- ``Summary``: pooled and per-answer mean metrics, the table (current or
+- ``Summary``: pooled and per-answer mean metrics with their 95% intervals
+  (columns ``ci_low``, ``ci_high``; SPEC §4.5), the table (current or
   version N), its SHA-256, the reviewer view and the export time.
 - ``Passages``: the passages sent with each answer.
 

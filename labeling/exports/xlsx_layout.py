@@ -11,6 +11,7 @@ from typing import Any
 
 from labeling.exports.label_table import INT_COLUMNS, LABEL_TABLE_COLUMNS
 from scoring.claims import ClaimMetrics
+from scoring.figures import run_figures, run_intervals
 from scoring.labels import LABEL_VALUES, SUPPORTED, UNCITED, UNSUPPORTED
 from scoring.ratio import Ratio, format_value
 
@@ -43,8 +44,8 @@ ANSWER_COLUMNS = ["question_id", "answer_id", "claims", "cited", "labeled_cited"
 ANSWER_WIDTHS = {"question_id": 22, "coverage_ratio": 16, "support_ratio": 16, "labeled_cited": 13}
 ANSWER_FRACTIONS = frozenset({"coverage", "support"})
 
-SUMMARY_COLUMNS = ["item", "value", "fraction", "note"]
-SUMMARY_WIDTHS = {"item": 34, "value": 68, "fraction": 18, "note": 54}
+SUMMARY_COLUMNS = ["item", "value", "fraction", "note", "ci_low", "ci_high"]
+SUMMARY_WIDTHS = {"item": 34, "value": 68, "fraction": 18, "note": 54, "ci_low": 10, "ci_high": 10}
 
 PASSAGE_COLUMNS = ["question_id", "answer_id", "passage_id", "source", "text"]
 PASSAGE_WIDTHS = {"question_id": 22, "answer_id": 10, "passage_id": 12, "source": 40, "text": 100}
@@ -93,8 +94,9 @@ def answer_rows(metrics: ClaimMetrics) -> list[list[Any]]:
 
 
 def summary_rows(metrics: ClaimMetrics, info: WorkbookInfo, *, rows: int) -> list[list[Any]]:
-    """The Summary sheet's rows (``SUMMARY_COLUMNS``): the table and its
-    version, pooled and per-answer mean metrics; ratios as :class:`Fraction`."""
+    """The Summary sheet's rows (``SUMMARY_COLUMNS``, each as long): the table
+    and its version, pooled and per-answer mean metrics with their 95%
+    intervals (SPEC §4.5); ratios and bounds as :class:`Fraction`."""
     table = f"version {info.version}" if info.version is not None else "current label table (not a version)"
 
     def fraction(value: float | None) -> Fraction | None:
@@ -104,7 +106,13 @@ def summary_rows(metrics: ClaimMetrics, info: WorkbookInfo, *, rows: int) -> lis
         return [fraction(value), format_value(value),
                 f"mean of per-answer values; {skipped} answer(s) skipped (undefined)"]
 
-    return [
+    intervals = run_intervals(run_figures(claims=metrics))
+
+    def bounds(key: str) -> list[Any]:
+        interval = intervals[key].interval
+        return [fraction(interval.low), fraction(interval.high)] if interval.defined else [None, None]
+
+    lines = [
         ["project", info.project, "", ""],
         ["run", info.run, "", ""],
         ["table", table, "", ""],
@@ -120,12 +128,19 @@ def summary_rows(metrics: ClaimMetrics, info: WorkbookInfo, *, rows: int) -> lis
         [SUPPORTED, metrics.supported, "", ""],
         [UNSUPPORTED, metrics.unsupported, "", ""],
         ["pending (cited, no agreed label)", metrics.pending, "", "support is provisional while this is > 0"],
-        ["coverage (pooled)", fraction(metrics.coverage.value), str(metrics.coverage), "cited claims / claims"],
+        ["coverage (pooled)", fraction(metrics.coverage.value), str(metrics.coverage), "cited claims / claims",
+         *bounds("coverage")],
         ["support (pooled)", fraction(metrics.support.value), str(metrics.support),
-         "SUPPORTED / labeled cited claims"],
-        ["gap (pooled)", fraction(metrics.gap), format_value(metrics.gap), "coverage − support"],
-        ["coverage (per-answer mean)", *mean(metrics.mean_coverage, metrics.coverage_skipped)],
-        ["support (per-answer mean)", *mean(metrics.mean_support, metrics.support_skipped)],
+         "SUPPORTED / labeled cited claims", *bounds("support")],
+        ["gap (pooled)", fraction(metrics.gap), format_value(metrics.gap), "coverage − support", *bounds("gap")],
+        ["coverage (per-answer mean)", *mean(metrics.mean_coverage, metrics.coverage_skipped),
+         *bounds("mean_coverage")],
+        ["support (per-answer mean)", *mean(metrics.mean_support, metrics.support_skipped),
+         *bounds("mean_support")],
         ["answers", metrics.answers, "", ""],
         ["abstentions", metrics.abstentions, "", "answers to unanswerable questions citing nothing"],
+        ["ci_low, ci_high", "95% interval of the figure, answers as clusters (SPEC §4.5): Wilson at the "
+         "effective size for pooled ratios, Student t for per-answer means", "", ""],
     ]
+    # Rows without an interval end in empty cells.
+    return [line + [None] * (len(SUMMARY_COLUMNS) - len(line)) for line in lines]
