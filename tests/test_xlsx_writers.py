@@ -45,6 +45,13 @@ def seed_frames(db, settings, tmp_path):
     return {"table": table, "metrics": table_claim_metrics(table), "passages": passages_frame(run), "info": info}
 
 
+def _number(value):
+    """A float to 15 significant digits: rust_xlsxwriter writes 16 (as Excel and
+    XlsxWriter do), openpyxl the shortest repr (up to 17), e.g. an interval bound
+    0.23072428127601285 comes back as 0.2307242812760129."""
+    return float(f"{value:.15g}") if isinstance(value, float) else value
+
+
 def _sheet_facts(data: bytes) -> dict:
     workbook = load_workbook(io.BytesIO(data))
     facts = {}
@@ -52,7 +59,7 @@ def _sheet_facts(data: bytes) -> dict:
         facts[sheet.title] = {
             # An empty cell is compared by its (absent) value alone: xlsxturbo gives
             # blanks their column's look, openpyxl writes no cell.
-            "cells": [[(cell.value, cell.data_type, cell.quotePrefix, bool(cell.alignment.wrap_text),
+            "cells": [[(_number(cell.value), cell.data_type, cell.quotePrefix, bool(cell.alignment.wrap_text),
                         cell.number_format) if cell.value is not None else None for cell in row]
                       for row in sheet.iter_rows()],
             # Colours as RRGGBB: openpyxl writes alpha 00, rust_xlsxwriter FF (Excel ignores it).
