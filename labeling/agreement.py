@@ -18,12 +18,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import pandas as pd
-
 from labeling.models import Adjudication, Assignment, Claim, Label, LabelValue, Reviewer, ReviewerKind, Run
 from scoring import agreement as scoring_agreement
 from scoring.agreement import Agreement, Reliability
 from scoring.labels import SUPPORTED, UNSUPPORTED, disagreements
+from scoring.lazy import pd  # loaded on first use: keeps start-up fast (issue 24)
 
 CATEGORIES = (SUPPORTED, UNSUPPORTED)
 

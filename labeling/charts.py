@@ -16,13 +16,12 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import pandas as pd
-
 from labeling.comparison import answer_review_url
 from labeling.exports import frames
 from labeling.metrics import resolved_claims_frame
 from labeling.models import Run
 from scoring.claims import ClaimMetrics, claim_metrics
+from scoring.lazy import pd  # loaded on first use: keeps start-up fast (issue 24)
 from scoring.ratio import format_value
 
 # The four patterns of the seed "Measure Citation Coverage and Support"; a

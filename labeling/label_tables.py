@@ -60,7 +60,6 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import IO
 
-import pandas as pd
 from django.core.cache import cache
 from django.core.exceptions import ValidationError
 from django.core.files.base import ContentFile
@@ -103,6 +102,7 @@ from labeling.models import (
 from labeling.services import claims_changed
 from scoring.claims import ClaimMetrics
 from scoring.labels import label_problem
+from scoring.lazy import pd  # loaded on first use: keeps start-up fast (issue 24)
 
 EXPORT_FORMATS = ("xlsx", "csv", "jsonl")
 CONTENT_TYPES = {

@@ -50,10 +50,8 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
-import numpy as np
-import pandas as pd
-
 from scoring.labels import SUPPORTED, UNSUPPORTED
+from scoring.lazy import np, pd  # loaded on first use: keeps start-up fast (issue 24)
 from scoring.normalize import strip_markers
 from scoring.ratio import Ratio
 

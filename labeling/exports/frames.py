@@ -15,7 +15,6 @@ Column names follow the contracts in ``scoring.claims``, ``scoring.labels``,
 
 from __future__ import annotations
 
-import pandas as pd
 from django.db.models import Count
 
 from labeling.models import (
@@ -33,6 +32,7 @@ from labeling.models import (
 )
 from scoring.judgments import resolve_judgments
 from scoring.labels import apply_adjudications, counted_labels, resolve_labels
+from scoring.lazy import pd  # loaded on first use: keeps start-up fast (issue 24)
 
 # Who adjudicated a claim, when and why (resolved_claims_frame's columns beside the label).
 ADJUDICATION_DETAILS = ("adjudicated_by", "adjudicated_at", "adjudication_reason")

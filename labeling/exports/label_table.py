@@ -87,12 +87,11 @@ from collections import defaultdict
 from datetime import UTC, datetime
 from typing import Any
 
-import pandas as pd
-
 from labeling.db import consistent_read
 from labeling.exports import frames
 from labeling.models import COUNTED_KINDS, Citation, CitationJudgment, Claim, Passage, Run
 from scoring.claims import ClaimMetrics, claim_metrics, to_native
+from scoring.lazy import pd  # loaded on first use: keeps start-up fast (issue 24)
 
 LABEL_TABLE_COLUMNS = (
     "run", "question_id", "answer_id", "claim_index", "claim", "citations", "cited_span", "passage",

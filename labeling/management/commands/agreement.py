@@ -31,6 +31,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from labeling.agreement import CATEGORIES, RunAgreement, run_agreement
 from labeling.judge_grades import claim_texts, judge_labels
+from labeling.management import DATA_COMMAND_CHECKS
 from labeling.management.lookup import find_project, find_run, reviewer_name
 from labeling.models import Claim, Reviewer, ReviewerKind, Run
 from labeling.names import normalize_name
@@ -56,6 +57,7 @@ def confusion_dict(pair: Agreement) -> dict[str, dict[str, int]]:
 class Command(BaseCommand):
     help = ("Agreement of a run's reviewers on its cited claims: per pair (raw, Cohen's kappa, confusion), "
             "Krippendorff's alpha and Gwet's AC1 overall, with 95% bootstrap intervals; optional CI gate.")
+    requires_system_checks = DATA_COMMAND_CHECKS
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--run", required=True)

@@ -27,6 +27,7 @@ from labeling.judge_protocol import (
     base_url_from_env,
 )
 from labeling.judges import MAX_PROBLEMS_KEPT, judge_run_create, judge_run_execute
+from labeling.management import DATA_COMMAND_CHECKS
 from labeling.management.lookup import find_project, find_run, reviewer_name
 from labeling.models import JudgeRun, JudgeRunStatus
 
@@ -58,6 +59,7 @@ def judge_run_summary(judge_run: JudgeRun) -> list[str]:
 class Command(BaseCommand):
     help = ("Label the cited claims of a run with an LLM judge (a reviewer of kind 'model') through an "
             "OpenAI-compatible endpoint; re-running fills only what is missing.")
+    requires_system_checks = DATA_COMMAND_CHECKS
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--run", required=True)

@@ -15,6 +15,7 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from labeling.label_tables import EXPORT_FORMATS, VersionIntegrityError, label_table_export
+from labeling.management import DATA_COMMAND_CHECKS
 from labeling.management.lookup import find_project, find_run, reviewer_name
 from labeling.models import LabelTableVersion
 from labeling.names import normalize_name
@@ -23,6 +24,7 @@ from labeling.names import normalize_name
 class Command(BaseCommand):
     help = ("Write a run's label table (current, or version N) as XLSX, CSV or JSONL. Rows show the agreed "
             "label (the one that counts for scoring), or one reviewer's with --reviewer.")
+    requires_system_checks = DATA_COMMAND_CHECKS
 
     def add_base_argument(self, parser: CommandParser, *args, **kwargs) -> None:
         # Here --version N picks a label table version, not Django's version banner.

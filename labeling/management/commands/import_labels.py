@@ -28,6 +28,7 @@ from labeling.label_tables import (
     label_table_import_apply,
     label_table_import_preview,
 )
+from labeling.management import DATA_COMMAND_CHECKS
 from labeling.management.lookup import find_project, find_run, reviewer_name
 from labeling.models import Reviewer
 
@@ -35,6 +36,7 @@ from labeling.models import Reviewer
 class Command(BaseCommand):
     help = ("Import a label table (XLSX, CSV, JSONL) labeled offline as REVIEWER's labels: preview by default, "
             "--apply to write (all or nothing).")
+    requires_system_checks = DATA_COMMAND_CHECKS
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("file", type=Path)
