@@ -22,10 +22,13 @@ import hashlib
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
+from typing import Any
 
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import Count
+from django.utils import timezone
 
 from labeling.audit import audit_record
 from labeling.bulk import allocate_ids, insert_rows
@@ -434,6 +437,7 @@ class _Writer:
 
         citations: list[tuple] = []
         labels: list[tuple] = []
+        now = timezone.now()
         # (index into citations, reviewer id, judgment, evidence): written once the citations have ids.
         judged: list[tuple[int, int, str, str]] = []
         fabricated = 0
@@ -452,18 +456,19 @@ class _Writer:
                         passage[1] if passage else (cited.passage_id or cited.source or ""),
                         cited.span, passage is None,
                     ))
-                    if cited.judgment is not None:
-                        # SPEC §6: a citation's judgment is given by the claim's reviewer.
-                        reviewer_id = self.reviewer(claim_record.reviewer or self.default_reviewer).pk
-                        judged.append((len(citations) - 1, reviewer_id, cited.judgment, cited.evidence))
-                if claim_record.label is not None:
+                    # SPEC §6: a single judgment is the claim's reviewer's (credited by the parser).
+                    for given in cited.judgments:
+                        reviewer_id = self.reviewer(given.reviewer or self.default_reviewer).pk
+                        judged.append((len(citations) - 1, reviewer_id, given.judgment, given.evidence))
+                for given in claim_record.labels:
                     # A new claim is at revision 1 (Claim.revision's default).
-                    labels.append((claim_id, self.reviewer(claim_record.reviewer or self.default_reviewer).pk,
-                                   claim_record.label, claim_record.justification, 1))
+                    labels.append((claim_id, self.reviewer(given.reviewer or self.default_reviewer).pk,
+                                   given.label, given.justification, 1, _labeled_at(given.labeled_at, now)))
         citation_ids = allocate_ids(Citation, len(citations)) if judged else None
         insert_rows(Citation, ["claim_id", "passage_id", "position", "cited_id", "span", "fabricated"], citations,
                     ids=citation_ids)
-        insert_rows(Label, ["claim_id", "reviewer_id", "value", "justification", "claim_revision"], labels)
+        insert_rows(Label, ["claim_id", "reviewer_id", "value", "justification", "claim_revision", "created_at"],
+                    labels)
         if citation_ids is not None:
             insert_rows(CitationJudgment, ["citation_id", "reviewer_id", "judgment", "evidence", "claim_revision"],
                         [(citation_ids[k], reviewer_id, judgment, evidence, 1)
@@ -486,7 +491,7 @@ class _Writer:
         A label already in the reviewer's history is not given again, so a
         re-import never reverts a later change.
         """
-        wanted = [(record, answer) for record, answer in known if any(c.label for c in record.claims)]
+        wanted = [(record, answer) for record, answer in known if any(c.labels for c in record.claims)]
         if not wanted:
             return
         by_text: dict[tuple[int, str], list[Claim]] = {}
@@ -508,30 +513,35 @@ class _Writer:
             for position, claim_record in enumerate(record.claims):
                 candidates = by_text.get((answer.pk, claim_record.text))
                 claim = candidates.pop(0) if candidates else None
-                if claim_record.label is None:
-                    continue
-                where = f"claims[{position}].label"
-                if claim is None:
-                    self.report.warnings.append(ImportIssue(
-                        record.line, where, "claim was split, merged or edited in Citelab since the import; "
-                        "its label from the file was not applied"))
-                    continue
-                broken = label_problem(claim_record.label, n_citations=claim.n_citations)
-                if broken is not None:
-                    self.report.warnings.append(ImportIssue(
-                        record.line, where, f"claim {claim.index} changed since: {broken.message}; not applied"))
-                    continue
-                reviewer = self.reviewer(claim_record.reviewer or self.default_reviewer)
-                past = history.get((claim.pk, reviewer.pk), [])
-                if any(lb.value == claim_record.label and lb.justification == claim_record.justification
-                       for lb in past):
-                    continue
-                replaced.extend(lb.pk for lb in past if lb.is_current)
-                created.append(Label(claim_id=claim.pk, reviewer_id=reviewer.pk, value=claim_record.label,
-                                     justification=claim_record.justification, claim_revision=claim.revision))
+                for k, given in enumerate(claim_record.labels):
+                    where = f"claims[{position}].label" if claim_record.label else f"claims[{position}].labels[{k}]"
+                    if claim is None:
+                        self.report.warnings.append(ImportIssue(
+                            record.line, where, "claim was split, merged or edited in Citelab since the import; "
+                            "its label from the file was not applied"))
+                        continue
+                    broken = label_problem(given.label, n_citations=claim.n_citations)
+                    if broken is not None:
+                        self.report.warnings.append(ImportIssue(
+                            record.line, where, f"claim {claim.index} changed since: {broken.message}; not applied"))
+                        continue
+                    reviewer = self.reviewer(given.reviewer or self.default_reviewer)
+                    past = history.get((claim.pk, reviewer.pk), [])
+                    if any(lb.value == given.label and lb.justification == given.justification for lb in past):
+                        continue
+                    replaced.extend(lb.pk for lb in past if lb.is_current)
+                    created.append(Label(claim_id=claim.pk, reviewer_id=reviewer.pk, value=given.label,
+                                         justification=given.justification, claim_revision=claim.revision))
         Label.objects.filter(pk__in=replaced).update(is_current=False)
         Label.objects.bulk_create(created)
         self.report.labels_created += len(created)
+
+
+def _labeled_at(moment: datetime | None, now: datetime) -> Any:
+    """A label's ``created_at`` as ``insert_rows`` writes it: the file's
+    ``labeled_at`` (so exports and newer-label checks see when it was given),
+    else the import's time."""
+    return Label._meta.get_field("created_at").get_db_prep_save(moment or now, connection)
 
 
 def project_for_import(*, slug: str | None, name: str | None = None) -> Project:

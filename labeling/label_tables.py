@@ -500,7 +500,8 @@ def label_table_import_preview(
             for pk, labels in table[["claim_id", "reviewer_labels"]].itertuples(index=False) if labels
         }
     require_supported = run.project.require_justification_for_supported
-    seen: dict[int, int] = {}
+    seen: dict[tuple[int, str], int] = {}
+    factual_rows: dict[int, tuple[bool, int]] = {}
     for row in table_file.rows:
         if row.run is not None and row.run.strip() and row.run.strip() != run.name:
             problem(ImportIssue(row.line, "run", f"the row is for run {row.run.strip()!r}, not {run.name!r}"))
@@ -516,10 +517,6 @@ def label_table_import_preview(
                 problem(ImportIssue(row.line, "claim_index", f"unknown claim: question {row.question_id!r} has "
                                                              f"no claim {row.claim_index} in run {run.name!r}"))
                 continue
-        if claim_id in seen:
-            problem(ImportIssue(row.line, "claim_id", f"claim {claim_id} is also on row {seen[claim_id]}"))
-            continue
-        seen[claim_id] = row.line
         named = [Reviewer.normalize_username(name) for name in split_citations(row.reviewer)]
         owner = reviewer.username
         if keep_reviewers and len(named) > 1:
@@ -528,7 +525,21 @@ def label_table_import_preview(
             continue
         if keep_reviewers and named:
             owner = named[0]
-        elif not adjudicate and any(name != reviewer.username for name in named):
+        # With keep_reviewers a claim takes one row per reviewer (several annotators in one file);
+        # otherwise every row is the importer's (or the lead's verdict), so one row per claim.
+        key = (claim_id, owner) if keep_reviewers else (claim_id, "")
+        if key in seen:
+            whose = f" for reviewer {owner}" if keep_reviewers else ""
+            problem(ImportIssue(row.line, "claim_id", f"claim {claim_id}{whose} is also on row {seen[key]}"))
+            continue
+        seen[key] = row.line
+        if keep_reviewers and row.factual is not None:
+            other = factual_rows.setdefault(claim_id, (row.factual, row.line))
+            if other[0] != row.factual:
+                problem(ImportIssue(row.line, "factual", f"claim {claim_id} is factual={str(other[0]).lower()} "
+                                                         f"on row {other[1]}: one claim, one mark"))
+                continue
+        if not (keep_reviewers and named) and not adjudicate and any(name != reviewer.username for name in named):
             problem(ImportIssue(row.line, "reviewer", (
                 f"the row is {row.reviewer}'s label, not {reviewer.username}'s: an import never gives one "
                 f"reviewer's label to another. Export your own labels (export_labels --reviewer "

@@ -12,6 +12,7 @@ import functools
 import json
 import re
 from collections.abc import Iterable, Iterator
+from datetime import UTC, datetime
 from typing import Any
 
 from django.core.exceptions import ValidationError
@@ -25,6 +26,8 @@ from labeling.importers.records import (
     ClaimRecord,
     GoldRecord,
     ImportIssue,
+    JudgmentRecord,
+    LabelRecord,
     PassageRecord,
 )
 from labeling.limits import MAX_JUSTIFICATION_CHARS, MAX_TEXT_CHARS
@@ -173,10 +176,11 @@ def answer_record_from_dict(data: Any, *, line: int, run: str | None = None,
                                 f"passage id {citation.passage_id!r} was not sent with this answer: "
                                 "kept and flagged as a fabricated citation")
                 )
-        if claim.label is not None:
-            broken = label_problem(claim.label, n_citations=len(claim.citations), n_sent=n_sent)
+        for k, given in enumerate(claim.labels):
+            broken = label_problem(given.label, n_citations=len(claim.citations), n_sent=n_sent)
             if broken is not None and broken.code == "supported_on_fabricated":
-                problem(f"claims[{i}].label", broken.message)
+                problem(f"claims[{i}].labels[{k}].label" if claim.label is None else f"claims[{i}].label",
+                        broken.message)
     if issues:
         raise _LineProblems(issues)
     return AnswerRecord(
@@ -304,29 +308,17 @@ def _claims(value: Any, problem) -> list[ClaimRecord]:
             problem(f"{field}.index", f"duplicate claim index {index} (also claims[{indexes[index]}])")
         indexes.setdefault(index, i)
         citations = _citations(item.get("citations"), field, problem)
-        label = item.get("label")
-        if label is not None:
-            if not isinstance(label, str) or label.strip().upper() not in LABEL_VALUES:
-                expected = ", ".join(LABEL_VALUES)
-                problem(f"{field}.label", f"unknown label {label!r} (expected one of {expected} or null)")
-                label = None
-            else:
-                label = label.strip().upper()
-                # Imported datasets keep their annotators' labels as given: no justification check.
-                if (broken := label_problem(label, n_citations=len(citations))) is not None:
-                    problem(f"{field}.{broken.field}", broken.message)
-        justification = _optional_str(item.get("justification"), f"{field}.justification", problem).strip()
-        if len(justification) > MAX_JUSTIFICATION_CHARS:
-            problem(f"{field}.justification", f"{len(justification):,} characters long; the limit is "
-                                              f"{MAX_JUSTIFICATION_CHARS:,} (as in the review page)")
-        reviewer = item.get("reviewer")
-        if reviewer is not None and (not isinstance(reviewer, str) or not reviewer.strip()):
-            problem(f"{field}.reviewer", "must be a non-empty string or null")
-            reviewer = None
-        if reviewer is not None:
-            reviewer, reason = _reviewer_name(reviewer)
-            if reason:
-                problem(f"{field}.reviewer", reason)
+        label, justification, reviewer, labeled_at = _label(item, field, len(citations), problem)
+        labels: list[LabelRecord] = []
+        if item.get("labels") is not None:
+            if label is not None:
+                problem(f"{field}.labels", "give the claim's labels either as label (one reviewer) or as labels "
+                                           "(a list, one entry per reviewer), not both")
+            labels = _labels(item.get("labels"), field, len(citations), problem)
+        elif label is not None:
+            labels = [LabelRecord(reviewer=reviewer or None, label=label, justification=justification,
+                                  labeled_at=labeled_at)]
+        _credit_judgments(citations, reviewer, labels, field, problem)
         factual = item.get("factual", True)
         if factual is None:
             factual = True
@@ -342,10 +334,117 @@ def _claims(value: Any, problem) -> list[ClaimRecord]:
                 justification=justification,
                 reviewer=reviewer or None,
                 factual=factual,
+                labels=labels,
             )
         )
     claims.sort(key=lambda c: c.index)
     return claims
+
+
+def _label(item: dict, field: str, n_citations: int, problem) -> tuple[str | None, str, str | None, datetime | None]:
+    """``(label, justification, reviewer, labeled_at)`` of one label object: a
+    claim's single label, or one entry of its ``labels`` list. Every bad key
+    is reported under ``field``; a bad value comes back as None (or "")."""
+    label = item.get("label")
+    if label is not None:
+        if not isinstance(label, str) or label.strip().upper() not in LABEL_VALUES:
+            expected = ", ".join(LABEL_VALUES)
+            problem(f"{field}.label", f"unknown label {label!r} (expected one of {expected} or null)")
+            label = None
+        else:
+            label = label.strip().upper()
+            # Imported datasets keep their annotators' labels as given: no justification check.
+            if (broken := label_problem(label, n_citations=n_citations)) is not None:
+                problem(f"{field}.{broken.field}", broken.message)
+    justification = _optional_str(item.get("justification"), f"{field}.justification", problem).strip()
+    if len(justification) > MAX_JUSTIFICATION_CHARS:
+        problem(f"{field}.justification", f"{len(justification):,} characters long; the limit is "
+                                          f"{MAX_JUSTIFICATION_CHARS:,} (as in the review page)")
+    reviewer = _reviewer(item.get("reviewer"), f"{field}.reviewer", problem)
+    labeled_at = labeled_time(item.get("labeled_at"), f"{field}.labeled_at", problem)
+    return label, justification, reviewer, labeled_at
+
+
+def _reviewer(value: Any, field: str, problem) -> str | None:
+    """A reviewer name in normal form, or None (absent or bad, reported)."""
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value.strip():
+        problem(field, "must be a non-empty string or null")
+        return None
+    name, reason = _reviewer_name(value)
+    if reason:
+        problem(field, reason)
+    return name
+
+
+def labeled_time(value: Any, field: str, problem) -> datetime | None:
+    """An aware UTC datetime from an ISO 8601 string (``2025-01-31T09:15:00Z``;
+    a time without an offset is UTC, as exports write it); None when absent."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    if isinstance(value, datetime):
+        moment = value
+    elif isinstance(value, str):
+        try:
+            moment = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+        except ValueError:
+            shown = value if len(value) <= 40 else value[:40] + "…"
+            problem(field, f"expected a time like 2025-01-31T09:15:00Z, got {shown!r}")
+            return None
+    else:
+        problem(field, f"expected a time like 2025-01-31T09:15:00Z, got {value!r}")
+        return None
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+
+
+def _labels(value: Any, field: str, n_citations: int, problem) -> list[LabelRecord]:
+    """A claim's ``labels`` list: one object ``{reviewer, label, justification,
+    labeled_at}`` per reviewer; a reviewer named twice is an error (a claim
+    holds one current label per reviewer)."""
+    if not isinstance(value, list):
+        problem(f"{field}.labels", "must be a list of {reviewer, label, justification, labeled_at}")
+        return []
+    labels: list[LabelRecord] = []
+    seen: dict[str | None, int] = {}
+    for k, item in enumerate(value):
+        where = f"{field}.labels[{k}]"
+        if not isinstance(item, dict):
+            problem(where, "must be an object with reviewer, label, justification, labeled_at")
+            continue
+        if item.get("label") is None:
+            problem(f"{where}.label", "missing (an entry of labels is one reviewer's label)")
+            continue
+        label, justification, reviewer, labeled_at = _label(item, where, n_citations, problem)
+        if label is None:
+            continue
+        if reviewer in seen:
+            who = repr(reviewer) if reviewer else "the import's reviewer (no reviewer named)"
+            problem(f"{where}.reviewer", f"{who} already labels this claim in labels[{seen[reviewer]}]: one "
+                                         "label per reviewer and claim")
+            continue
+        seen[reviewer] = k
+        labels.append(LabelRecord(reviewer=reviewer, label=label, justification=justification,
+                                  labeled_at=labeled_at))
+    return labels
+
+
+def _credit_judgments(citations: list[CitationRecord], reviewer: str | None, labels: list[LabelRecord],
+                      field: str, problem) -> None:
+    """Fill each citation's ``judgments``: a single ``judgment`` is the claim's
+    reviewer's (SPEC §6), which a claim labeled by several reviewers does not
+    name; a ``judgments`` list names its reviewers itself."""
+    for j, citation in enumerate(citations):
+        if citation.judgment is None:
+            continue
+        if len(labels) > 1:
+            problem(f"{field}.citations[{j}].judgment", "the claim has several reviewers' labels: give this "
+                                                        "citation's judgments as judgments: [{reviewer, judgment, "
+                                                        "evidence}]")
+            continue
+        who = labels[0].reviewer if labels else reviewer
+        citation.judgments.insert(0, JudgmentRecord(reviewer=who, judgment=citation.judgment,
+                                                    evidence=citation.evidence))
 
 
 @functools.lru_cache(maxsize=1024)
@@ -402,9 +501,48 @@ def _citations(value: Any, field: str, problem) -> list[CitationRecord]:
         if evidence and judgment is None:
             problem(f"{cfield}.evidence", "evidence needs a judgment of the citation (FULL, PARTIAL, NONE or "
                                           "UNJUDGEABLE)")
+        judgments = _judgments(item.get("judgments"), cfield, problem)
+        if judgments and judgment is not None:
+            problem(f"{cfield}.judgments", "give the citation's judgment either as judgment (the claim's reviewer) "
+                                           "or as judgments (a list, one entry per reviewer), not both")
         citations.append(CitationRecord(passage_id=passage_id or None, source=source or None, span=span.strip(),
-                                        judgment=judgment, evidence=evidence))
+                                        judgment=judgment, evidence=evidence, judgments=judgments))
     return citations
+
+
+def _judgments(value: Any, field: str, problem) -> list[JudgmentRecord]:
+    """A citation's ``judgments`` list: ``{reviewer, judgment, evidence}`` per
+    reviewer (SPEC §4.3b); a reviewer named twice is an error."""
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        problem(f"{field}.judgments", "must be a list of {reviewer, judgment, evidence}")
+        return []
+    judgments: list[JudgmentRecord] = []
+    seen: dict[str | None, int] = {}
+    for k, item in enumerate(value):
+        where = f"{field}.judgments[{k}]"
+        if not isinstance(item, dict):
+            problem(where, "must be an object with reviewer, judgment, evidence")
+            continue
+        reviewer = _reviewer(item.get("reviewer"), f"{where}.reviewer", problem)
+        try:
+            judgment = check_judgment(item.get("judgment"))
+        except (ValueError, TypeError, AttributeError):
+            problem(f"{where}.judgment", f"unknown judgment {item.get('judgment')!r} (expected one of "
+                                         f"{', '.join(JUDGMENTS)})")
+            continue
+        evidence = _optional_str(item.get("evidence"), f"{where}.evidence", problem).strip()
+        if len(evidence) > MAX_JUSTIFICATION_CHARS:
+            problem(f"{where}.evidence", f"{len(evidence):,} characters long; the limit is "
+                                         f"{MAX_JUSTIFICATION_CHARS:,}")
+        if reviewer in seen:
+            who = repr(reviewer) if reviewer else "the import's reviewer (no reviewer named)"
+            problem(f"{where}.reviewer", f"{who} already judges this citation in judgments[{seen[reviewer]}]")
+            continue
+        seen[reviewer] = k
+        judgments.append(JudgmentRecord(reviewer=reviewer, judgment=judgment, evidence=evidence))
+    return judgments
 
 
 def _split_claims(answer: str, problem) -> list[ClaimRecord]:
