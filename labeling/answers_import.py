@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -140,14 +140,36 @@ def run_import(
     """
     if run_name is not None:
         run_name = clean(run_name, validate_run_name)
-    default_reviewer = clean(default_reviewer, validate_reviewer_name)
     open_records = answer_records(source, format=format, run=run_name)
+    if not source_name and isinstance(source, (str, Path)):
+        source_name = Path(source).name
+    report, _runs = records_import(project=project, records=open_records(), default_reviewer=default_reviewer,
+                                   actor=actor, source_name=source_name)
+    return report
+
+
+def records_import(
+    *, project: Project, records: RecordResults, default_reviewer: str = DEFAULT_IMPORT_REVIEWER,
+    actor: Reviewer | None = None, source_name: str = "", after_write: Callable[[dict[str, Run]], None] | None = None,
+) -> tuple[ImportReport, dict[str, Run]]:
+    """Write parsed answer ``records`` (``(line, AnswerRecord or None,
+    issues)``, as ``labeling.importers.answers.answer_records`` yields them)
+    into ``project``, all or nothing: the writing half of :func:`run_import`,
+    shared with ``labeling.dataset_import``. ``after_write`` is called with
+    the runs written (name → Run) inside the transaction, before the audit
+    entries (a dataset import records its provenance there).
+
+    Returns the report and the runs. Raises ValidationError for a bad
+    ``default_reviewer`` and ImportFailed listing every bad line; nothing is
+    written then.
+    """
+    default_reviewer = clean(default_reviewer, validate_reviewer_name)
     report = ImportReport()
     issues: list[ImportIssue] = []
     warnings: list[ImportIssue] = []
     with transaction.atomic():
         writer = _Writer(project=project, report=report, default_reviewer=default_reviewer)
-        for batch in _checked_batches(project=project, records=open_records(), issues=issues, warnings=warnings):
+        for batch in _checked_batches(project=project, records=records, issues=issues, warnings=warnings):
             if not issues:
                 writer.write(batch)
         if issues:
@@ -155,15 +177,15 @@ def run_import(
             raise ImportFailed(issues)
         report.warnings = warnings + report.warnings
         report.runs = sorted(writer.runs)
-        if not source_name and isinstance(source, (str, Path)):
-            source_name = Path(source).name
+        if after_write is not None:
+            after_write(writer.runs)
         for run in writer.runs.values():
             audit_record(action=AuditAction.IMPORT_ANSWERS, actor=actor, run=run, target=source_name,
                          detail={"summary": report.summary(), "answers_created": report.answers_created,
                                  "answers_unchanged": report.answers_unchanged,
                                  "labels_created": report.labels_created})
             claims_changed(run=run)
-    return report
+    return report, writer.runs
 
 
 def imported_reviewer_username(name: str, taken_by_humans: set[str]) -> str:
