@@ -11,13 +11,15 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from labeling.importers.datasets import expertqa
+from labeling.importers.datasets import expertqa, lfqa_verification, ragtruth
 
 FORMATS: dict[str, ModuleType] = {
     "expertqa": expertqa,
+    "lfqa-verification": lfqa_verification,
+    "ragtruth": ragtruth,
 }
 # Other names the datasets go by.
-ALIASES: dict[str, str] = {}
+ALIASES: dict[str, str] = {"salad": "lfqa-verification"}
 
 
 def dataset_reader(name: str) -> ModuleType:
