@@ -11,15 +11,18 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from labeling.importers.datasets import expertqa, lfqa_verification, ragtruth
+from labeling.importers.datasets import alce, expertqa, hagrid, lfqa_verification, liu2023, ragtruth
 
 FORMATS: dict[str, ModuleType] = {
     "expertqa": expertqa,
+    "alce": alce,
+    "liu2023": liu2023,
     "lfqa-verification": lfqa_verification,
+    "hagrid": hagrid,
     "ragtruth": ragtruth,
 }
 # Other names the datasets go by.
-ALIASES: dict[str, str] = {"salad": "lfqa-verification"}
+ALIASES: dict[str, str] = {"salad": "lfqa-verification", "verifiability": "liu2023"}
 
 
 def dataset_reader(name: str) -> ModuleType:

@@ -80,10 +80,10 @@ def file_issue(source: SourceFile, reason: str, *, line: int = 1, field: str = "
     return ImportIssue(line, field, reason, file=source.name)
 
 
-def text_of(source: SourceFile) -> tuple[str | None, ImportIssue | None]:
+def text_of(source: SourceFile, *, format: str = "jsonl") -> tuple[str | None, ImportIssue | None]:
     """The file's UTF-8 text (byte-order mark dropped), or the ``(file)``
-    issue saying why it is not text (``labeling.importers.content``)."""
-    if problem := content_problem(source.data[:HEAD_BYTES], format="jsonl"):
+    issue saying why it is not ``format`` text (``labeling.importers.content``)."""
+    if problem := content_problem(source.data[:HEAD_BYTES], format=format):
         return None, file_issue(source, problem.reason, line=problem.line)
     try:
         return source.data.decode("utf-8-sig"), None
@@ -116,7 +116,7 @@ def json_lines(source: SourceFile) -> Iterator[tuple[int, Any, ImportIssue | Non
 def json_document(source: SourceFile) -> tuple[str | None, Any, ImportIssue | None]:
     """``(text, value, None)`` for a file holding one JSON document, else
     ``(None, None, issue)`` naming the line and column where it breaks."""
-    text, issue = text_of(source)
+    text, issue = text_of(source, format="json")
     if issue is not None:
         return None, None, issue
     try:
