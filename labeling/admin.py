@@ -81,12 +81,21 @@ class QuestionAdmin(admin.ModelAdmin):
         return ["question_id"] if obj is not None else []
 
 
+class ProvenanceInline(ViewOnly, admin.StackedInline):
+    """Where an imported dataset's run came from (``import_dataset`` writes it)."""
+
+    model = models.Provenance
+    fields = ["source", "url", "commit", "licence", "format", "files", "note", "imported_at"]
+    readonly_fields = fields
+
+
 @admin.register(models.Run)
 class RunAdmin(admin.ModelAdmin):
     list_display = ["name", "project", "overlap", "created_at"]
     list_filter = ["project"]
     # Overlap, blind labeling and assignment are set on the run's Reviewers page (leads), which checks them.
     exclude = ["overlap", "blind"]
+    inlines = [ProvenanceInline]
 
 
 class PassageInline(admin.TabularInline):

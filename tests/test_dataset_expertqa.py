@@ -142,3 +142,18 @@ def test_run_names_one_system_or_a_prefix_for_several(tmp_path):
     names = set(Run.objects.filter(project=project).values_list("name", flat=True))
     assert names == {"experts", "eq-bing_chat", "eq-gpt4", "eq-post_hoc_gs_gpt4", "eq-post_hoc_sphere_gpt4",
                      "eq-rr_gs_gpt4", "eq-rr_sphere_gpt4"}
+
+
+def test_a_backup_keeps_the_provenance(project, tmp_path, settings):
+    settings.MEDIA_ROOT = tmp_path / "media"
+    before = list(Provenance.objects.filter(run__project=project).order_by("run__name").values(
+        "run__name", "format", "source", "url", "commit", "licence", "files", "note", "imported_at"))
+    archive = tmp_path / "eq.zip"
+    call_command("export_project", "eq", str(archive))
+    project.delete()
+    assert not Provenance.objects.exists()
+    call_command("import_project", str(archive))
+    after = list(Provenance.objects.filter(run__project__slug="eq").order_by("run__name").values(
+        "run__name", "format", "source", "url", "commit", "licence", "files", "note", "imported_at"))
+    assert len(after) == 6
+    assert after == before
