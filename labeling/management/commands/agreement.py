@@ -22,13 +22,14 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from labeling.agreement import CATEGORIES, run_agreement
+from labeling.agreement import CATEGORIES, run_agreement, run_judgment_agreement
 from labeling.judge_grades import claim_texts, judge_labels
 from labeling.management.lookup import find_project, find_run, reviewer_name
 from labeling.models import Claim, Reviewer, ReviewerKind, Run
 from labeling.names import normalize_name
 from scoring.agreement import Agreement, Coefficient, Interval, pairwise_agreement
 from scoring.judge_grading import JudgeGrade, grade_judge
+from scoring.judgment_agreement import JudgmentAgreement
 from scoring.labels import LABEL_VALUES
 from scoring.ratio import format_value
 
@@ -82,11 +83,14 @@ class Command(BaseCommand):
             pairs = [pairwise_agreement(result.labels, reviewer[0], reviewer[1], categories=CATEGORIES)]
         else:
             pairs = result.pairs
+        judged = run_judgment_agreement(run=target)
         figures: dict[str, Any] = {
             "krippendorff_alpha": overall.alpha.value, "alpha_ci95": _listed(overall.alpha.ci95),
             "alpha_n": overall.alpha.n,
             "gwet_ac1": overall.ac1.value, "ac1_ci95": _listed(overall.ac1.ci95), "ac1_n": overall.ac1.n,
             "reviewers": result.reviewers,
+            # Krippendorff's alpha of the citation judgments, nominal and ordinal (issue 26).
+            "citation_judgments": judged.to_dict(),
         }
         if reviewer:
             pair = pairs[0]
@@ -102,6 +106,8 @@ class Command(BaseCommand):
         else:
             self.stdout.write(self._table(target.name, pairs, overall.alpha, overall.ac1, result.reviewers,
                                           with_disagreements=bool(reviewer)))
+            if judged.citations:
+                self.stdout.write(self._judgments_table(judged))
         failures = self._gate(min_alpha, min_kappa, overall.alpha, pairs)
         if failures:
             raise CommandError("agreement gate failed on run " + repr(target.name) + ":\n" + "\n".join(failures),
@@ -145,6 +151,14 @@ class Command(BaseCommand):
                 elif pair.kappa < min_kappa:
                     failures.append(f"  {text} is below --min-kappa {min_kappa}")
         return failures
+
+    def _judgments_table(self, judged: JudgmentAgreement) -> str:
+        return "\n".join([
+            "", f"Citation judgments of {len(judged.reviewers)} reviewer(s), FULL > PARTIAL > NONE "
+                f"({judged.unjudgeable} UNJUDGEABLE left out)",
+            *(f"  {figure_text(f'Krippendorff alpha, {level}', figure.value, figure.ci95, figure.n)}"
+              for level, figure in (("nominal", judged.nominal), ("ordinal", judged.ordinal))),
+        ])
 
     def _table(self, run: str, pairs: list[Agreement], alpha: Coefficient, ac1: Coefficient,
                reviewers: list[str], *, with_disagreements: bool) -> str:
