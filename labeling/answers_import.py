@@ -429,9 +429,9 @@ class _Writer:
         if not records:
             return
         answer_ids = allocate_ids(Answer, len(records))
-        insert_rows(Answer, ["run_id", "question_id", "question_key", "text", "content_hash"], (
-            (self.runs[r.run].pk, questions[r.question_id].pk, r.question_id, r.answer, answer_content_hash(r))
-            for r in records), ids=answer_ids)
+        insert_rows(Answer, ["run_id", "question_id", "question_key", "text", "content_hash", "external_id"], (
+            (self.runs[r.run].pk, questions[r.question_id].pk, r.question_id, r.answer, answer_content_hash(r),
+             r.external_id) for r in records), ids=answer_ids)
         passages: list[tuple] = []
         for record, answer_id in zip(records, answer_ids, strict=True):
             passages.extend((answer_id, p.passage_id, k, p.source, p.text) for k, p in enumerate(record.passages))

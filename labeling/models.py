@@ -304,6 +304,8 @@ class Answer(models.Model):
     text = models.TextField()
     # SHA-256 of the imported content: re-importing the same answer is a no-op.
     content_hash = models.CharField(max_length=64)
+    # The answer's id where it came from (a trace id of import_traces); "" when none. Not part of its content.
+    external_id = models.CharField(max_length=200, blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

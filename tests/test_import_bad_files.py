@@ -562,3 +562,41 @@ def test_import_dataset_command_prints_every_issue_with_its_file(seeded, tmp_pat
         "'Complete', 'Partial', 'Incomplete', 'Missing', 'N/A', None)",
         "r2.jsonl: line 2: answers.rr_gs_gpt4.claims[0].support: unknown value 'Sometimes' (expected one of "
         "'Complete', 'Partial', 'Incomplete', 'Missing', 'N/A', None)"]
+
+
+# ---------------------------------------------------- traces (import_traces)
+
+TRACE_CASES = {
+    "openinference: gzip": ("openinference", gzip.compress(b"[]", mtime=0),
+                            [(1, "(file)", "not a JSON text file: it is a gzip archive: unpack it first")]),
+    "openinference: utf-16": ("openinference", codecs.BOM_UTF16_LE + "[]".encode("utf-16-le"),
+                              [(1, "(file)", f"the file is UTF-16 text: {UTF16_ADVICE}")]),
+    "openinference: a list of numbers": ("openinference", b"[1, 2]",
+                                         [(1, "(line)", "expected a span: a JSON object"),
+                                          (1, "(line)", "expected a span: a JSON object")]),
+    "langfuse: broken json lines": ("langfuse", b'{"id": "o1", "traceId": "t1", "type": "GENERATION"}\n{"id":\n',
+                                    [(2, "(line)", "invalid JSON: Expecting value at column 7")]),
+    "langfuse: observations not a list": ("langfuse", json.dumps({"id": "t1", "observations": {}}).encode(),
+                                          [(1, "observations", "must be a list of observations")]),
+    "langsmith: a run without its id": ("langsmith", jsonl_bytes({"trace_id": "t1", "run_type": "llm"}),
+                                        [(1, "id", "missing: every run names itself and its trace")]),
+    "langsmith: no answer anywhere": ("langsmith", jsonl_bytes({"id": "r1", "trace_id": "t1", "run_type": "chain",
+                                                                "inputs": {"question": "Why?"}}),
+                                      [(1, "(file)", "no trace holds an answer to review (span r1 (trace t1): no LLM "
+                                                     "span with an output in this trace: nothing to review; the "
+                                                     "trace is left out)")]),
+}
+
+
+@pytest.mark.parametrize("case", list(TRACE_CASES))
+def test_bad_trace_exports_are_refused_naming_line_and_field(seeded, case):
+    from labeling.importers.datasets.common import SourceFile
+    from labeling.trace_import import trace_import
+
+    fmt, data, expected = TRACE_CASES[case]
+    before = row_counts()
+    with pytest.raises(ImportFailed) as failure:
+        trace_import(project=seeded, format=fmt, file=SourceFile("export.json", data), run_name="traces")
+    assert row_counts() == before
+    assert [(i.line, i.field, i.reason) for i in failure.value.issues] == expected
+    assert {i.file for i in failure.value.issues} == {"export.json"}

@@ -142,6 +142,9 @@ def answer_record_from_dict(data: Any, *, line: int, run: str | None = None,
         answer = ""
     elif len(answer) > MAX_TEXT_CHARS:
         problem("answer", f"longer than {MAX_TEXT_CHARS} characters")
+    external_id = _optional_str(data.get("external_id"), "external_id", problem).strip()
+    if len(external_id) > 200:
+        problem("external_id", "longer than 200 characters")
     answerable = data.get("answerable")
     if answerable is not None and not isinstance(answerable, bool):
         problem("answerable", "must be true, false or null")
@@ -195,6 +198,7 @@ def answer_record_from_dict(data: Any, *, line: int, run: str | None = None,
         gold=gold,
         claims_split=claims_split,
         warnings=warnings,
+        external_id=external_id,
     )
 
 

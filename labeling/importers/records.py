@@ -124,4 +124,6 @@ class AnswerRecord:
     gold: GoldRecord | None
     # True when claims were split from the answer text (no `claims` field).
     claims_split: bool = False
+    # The answer's id in the system it came from (a trace id), "" when the file gives none.
+    external_id: str = ""
     warnings: list[ImportIssue] = field(default_factory=list)
