@@ -75,6 +75,7 @@ from labeling.exports.label_table import (
     table_claim_metrics,
     table_from_canonical,
 )
+from labeling.exports.parquet import PARQUET_EXTRA, parquet_available, write_parquet
 from labeling.exports.xlsx import WorkbookInfo, write_label_workbook
 from labeling.importers.label_table import LabelTableFile, LabelTableRow
 from labeling.importers.records import ImportIssue
@@ -97,11 +98,13 @@ from labeling.services import claims_changed
 from scoring.claims import ClaimMetrics
 from scoring.labels import label_problem
 
-EXPORT_FORMATS = ("xlsx", "csv", "jsonl")
+# Parquet (issue 26) needs the optional pyarrow (labeling.exports.parquet).
+EXPORT_FORMATS = ("xlsx", "csv", "jsonl", "parquet")
 CONTENT_TYPES = {
     "xlsx": "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
     "csv": "text/csv; charset=utf-8",
     "jsonl": "application/x-ndjson; charset=utf-8",
+    "parquet": "application/vnd.apache.parquet",
 }
 MAX_NOTE_CHARS = 2000
 NEWER_LABELS = "newer_labels"  # ValidationError code of label_table_import_apply
@@ -268,15 +271,19 @@ def label_table_export(
     actor: Reviewer | None = None,
 ) -> None:
     """Write ``run``'s label table — current (agreed, or ``reviewer``'s
-    labels) or ``version``'s — as ``fmt`` (xlsx, csv, jsonl) to ``out``, and
-    record in the audit log that ``actor`` (None: the command line) did.
+    labels) or ``version``'s — as ``fmt`` (xlsx, csv, jsonl, parquet) to
+    ``out``, and record in the audit log that ``actor`` (None: the command
+    line) did.
 
-    Raises ValueError for an unknown format or a reviewer combined with a
-    version (a version stores the agreed labels), VersionIntegrityError when
-    the version's file fails verification.
+    Raises ValueError for an unknown format, for parquet without pyarrow (the
+    ``parquet`` extra), or for a reviewer combined with a version (a version
+    stores the agreed labels); VersionIntegrityError when the version's file
+    fails verification.
     """
     if fmt not in EXPORT_FORMATS:
         raise ValueError(f"unknown format {fmt!r}: use {', '.join(EXPORT_FORMATS)}")
+    if fmt == "parquet" and not parquet_available():
+        raise ValueError(f"the parquet format needs pyarrow: {PARQUET_EXTRA}")
     if version is not None and reviewer:
         raise ValueError("a version stores the agreed labels; a reviewer's labels export from the current table")
     # The table and its Passages sheet as of one moment (labeling.db).
@@ -290,6 +297,8 @@ def label_table_export(
         write_csv(table, out)
     elif fmt == "jsonl":
         write_jsonl(table, out)
+    elif fmt == "parquet":
+        write_parquet(table, out)
     else:
         info = WorkbookInfo(
             project=run.project.slug, run=run.name, version=version.number if version else None,
