@@ -95,7 +95,10 @@ class RunAdmin(admin.ModelAdmin):
     list_filter = ["project"]
     # Overlap, blind labeling and assignment are set on the run's Reviewers page (leads), which checks them.
     exclude = ["overlap", "blind"]
-    inlines = [ProvenanceInline]
+
+    def get_inlines(self, request: HttpRequest, obj: models.Run | None) -> list:
+        # A run being added has no provenance (import_dataset records it): no formset to post.
+        return [ProvenanceInline] if obj is not None else []
 
 
 class PassageInline(admin.TabularInline):

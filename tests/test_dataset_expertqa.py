@@ -157,3 +157,10 @@ def test_a_backup_keeps_the_provenance(project, tmp_path, settings):
         "run__name", "format", "source", "url", "commit", "licence", "files", "note", "imported_at"))
     assert len(after) == 6
     assert after == before
+
+
+def test_the_admin_shows_a_runs_provenance(project, admin_client):
+    run = Run.objects.get(project=project, name="rr_gs_gpt4")
+    page = admin_client.get(f"/admin/labeling/run/{run.pk}/change/").content.decode()
+    assert "ExpertQA (Malaviya et al., NAACL 2024)" in page
+    assert "1aa7ba81bd4c083c12ef1aa2fee338f6cb60fa87" in page

@@ -8,15 +8,20 @@ service that writes, which sees the whole stream.
 
 from __future__ import annotations
 
-import functools
 import json
 import re
 from collections.abc import Iterable, Iterator
-from datetime import UTC, datetime
 from typing import Any
 
 from django.core.exceptions import ValidationError
 
+from labeling.importers.answer_labels import (
+    citation_judgments,
+    claim_label,
+    claim_labels,
+    credit_judgments,
+    optional_str,
+)
 from labeling.importers.cells import MAX_SMALL_NUMBER
 from labeling.importers.content import max_rows, too_many_rows
 from labeling.importers.markers import find_markers, split_claims
@@ -26,7 +31,6 @@ from labeling.importers.records import (
     ClaimRecord,
     GoldRecord,
     ImportIssue,
-    JudgmentRecord,
     LabelRecord,
     PassageRecord,
 )
@@ -35,11 +39,10 @@ from labeling.names import (
     normalize_name,
     text_problem,
     validate_question_id,
-    validate_reviewer_name,
     validate_run_name,
 )
 from scoring.judgments import JUDGMENTS, check_judgment
-from scoring.labels import LABEL_VALUES, label_problem
+from scoring.labels import label_problem
 from scoring.normalize import normalize_source
 
 
@@ -142,7 +145,7 @@ def answer_record_from_dict(data: Any, *, line: int, run: str | None = None,
         answer = ""
     elif len(answer) > MAX_TEXT_CHARS:
         problem("answer", f"longer than {MAX_TEXT_CHARS} characters")
-    external_id = _optional_str(data.get("external_id"), "external_id", problem).strip()
+    external_id = optional_str(data.get("external_id"), "external_id", problem).strip()
     if len(external_id) > 200:
         problem("external_id", "longer than 200 characters")
     answerable = data.get("answerable")
@@ -245,17 +248,6 @@ def _required_str(data: dict, key: str, problem, *, hint: str = "") -> str:
     return value
 
 
-def _optional_str(value: Any, field: str, problem) -> str:
-    if value is None:
-        return ""
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return str(value)
-    if not isinstance(value, str):
-        problem(field, "must be a string")
-        return ""
-    return value
-
-
 def _passages(value: Any, problem) -> list[PassageRecord]:
     if value is None:
         return []
@@ -269,7 +261,7 @@ def _passages(value: Any, problem) -> list[PassageRecord]:
         if not isinstance(item, dict):
             problem(field, "must be an object with id, source, text")
             continue
-        passage_id = _optional_str(item.get("id"), f"{field}.id", problem).strip()
+        passage_id = optional_str(item.get("id"), f"{field}.id", problem).strip()
         if not passage_id:
             problem(f"{field}.id", "missing")
             continue
@@ -281,10 +273,10 @@ def _passages(value: Any, problem) -> list[PassageRecord]:
             problem(f"{field}.id", f"duplicate passage id {passage_id!r} (also passages[{seen[key]}])")
             continue
         seen[key] = i
-        source = _optional_str(item.get("source"), f"{field}.source", problem)
+        source = optional_str(item.get("source"), f"{field}.source", problem)
         if len(source) > 1000:
             problem(f"{field}.source", "longer than 1000 characters")
-        text = _optional_str(item.get("text"), f"{field}.text", problem)
+        text = optional_str(item.get("text"), f"{field}.text", problem)
         passages.append(PassageRecord(passage_id=passage_id, source=source, text=text))
     return passages
 
@@ -312,17 +304,17 @@ def _claims(value: Any, problem) -> list[ClaimRecord]:
             problem(f"{field}.index", f"duplicate claim index {index} (also claims[{indexes[index]}])")
         indexes.setdefault(index, i)
         citations = _citations(item.get("citations"), field, problem)
-        label, justification, reviewer, labeled_at = _label(item, field, len(citations), problem)
+        label, justification, reviewer, labeled_at = claim_label(item, field, len(citations), problem)
         labels: list[LabelRecord] = []
         if item.get("labels") is not None:
             if label is not None:
                 problem(f"{field}.labels", "give the claim's labels either as label (one reviewer) or as labels "
                                            "(a list, one entry per reviewer), not both")
-            labels = _labels(item.get("labels"), field, len(citations), problem)
+            labels = claim_labels(item.get("labels"), field, len(citations), problem)
         elif label is not None:
             labels = [LabelRecord(reviewer=reviewer or None, label=label, justification=justification,
                                   labeled_at=labeled_at)]
-        _credit_judgments(citations, reviewer, labels, field, problem)
+        credit_judgments(citations, reviewer, labels, field, problem)
         factual = item.get("factual", True)
         if factual is None:
             factual = True
@@ -345,124 +337,6 @@ def _claims(value: Any, problem) -> list[ClaimRecord]:
     return claims
 
 
-def _label(item: dict, field: str, n_citations: int, problem) -> tuple[str | None, str, str | None, datetime | None]:
-    """``(label, justification, reviewer, labeled_at)`` of one label object: a
-    claim's single label, or one entry of its ``labels`` list. Every bad key
-    is reported under ``field``; a bad value comes back as None (or "")."""
-    label = item.get("label")
-    if label is not None:
-        if not isinstance(label, str) or label.strip().upper() not in LABEL_VALUES:
-            expected = ", ".join(LABEL_VALUES)
-            problem(f"{field}.label", f"unknown label {label!r} (expected one of {expected} or null)")
-            label = None
-        else:
-            label = label.strip().upper()
-            # Imported datasets keep their annotators' labels as given: no justification check.
-            if (broken := label_problem(label, n_citations=n_citations)) is not None:
-                problem(f"{field}.{broken.field}", broken.message)
-    justification = _optional_str(item.get("justification"), f"{field}.justification", problem).strip()
-    if len(justification) > MAX_JUSTIFICATION_CHARS:
-        problem(f"{field}.justification", f"{len(justification):,} characters long; the limit is "
-                                          f"{MAX_JUSTIFICATION_CHARS:,} (as in the review page)")
-    reviewer = _reviewer(item.get("reviewer"), f"{field}.reviewer", problem)
-    labeled_at = labeled_time(item.get("labeled_at"), f"{field}.labeled_at", problem)
-    return label, justification, reviewer, labeled_at
-
-
-def _reviewer(value: Any, field: str, problem) -> str | None:
-    """A reviewer name in normal form, or None (absent or bad, reported)."""
-    if value is None:
-        return None
-    if not isinstance(value, str) or not value.strip():
-        problem(field, "must be a non-empty string or null")
-        return None
-    name, reason = _reviewer_name(value)
-    if reason:
-        problem(field, reason)
-    return name
-
-
-def labeled_time(value: Any, field: str, problem) -> datetime | None:
-    """An aware UTC datetime from an ISO 8601 string (``2025-01-31T09:15:00Z``;
-    a time without an offset is UTC, as exports write it); None when absent."""
-    if value is None or (isinstance(value, str) and not value.strip()):
-        return None
-    if isinstance(value, datetime):
-        moment = value
-    elif isinstance(value, str):
-        try:
-            moment = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
-        except ValueError:
-            shown = value if len(value) <= 40 else value[:40] + "…"
-            problem(field, f"expected a time like 2025-01-31T09:15:00Z, got {shown!r}")
-            return None
-    else:
-        problem(field, f"expected a time like 2025-01-31T09:15:00Z, got {value!r}")
-        return None
-    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
-
-
-def _labels(value: Any, field: str, n_citations: int, problem) -> list[LabelRecord]:
-    """A claim's ``labels`` list: one object ``{reviewer, label, justification,
-    labeled_at}`` per reviewer; a reviewer named twice is an error (a claim
-    holds one current label per reviewer)."""
-    if not isinstance(value, list):
-        problem(f"{field}.labels", "must be a list of {reviewer, label, justification, labeled_at}")
-        return []
-    labels: list[LabelRecord] = []
-    seen: dict[str | None, int] = {}
-    for k, item in enumerate(value):
-        where = f"{field}.labels[{k}]"
-        if not isinstance(item, dict):
-            problem(where, "must be an object with reviewer, label, justification, labeled_at")
-            continue
-        if item.get("label") is None:
-            problem(f"{where}.label", "missing (an entry of labels is one reviewer's label)")
-            continue
-        label, justification, reviewer, labeled_at = _label(item, where, n_citations, problem)
-        if label is None:
-            continue
-        if reviewer in seen:
-            who = repr(reviewer) if reviewer else "the import's reviewer (no reviewer named)"
-            problem(f"{where}.reviewer", f"{who} already labels this claim in labels[{seen[reviewer]}]: one "
-                                         "label per reviewer and claim")
-            continue
-        seen[reviewer] = k
-        labels.append(LabelRecord(reviewer=reviewer, label=label, justification=justification,
-                                  labeled_at=labeled_at))
-    return labels
-
-
-def _credit_judgments(citations: list[CitationRecord], reviewer: str | None, labels: list[LabelRecord],
-                      field: str, problem) -> None:
-    """Fill each citation's ``judgments``: a single ``judgment`` is the claim's
-    reviewer's (SPEC §6), which a claim labeled by several reviewers does not
-    name; a ``judgments`` list names its reviewers itself."""
-    for j, citation in enumerate(citations):
-        if citation.judgment is None:
-            continue
-        if len(labels) > 1:
-            problem(f"{field}.citations[{j}].judgment", "the claim has several reviewers' labels: give this "
-                                                        "citation's judgments as judgments: [{reviewer, judgment, "
-                                                        "evidence}]")
-            continue
-        who = labels[0].reviewer if labels else reviewer
-        citation.judgments.insert(0, JudgmentRecord(reviewer=who, judgment=citation.judgment,
-                                                    evidence=citation.evidence))
-
-
-@functools.lru_cache(maxsize=1024)
-def _reviewer_name(value: str) -> tuple[str, str]:
-    """``value`` in normal form and why it is not a reviewer name ("" when it is).
-    Cached: a file names the same few reviewers on every claim."""
-    name = normalize_name(value)
-    try:
-        validate_reviewer_name(name)
-    except ValidationError as exc:
-        return name, " ".join(exc.messages)
-    return name, ""
-
-
 def _citations(value: Any, field: str, problem) -> list[CitationRecord]:
     if value is None:
         return []
@@ -478,8 +352,8 @@ def _citations(value: Any, field: str, problem) -> list[CitationRecord]:
         if not isinstance(item, dict):
             problem(cfield, "must be an object with passage_id or source")
             continue
-        passage_id = _optional_str(item.get("passage_id"), f"{cfield}.passage_id", problem).strip()
-        source = _optional_str(item.get("source"), f"{cfield}.source", problem).strip()
+        passage_id = optional_str(item.get("passage_id"), f"{cfield}.passage_id", problem).strip()
+        source = optional_str(item.get("source"), f"{cfield}.source", problem).strip()
         if not passage_id and not source:
             problem(cfield, "needs passage_id or source")
             continue
@@ -489,7 +363,7 @@ def _citations(value: Any, field: str, problem) -> list[CitationRecord]:
         if len(source) > 1000:
             problem(f"{cfield}.source", "longer than 1000 characters")
             continue
-        span = _optional_str(item.get("span"), f"{cfield}.span", problem)
+        span = optional_str(item.get("span"), f"{cfield}.span", problem)
         judgment = item.get("judgment")
         if judgment is not None:
             try:
@@ -498,55 +372,20 @@ def _citations(value: Any, field: str, problem) -> list[CitationRecord]:
                 problem(f"{cfield}.judgment", f"unknown judgment {judgment!r} (expected one of "
                                               f"{', '.join(JUDGMENTS)} or null)")
                 judgment = None
-        evidence = _optional_str(item.get("evidence"), f"{cfield}.evidence", problem).strip()
+        evidence = optional_str(item.get("evidence"), f"{cfield}.evidence", problem).strip()
         if len(evidence) > MAX_JUSTIFICATION_CHARS:
             problem(f"{cfield}.evidence", f"{len(evidence):,} characters long; the limit is "
                                           f"{MAX_JUSTIFICATION_CHARS:,}")
         if evidence and judgment is None:
             problem(f"{cfield}.evidence", "evidence needs a judgment of the citation (FULL, PARTIAL, NONE or "
                                           "UNJUDGEABLE)")
-        judgments = _judgments(item.get("judgments"), cfield, problem)
+        judgments = citation_judgments(item.get("judgments"), cfield, problem)
         if judgments and judgment is not None:
             problem(f"{cfield}.judgments", "give the citation's judgment either as judgment (the claim's reviewer) "
                                            "or as judgments (a list, one entry per reviewer), not both")
         citations.append(CitationRecord(passage_id=passage_id or None, source=source or None, span=span.strip(),
                                         judgment=judgment, evidence=evidence, judgments=judgments))
     return citations
-
-
-def _judgments(value: Any, field: str, problem) -> list[JudgmentRecord]:
-    """A citation's ``judgments`` list: ``{reviewer, judgment, evidence}`` per
-    reviewer (SPEC §4.3b); a reviewer named twice is an error."""
-    if value is None:
-        return []
-    if not isinstance(value, list):
-        problem(f"{field}.judgments", "must be a list of {reviewer, judgment, evidence}")
-        return []
-    judgments: list[JudgmentRecord] = []
-    seen: dict[str | None, int] = {}
-    for k, item in enumerate(value):
-        where = f"{field}.judgments[{k}]"
-        if not isinstance(item, dict):
-            problem(where, "must be an object with reviewer, judgment, evidence")
-            continue
-        reviewer = _reviewer(item.get("reviewer"), f"{where}.reviewer", problem)
-        try:
-            judgment = check_judgment(item.get("judgment"))
-        except (ValueError, TypeError, AttributeError):
-            problem(f"{where}.judgment", f"unknown judgment {item.get('judgment')!r} (expected one of "
-                                         f"{', '.join(JUDGMENTS)})")
-            continue
-        evidence = _optional_str(item.get("evidence"), f"{where}.evidence", problem).strip()
-        if len(evidence) > MAX_JUSTIFICATION_CHARS:
-            problem(f"{where}.evidence", f"{len(evidence):,} characters long; the limit is "
-                                         f"{MAX_JUSTIFICATION_CHARS:,}")
-        if reviewer in seen:
-            who = repr(reviewer) if reviewer else "the import's reviewer (no reviewer named)"
-            problem(f"{where}.reviewer", f"{who} already judges this citation in judgments[{seen[reviewer]}]")
-            continue
-        seen[reviewer] = k
-        judgments.append(JudgmentRecord(reviewer=reviewer, judgment=judgment, evidence=evidence))
-    return judgments
 
 
 def _split_claims(answer: str, problem) -> list[ClaimRecord]:
@@ -585,8 +424,8 @@ def _gold(value: Any, problem) -> GoldRecord | None:
                 if not isinstance(ref, dict):
                     problem(f"gold.references[{k}]", "must be an object with source and text")
                     continue
-                source = _optional_str(ref.get("source"), f"gold.references[{k}].source", problem)
-                text = _optional_str(ref.get("text"), f"gold.references[{k}].text", problem)
+                source = optional_str(ref.get("source"), f"gold.references[{k}].source", problem)
+                text = optional_str(ref.get("text"), f"gold.references[{k}].text", problem)
                 if not source.strip() and not text.strip():
                     problem(f"gold.references[{k}]", "needs a source or a text")
                     continue
