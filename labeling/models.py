@@ -448,6 +448,35 @@ class Label(models.Model):
         return f"{self.value} by {self.reviewer_id} on claim {self.claim_id}"
 
 
+class ClaimLease(models.Model):
+    """A short reservation of one claim for one reviewer in a run (issue 20 §3).
+
+    The queue (``labeling.queue``) takes it when it hands ``claim`` to
+    ``reviewer``, so reviewers working at once get different claims: a claim
+    counts toward its run's ``overlap`` with its current human labels plus the
+    unexpired leases of other reviewers. One lease per reviewer and run (the
+    unique constraint): handing the reviewer another claim moves it there,
+    which releases the last one (a skip); their label on the claim releases
+    it (``services.label_save``); else it ends at ``expires_at``
+    (``settings.CITELAB_LEASE_SECONDS`` after it was taken). Expired rows
+    are left to be overwritten: at most one per reviewer and run.
+    """
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="+")
+    reviewer = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    claim = models.ForeignKey(Claim, on_delete=models.CASCADE, related_name="leases")
+    expires_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["run_id", "reviewer_id"]
+        constraints = [
+            models.UniqueConstraint(fields=["run", "reviewer"], name="one_lease_per_reviewer_and_run"),
+        ]
+
+    def __str__(self) -> str:
+        return f"claim {self.claim_id} for {self.reviewer_id} until {self.expires_at:%H:%M:%S}"
+
+
 class Judgment(models.TextChoices):
     """How far one cited passage carries its claim (SPEC §4.3b; Liu, Zhang & Liang 2023), as
     ``scoring.judgments`` (their one home) spells them."""

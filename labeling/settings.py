@@ -19,8 +19,9 @@ Environment variables:
 - ``CITELAB_MEDIA_ROOT``: where label table version files are stored.
 - ``CITELAB_MAX_UPLOAD_MB``: upload size limit for imports (default 50).
 - ``CITELAB_MAX_IMPORT_ROWS``: most data rows (or JSON lines) in one imported
-  file (default 500000).
-- ``CITELAB_MAX_UNZIPPED_MB``: most an imported .xlsx may unzip to (default 512).
+  file, and rows of one model in a project archive (default 500000).
+- ``CITELAB_MAX_UNZIPPED_MB``: most an imported .xlsx or project archive may
+  unzip to (default 512).
 - ``CITELAB_REDIS_URL``: e.g. ``redis://127.0.0.1:6379/0``: the task queue
   (judge runs) goes through Redis workers; unset, through the database.
 - ``CITELAB_TASKS_SYNC``: run queued tasks at once in the web process
@@ -198,6 +199,10 @@ if os.environ.get("CITELAB_PROXY_COUNT", "0").strip() not in ("", "0"):
     AXES_IPWARE_META_PRECEDENCE_ORDER = ["HTTP_X_FORWARDED_FOR", "REMOTE_ADDR"]
 # A login lasts CITELAB_SESSION_HOURS (default 12: a working day), then the reviewer logs in again.
 SESSION_COOKIE_AGE = env_int("CITELAB_SESSION_HOURS", 12) * 3600
+# The queue reserves the claim it hands a reviewer for CITELAB_LEASE_SECONDS (default 5
+# minutes), so reviewers working at once get different claims (labeling.queue); a label,
+# or the next claim handed to them, ends it sooner.
+CITELAB_LEASE_SECONDS = env_int("CITELAB_LEASE_SECONDS", 300)
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "project_list"
 LOGOUT_REDIRECT_URL = "login"

@@ -14,9 +14,13 @@ script keyed by question text (``behaviours``), default ``"valid"``:
 - ``prose``: a sentence instead of the JSON object;
 - ``rate_limit_once``: HTTP 429 (``retry-after-ms: 10``) the first time, then ``valid``;
 - ``server_error``: HTTP 500 every time;
-- ``timeout``: sleeps ``delay`` seconds before answering (longer than the client's timeout).
+- ``timeout``: answers only after ``delay`` seconds (default 60: far longer than a
+  test client's timeout, so the client always gives up first however busy the
+  machine), or when the server closes.
 
-``pause`` seconds pass before every reply (a browser test watches progress).
+``pause`` seconds pass before every reply; with ``gate`` (a ``threading.Event``)
+every reply waits until the test sets it (a browser test sees the judge run under
+way, whatever the machine's speed; closing the server sets it).
 ``requests`` keeps every request body and its ``Authorization`` header, so
 tests can check the request shape and that the key was sent (and nowhere
 printed).
@@ -56,12 +60,15 @@ def judging_answers(path: Path) -> Path:
 
 class JudgeServer:
     def __init__(self, *, labels: dict[str, str] | None = None, behaviours: dict[str, str] | None = None,
-                 delay: float = 2.0, labels_by_id: dict[str, str] | None = None, pause: float = 0.0):
+                 delay: float = 60.0, labels_by_id: dict[str, str] | None = None, pause: float = 0.0,
+                 gate: threading.Event | None = None):
         self.labels = dict(labels or {})
         self.pause = pause
         self.labels_by_id = dict(labels_by_id or {})
         self.behaviours = dict(behaviours or {})
         self.delay = delay
+        self.gate = gate
+        self._closing = threading.Event()
         self.requests: list[dict[str, Any]] = []
         self._attempts: dict[str, int] = {}
         self._lock = threading.Lock()
@@ -79,6 +86,9 @@ class JudgeServer:
         return self
 
     def __exit__(self, *exc) -> None:
+        self._closing.set()  # a held reply ends now
+        if self.gate is not None:
+            self.gate.set()
         self._server.shutdown()
         self._server.server_close()
 
@@ -93,8 +103,10 @@ class JudgeServer:
             return 429, {"retry-after-ms": "10"}, json.dumps({"error": {"message": "slow down", "type": "rate"}})
         if behaviour == "server_error":
             return 500, {}, json.dumps({"error": {"message": "boom", "type": "server"}})
+        if self.gate is not None:
+            self.gate.wait()
         if behaviour == "timeout":
-            time.sleep(self.delay)
+            self._closing.wait(self.delay)
         elif self.pause:
             time.sleep(self.pause)
         if behaviour == "prose":

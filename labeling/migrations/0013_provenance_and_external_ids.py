@@ -8,7 +8,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('labeling', '0011_audit_judge_action'),
+        ('labeling', '0012_claim_leases'),
     ]
 
     operations = [
