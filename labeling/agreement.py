@@ -18,9 +18,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from labeling.models import Adjudication, Assignment, Claim, Label, LabelValue, Reviewer, ReviewerKind, Run
+from labeling.models import (
+    Adjudication,
+    Assignment,
+    CitationJudgment,
+    Claim,
+    Label,
+    LabelValue,
+    Reviewer,
+    ReviewerKind,
+    Run,
+)
 from scoring import agreement as scoring_agreement
 from scoring.agreement import Agreement, Reliability
+from scoring.judgment_agreement import JudgmentAgreement, judgment_agreement
 from scoring.labels import SUPPORTED, UNSUPPORTED, disagreements
 from scoring.lazy import pd  # loaded on first use: keeps start-up fast (issue 24)
 
@@ -113,6 +124,21 @@ def run_agreement(*, run: Run) -> RunAgreement:
         every_human=scoring_agreement.reliability(humans, categories=CATEGORIES) if others else None,
         every_human_disputed=disagreements(humans)["claim_id"].tolist() if others else None,
     )
+
+
+def run_judgment_agreement(*, run: Run) -> JudgmentAgreement:
+    """Krippendorff's alpha, nominal and ordinal, of the current citation
+    judgments on ``run``'s factual claims (``scoring.judgment_agreement``:
+    FULL > PARTIAL > NONE, UNJUDGEABLE left out), across the reviewers whose
+    labels count (people, imported annotators and the run's promoted judge;
+    a judge of kind ``model`` is never counted). One query."""
+    promoted = run.promoted_judge_id
+    rows = (CitationJudgment.objects.filter(citation__claim__answer__run=run, citation__claim__factual=True,
+                                            is_current=True)
+            .order_by().values_list("citation_id", "reviewer__username", "reviewer__kind", "reviewer_id", "judgment"))
+    kept = [(citation, name, judgment) for citation, name, kind, pk, judgment in rows
+            if kind != ReviewerKind.MODEL or pk == promoted]
+    return judgment_agreement(pd.DataFrame.from_records(kept, columns=["citation_id", "reviewer", "judgment"]))
 
 
 @dataclass(frozen=True)

@@ -81,6 +81,7 @@ from labeling.exports.label_table import (
     table_claim_metrics,
     table_from_canonical,
 )
+from labeling.exports.parquet import PARQUET_EXTRA, parquet_available, write_parquet
 from labeling.exports.xlsx import WorkbookInfo, write_label_workbook
 from labeling.importers.label_table import LabelTableFile, LabelTableRow
 from labeling.importers.records import ImportIssue
@@ -104,11 +105,13 @@ from scoring.claims import ClaimMetrics
 from scoring.labels import label_problem
 from scoring.lazy import pd  # loaded on first use: keeps start-up fast (issue 24)
 
-EXPORT_FORMATS = ("xlsx", "csv", "jsonl")
+# Parquet (issue 26) needs the optional pyarrow (labeling.exports.parquet).
+EXPORT_FORMATS = ("xlsx", "csv", "jsonl", "parquet")
 CONTENT_TYPES = {
     "xlsx": "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
     "csv": "text/csv; charset=utf-8",
     "jsonl": "application/x-ndjson; charset=utf-8",
+    "parquet": "application/vnd.apache.parquet",
 }
 MAX_NOTE_CHARS = 2000
 NEWER_LABELS = "newer_labels"  # ValidationError code of label_table_import_apply
@@ -289,17 +292,21 @@ def label_table_export(
     actor: Reviewer | None = None,
 ) -> None:
     """Write ``run``'s label table — current (agreed, or ``reviewer``'s
-    labels) or ``version``'s — as ``fmt`` (xlsx, csv, jsonl) to ``out``, and
-    record in the audit log that ``actor`` (None: the command line) did.
+    labels) or ``version``'s — as ``fmt`` (xlsx, csv, jsonl, parquet) to
+    ``out``, and record in the audit log that ``actor`` (None: the command
+    line) did.
 
-    Raises ValueError for an unknown format, a reviewer combined with a
-    version (a version stores the agreed labels), or a ``reviewer`` who is
-    neither a member of the run's project nor has a label on the run (an
-    unknown name, a typo: their table would be silently empty);
-    VersionIntegrityError when the version's file fails verification.
+    Raises ValueError for an unknown format, for parquet without pyarrow (the
+    ``parquet`` extra), a reviewer combined with a version (a version stores
+    the agreed labels), or a ``reviewer`` who is neither a member of the run's
+    project nor has a label on the run (an unknown name, a typo: their table
+    would be silently empty); VersionIntegrityError when the version's file
+    fails verification.
     """
     if fmt not in EXPORT_FORMATS:
         raise ValueError(f"unknown format {fmt!r}: use {', '.join(EXPORT_FORMATS)}")
+    if fmt == "parquet" and not parquet_available():
+        raise ValueError(f"the parquet format needs pyarrow: {PARQUET_EXTRA}")
     if version is not None and reviewer:
         raise ValueError("a version stores the agreed labels; a reviewer's labels export from the current table")
     if reviewer and not _reviewer_of(run, reviewer):
@@ -317,6 +324,8 @@ def label_table_export(
         write_csv(table, out)
     elif fmt == "jsonl":
         write_jsonl(table, out)
+    elif fmt == "parquet":
+        write_parquet(table, out)
     else:
         info = WorkbookInfo(
             project=run.project.slug, run=run.name, version=version.number if version else None,
@@ -532,7 +541,8 @@ def label_table_import_preview(
             for pk, labels in table[["claim_id", "reviewer_labels"]].itertuples(index=False) if labels
         }
     require_supported = run.project.require_justification_for_supported
-    seen: dict[int, int] = {}
+    seen: dict[tuple[int, str], int] = {}
+    factual_rows: dict[int, tuple[bool, int]] = {}
     for row in table_file.rows:
         if row.run is not None and row.run.strip() and row.run.strip() != run.name:
             problem(ImportIssue(row.line, "run", f"the row is for run {row.run.strip()!r}, not {run.name!r}"))
@@ -548,10 +558,6 @@ def label_table_import_preview(
                 problem(ImportIssue(row.line, "claim_index", f"unknown claim: question {row.question_id!r} has "
                                                              f"no claim {row.claim_index} in run {run.name!r}"))
                 continue
-        if claim_id in seen:
-            problem(ImportIssue(row.line, "claim_id", f"claim {claim_id} is also on row {seen[claim_id]}"))
-            continue
-        seen[claim_id] = row.line
         named = [Reviewer.normalize_username(name) for name in split_citations(row.reviewer)]
         owner = reviewer.username
         if keep_reviewers and len(named) > 1:
@@ -560,7 +566,21 @@ def label_table_import_preview(
             continue
         if keep_reviewers and named:
             owner = named[0]
-        elif not adjudicate and any(name != reviewer.username for name in named):
+        # With keep_reviewers a claim takes one row per reviewer (several annotators in one file);
+        # otherwise every row is the importer's (or the lead's verdict), so one row per claim.
+        key = (claim_id, owner) if keep_reviewers else (claim_id, "")
+        if key in seen:
+            whose = f" for reviewer {owner}" if keep_reviewers else ""
+            problem(ImportIssue(row.line, "claim_id", f"claim {claim_id}{whose} is also on row {seen[key]}"))
+            continue
+        seen[key] = row.line
+        if keep_reviewers and row.factual is not None:
+            other = factual_rows.setdefault(claim_id, (row.factual, row.line))
+            if other[0] != row.factual:
+                problem(ImportIssue(row.line, "factual", f"claim {claim_id} is factual={str(other[0]).lower()} "
+                                                         f"on row {other[1]}: one claim, one mark"))
+                continue
+        if not (keep_reviewers and named) and not adjudicate and any(name != reviewer.username for name in named):
             problem(ImportIssue(row.line, "reviewer", (
                 f"the row is {row.reviewer}'s label, not {reviewer.username}'s: an import never gives one "
                 f"reviewer's label to another. Export your own labels (export_labels --reviewer "

@@ -29,7 +29,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from labeling.agreement import CATEGORIES, RunAgreement, run_agreement
+from labeling.agreement import CATEGORIES, RunAgreement, run_agreement, run_judgment_agreement
 from labeling.judge_grades import claim_texts, judge_labels
 from labeling.management import DATA_COMMAND_CHECKS
 from labeling.management.lookup import find_project, find_run, reviewer_name
@@ -37,6 +37,7 @@ from labeling.models import Claim, Reviewer, ReviewerKind, Run
 from labeling.names import normalize_name
 from scoring.agreement import Agreement, Coefficient, Interval, Reliability, pairwise_agreement
 from scoring.judge_grading import JudgeGrade, grade_judge
+from scoring.judgment_agreement import JudgmentAgreement
 from scoring.labels import LABEL_VALUES
 from scoring.ratio import format_value
 
@@ -91,6 +92,7 @@ class Command(BaseCommand):
             pairs = [pairwise_agreement(result.labels, reviewer[0], reviewer[1], categories=CATEGORIES)]
         else:
             pairs = result.pairs
+        judged = run_judgment_agreement(run=target)
         figures: dict[str, Any] = {
             **_reliability(overall, result.disputed),
             "counted": "assigned reviewers" if result.assigned else "human reviewers",
@@ -99,6 +101,8 @@ class Command(BaseCommand):
                                     _reliability(result.every_human, result.every_human_disputed or [])
                                     | {"counted_reviewers": result.every_human.reviewers}),
             "reviewers": result.reviewers,
+            # Krippendorff's alpha of the citation judgments, nominal and ordinal (issue 26).
+            "citation_judgments": judged.to_dict(),
         }
         if reviewer:
             pair = pairs[0]
@@ -113,6 +117,8 @@ class Command(BaseCommand):
             self.stdout.write(json.dumps(payload, indent=2, ensure_ascii=False))
         else:
             self.stdout.write(self._table(target.name, pairs, result, with_disagreements=bool(reviewer)))
+            if judged.citations:
+                self.stdout.write(self._judgments_table(judged))
         failures = self._gate(min_alpha, min_kappa, overall.alpha, pairs)
         if failures:
             raise CommandError("agreement gate failed on run " + repr(target.name) + ":\n" + "\n".join(failures),
@@ -156,6 +162,14 @@ class Command(BaseCommand):
                 elif pair.kappa < min_kappa:
                     failures.append(f"  {text} is below --min-kappa {min_kappa}")
         return failures
+
+    def _judgments_table(self, judged: JudgmentAgreement) -> str:
+        return "\n".join([
+            "", f"Citation judgments of {len(judged.reviewers)} reviewer(s), FULL > PARTIAL > NONE "
+                f"({judged.unjudgeable} UNJUDGEABLE left out)",
+            *(f"  {figure_text(f'Krippendorff alpha, {level}', figure.value, figure.ci95, figure.n)}"
+              for level, figure in (("nominal", judged.nominal), ("ordinal", judged.ordinal))),
+        ])
 
     def _table(self, run: str, pairs: list[Agreement], result: RunAgreement, *, with_disagreements: bool) -> str:
         lines = [f"Run {run}: {len(result.reviewers)} reviewer(s) on its cited claims "

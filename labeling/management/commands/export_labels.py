@@ -1,8 +1,8 @@
 """``python manage.py export_labels --run NAME [--project SLUG] [--version N] [--reviewer NAME]
-[--format xlsx|csv|jsonl] -o PATH``.
+[--format xlsx|csv|jsonl|parquet] -o PATH``.
 
 The format comes from ``--format``, else from the suffix of ``-o``
-(``.xlsx``, ``.csv``, ``.jsonl``); a ``--format`` that contradicts the suffix
+(``.xlsx``, ``.csv``, ``.jsonl``, ``.parquet``); a ``--format`` that contradicts the suffix
 (``--format csv -o labels.xlsx``) is refused rather than writing a file that
 its name misdescribes. The folder of ``-o`` must exist: a typo in a path
 should fail, not grow a new tree of folders.
@@ -22,7 +22,7 @@ from labeling.names import normalize_name
 
 
 class Command(BaseCommand):
-    help = ("Write a run's label table (current, or version N) as XLSX, CSV or JSONL. Rows show the agreed "
+    help = ("Write a run's label table (current, or version N) as XLSX, CSV, JSONL or Parquet. Rows show the agreed "
             "label (the one that counts for scoring), or one reviewer's with --reviewer.")
     requires_system_checks = DATA_COMMAND_CHECKS
 
@@ -79,7 +79,7 @@ def output_format(output: Path, given: str | None) -> str:
     if given is None:
         if suffix not in EXPORT_FORMATS:
             raise CommandError(f"-o {output}: cannot tell the format from the suffix; give --format "
-                               f"{'|'.join(EXPORT_FORMATS)} or name the file .xlsx, .csv or .jsonl")
+                               f"{'|'.join(EXPORT_FORMATS)} or name the file .xlsx, .csv, .jsonl or .parquet")
         return suffix
     if suffix in EXPORT_FORMATS and suffix != given:
         raise CommandError(f"--format {given} but -o {output} ends in .{suffix}: give the file a .{given} name, "
