@@ -34,7 +34,7 @@ class RunAgreement:
     labels on cited claims. ``reviewers``: names of every reviewer in it,
     sorted. ``kinds``: reviewer name → kind (human, external, model).
     ``pairs``: :class:`scoring.agreement.Agreement` per pair of reviewers,
-    confusion over SUPPORTED/UNSUPPORTED. ``overall``: alpha and AC1 across
+    confusion over SUPPORTED/UNSUPPORTED. ``overall``: alpha, AC1 and Fleiss' kappa across
     the human reviewers (and the run's promoted judge). ``disputed``: claim
     ids where the human reviewers who labeled the claim do not all agree,
     sorted.

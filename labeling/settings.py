@@ -19,8 +19,9 @@ Environment variables:
 - ``CITELAB_MEDIA_ROOT``: where label table version files are stored.
 - ``CITELAB_MAX_UPLOAD_MB``: upload size limit for imports (default 50).
 - ``CITELAB_MAX_IMPORT_ROWS``: most data rows (or JSON lines) in one imported
-  file (default 500000).
-- ``CITELAB_MAX_UNZIPPED_MB``: most an imported .xlsx may unzip to (default 512).
+  file, and rows of one model in a project archive (default 500000).
+- ``CITELAB_MAX_UNZIPPED_MB``: most an imported .xlsx or project archive may
+  unzip to (default 512).
 - ``CITELAB_REDIS_URL``: e.g. ``redis://127.0.0.1:6379/0``: the task queue
   (judge runs) goes through Redis workers; unset, through the database.
 - ``CITELAB_TASKS_SYNC``: run queued tasks at once in the web process

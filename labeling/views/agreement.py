@@ -67,6 +67,7 @@ def run_agreement_page(request: HttpRequest, project_slug: str, run_name: str) -
     return render(request, "labeling/run_agreement.html", {
         "project": run.project, "run": run, "result": result, "overall": overall,
         "alpha_verdict": verdict(overall.alpha.value), "ac1_verdict": verdict(overall.ac1.value),
+        "fleiss_verdict": verdict(overall.fleiss_kappa.value),
         "pairs": [pair_view(pair, result.kinds) for pair in result.pairs], "categories": CATEGORIES,
         "page": page, "disagreements": rows, "resamples": BOOTSTRAP_RESAMPLES,
         "adjudicated": sum(1 for claim_id in result.disputed if claim_id in verdicts),

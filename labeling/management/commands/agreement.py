@@ -86,6 +86,8 @@ class Command(BaseCommand):
             "krippendorff_alpha": overall.alpha.value, "alpha_ci95": _listed(overall.alpha.ci95),
             "alpha_n": overall.alpha.n,
             "gwet_ac1": overall.ac1.value, "ac1_ci95": _listed(overall.ac1.ci95), "ac1_n": overall.ac1.n,
+            "fleiss_kappa": overall.fleiss_kappa.value, "fleiss_kappa_ci95": _listed(overall.fleiss_kappa.ci95),
+            "fleiss_kappa_n": overall.fleiss_kappa.n,
             "reviewers": result.reviewers,
         }
         if reviewer:
@@ -101,7 +103,7 @@ class Command(BaseCommand):
             self.stdout.write(json.dumps(payload, indent=2, ensure_ascii=False))
         else:
             self.stdout.write(self._table(target.name, pairs, overall.alpha, overall.ac1, result.reviewers,
-                                          with_disagreements=bool(reviewer)))
+                                          with_disagreements=bool(reviewer), fleiss=overall.fleiss_kappa))
         failures = self._gate(min_alpha, min_kappa, overall.alpha, pairs)
         if failures:
             raise CommandError("agreement gate failed on run " + repr(target.name) + ":\n" + "\n".join(failures),
@@ -147,12 +149,13 @@ class Command(BaseCommand):
         return failures
 
     def _table(self, run: str, pairs: list[Agreement], alpha: Coefficient, ac1: Coefficient,
-               reviewers: list[str], *, with_disagreements: bool) -> str:
+               reviewers: list[str], *, with_disagreements: bool, fleiss: Coefficient) -> str:
         everyone = f"over {len(reviewers)} reviewers"
         lines = [f"Run {run}: {len(reviewers)} reviewer(s) on its cited claims "
                  "(95% intervals: percentile bootstrap over claims, 2000 resamples, fixed seed)",
                  f"  {figure_text(f'Krippendorff alpha {everyone}', alpha.value, alpha.ci95, alpha.n)}",
-                 f"  {figure_text(f'Gwet AC1 {everyone}', ac1.value, ac1.ci95, ac1.n)}"]
+                 f"  {figure_text(f'Gwet AC1 {everyone}', ac1.value, ac1.ci95, ac1.n)}",
+                 f"  {figure_text(f'Fleiss kappa {everyone}', fleiss.value, fleiss.ci95, fleiss.n)}"]
         for pair in pairs:
             lines += [
                 "",
