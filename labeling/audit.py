@@ -14,6 +14,9 @@ shape both print.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
@@ -24,6 +27,21 @@ from django.utils import timezone
 from labeling.models import AuditEvent, Claim, Project, Reviewer, Run
 
 COMMAND_LINE = "command line"
+# The name of the API token a request authenticated with (labeling.api): every
+# event recorded while it is set names it, so each API write is audited with
+# the token that made it, whichever service records the event.
+_API_TOKEN: ContextVar[str | None] = ContextVar("citelab_audit_api_token", default=None)
+
+
+@contextmanager
+def api_token_events(name: str) -> Iterator[None]:
+    """Within the block, every :func:`audit_record` adds ``"token": name`` to its
+    ``detail``: the HTTP API wraps each operation in it (issue 27)."""
+    reset = _API_TOKEN.set(name)
+    try:
+        yield
+    finally:
+        _API_TOKEN.reset(reset)
 
 
 def audit_record(
@@ -34,7 +52,11 @@ def audit_record(
     ``AuditAction``) to ``run``; ``target`` names what, as a person reads it
     (``"q7 · claim 3"``, ``"version 4"``, a file name; cut to 300 characters),
     ``claim_id`` the claim when there is one, ``detail`` free metadata (JSON
-    values). One INSERT; call it inside the change's transaction."""
+    values). One INSERT; call it inside the change's transaction. Inside
+    :func:`api_token_events` the detail names the API token too."""
+    token = _API_TOKEN.get()
+    if token is not None:
+        detail = {**(detail or {}), "token": token}
     return AuditEvent.objects.create(
         action=action, actor=actor, actor_name=actor.username if actor is not None else "",
         project_id=run.project_id, run=run, run_name=run.name, claim_id=claim_id, target=target[:300],

@@ -28,6 +28,8 @@ Environment variables:
 - ``CITELAB_OPENAI_API_KEY`` (or ``OPENAI_API_KEY``) and
   ``CITELAB_OPENAI_BASE_URL``: the judge's OpenAI-compatible endpoint, read
   when a judge run starts (``labeling.judge_protocol``), never stored.
+- ``CITELAB_API_RATE_PER_MINUTE``: requests one API token may make a minute
+  (default 600); more answer 429 with ``Retry-After``.
 - ``CITELAB_LOG_LEVEL``: ``DEBUG``, ``INFO`` (default), ``WARNING``, ``ERROR``
   or ``CRITICAL``: the least severe record written to stderr.
 """
@@ -114,6 +116,8 @@ INSTALLED_APPS = [
     "csp",
     # failed-login throttling (issue 14 §5)
     "axes",
+    # The HTTP API (issue 27); listed so its docs page serves Swagger UI from its own static files, not a CDN.
+    "ninja",
     "labeling",
 ]
 
@@ -292,6 +296,9 @@ CITELAB_MAX_UNZIPPED_BYTES = env_int("CITELAB_MAX_UNZIPPED_MB", 512) * 1024 * 10
 DATA_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
 FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
 
+# HTTP API (issue 27): requests per token per minute, over the whole API.
+CITELAB_API_RATE_PER_MINUTE = env_int("CITELAB_API_RATE_PER_MINUTE", 600)
+
 # Task queue (django-q2) for judge runs: its ORM broker keeps the queue in the
 # project's database (no extra server); CITELAB_REDIS_URL moves it to Redis
 # workers. Start a worker with `manage.py qcluster` (`manage.py demo` starts one).
@@ -310,6 +317,10 @@ Q_CLUSTER = {
     "log_level": "WARNING",
     **({"redis": CITELAB_REDIS_URL} if CITELAB_REDIS_URL else {"orm": "default", "poll": 1}),
 }
+# With Redis, the cache is shared by every server process (the API's rate limit counts there);
+# else each process keeps its own in memory.
+if CITELAB_REDIS_URL:
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": CITELAB_REDIS_URL}}
 
 # Everything goes to stderr, where the process manager or container keeps it.
 # Django's default logging prints nothing with DEBUG off (it mails ADMINS), so

@@ -4,6 +4,7 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path, register_converter
 
+from labeling.api.main import api
 from labeling.forms import LoginForm
 from labeling.views import agreement as agreement_views
 from labeling.views import audit as audit_views
@@ -14,6 +15,7 @@ from labeling.views import members as member_views
 from labeling.views import projects
 from labeling.views import review as review_views
 from labeling.views import runs as run_views
+from labeling.views import tokens as token_views
 from labeling.views.params import IdConverter
 
 register_converter(IdConverter, "id")
@@ -60,11 +62,16 @@ run_urlpatterns = [
 
 urlpatterns = [
     path("admin/", admin.site.urls),
+    # The HTTP API (issue 27): /api/v1/openapi.json, /api/v1/docs, and the routes of labeling.api.
+    path("api/v1/", api.urls),
     path("login/", auth_views.LoginView.as_view(authentication_form=LoginForm), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("", projects.project_list, name="project_list"),
     path("p/<slug:project_slug>/", projects.project_detail, name="project_detail"),
     path("p/<slug:project_slug>/members/", member_views.project_members, name="project_members"),
+    path("p/<slug:project_slug>/tokens/", token_views.project_tokens_page, name="project_tokens"),
+    path("p/<slug:project_slug>/tokens/<id:token_id>/revoke/", token_views.project_token_revoke,
+         name="project_token_revoke"),
     path("p/<slug:project_slug>/summary/", projects.project_summary, name="project_summary"),
     path("p/<slug:project_slug>/runs/<str:run_name>/", include(run_urlpatterns)),
     path("p/<slug:project_slug>/compare/", compare_views.run_compare, name="run_compare"),
