@@ -472,6 +472,24 @@ def test_audit_log_pages_and_filters(as_, people):
     assert lead.get("/audit", {"action": "nap"}).json()["errors"][0]["field"] == "action"
 
 
+def test_judge_runs_start_for_a_lead_and_refuse_a_person_as_judge(as_, people, django_capture_on_commit_callbacks):
+    lead = as_("lea")
+    with django_capture_on_commit_callbacks() as queued:
+        started = lead.send("POST", f"/runs/{RUN}/judge-runs", {"judge": "judge-a", "model": "m", "answer_limit": 2})
+    assert started.status_code == 202
+    assert (started.json()["status"], started.json()["answers_total"], started.json()["judge"]) == (
+        "queued", 2, "judge-a")
+    # Handed to the task queue only once the request's transaction commits.
+    assert len(queued) == 1
+    assert [jr["id"] for jr in lead.get(f"/runs/{RUN}/judge-runs").json()] == [started.json()["id"]]
+    assert lead.get(f"/runs/{RUN}/judge-runs/{started.json()['id']}").json()["finished"] is False
+    person = lead.send("POST", f"/runs/{RUN}/judge-runs", {"judge": "bob", "model": "m"})
+    assert person.status_code == 422 and person.json()["errors"][0]["field"] == "judge"
+    assert as_("bob").send("POST", f"/runs/{RUN}/judge-runs", {"judge": "judge-b", "model": "m"}).status_code == 403
+    both = lead.send("POST", "/answers?judge=judge-c", _answers(GOOD), content_type="application/x-ndjson")
+    assert both.status_code == 422 and both.json()["errors"][0]["field"] == "model"
+
+
 # -- the schema and its docs ------------------------------------------------------------------------
 
 
@@ -485,7 +503,7 @@ def test_the_schema_is_valid_openapi_3_with_the_issue_paths(client, db):
     assert "post" in schema["paths"]["/api/v1/projects/{slug}/runs/{run}/gate"]
     assert schema["components"]["securitySchemes"]["BearerToken"] == {"type": "http", "scheme": "bearer"}
     operations = {(method, path) for path, methods in schema["paths"].items() for method in methods}
-    assert len(operations) == 21
+    assert len(operations) == 24
     assert all(op.get("security") == [{"BearerToken": []}] for methods in schema["paths"].values()
                for op in methods.values())
 

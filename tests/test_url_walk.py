@@ -166,6 +166,10 @@ def _build() -> World:
                                       name="walk-outsider")
     gone.delete()
     own["token"], other["token"] = tokens["lead"].token, tokens["o_lead"].token
+    judge = models.Reviewer.objects.get(username="walk-judge")
+    for side in (own, other):
+        side["judge_run"] = models.JudgeRun.objects.create(run=side["run"], reviewer=judge, model="walk",
+                                                           status=models.JudgeRunStatus.DONE)
     return World(users=users, own=own, other=other, objects=objects,
                  tokens={actor: issued.secret for actor, issued in tokens.items()})
 
@@ -193,13 +197,14 @@ def _own(world: World) -> dict[str, object]:
     own = world.own
     return {"project_slug": own["project"].slug, "run_name": own["run"].name, "answer_id": own["answer"].pk,
             "claim_id": own["claims"][0].pk, "number": own["version"].number, "token_id": own["token"].pk,
-            "slug": own["project"].slug, "run": own["run"].name}
+            "slug": own["project"].slug, "run": own["run"].name, "judge_run_id": own["judge_run"].pk}
 
 
 def _other(world: World) -> dict[str, object]:
     other = world.other
     return {"run_name": other["run"].name, "answer_id": other["answer"].pk, "claim_id": other["claims"][0].pk,
-            "number": other["version"].number, "token_id": other["token"].pk, "run": other["run"].name}
+            "number": other["version"].number, "token_id": other["token"].pk, "run": other["run"].name,
+            "judge_run_id": other["judge_run"].pk}
 
 
 @dataclass(frozen=True)
@@ -428,6 +433,11 @@ RULES |= {
         "extra": lambda w: [("rival's run as B", "GET", {"a": "r1", "b": w.other["run"].name},
                              "401 401 404 404 404 422 422 422 422", _rival_not_shown)]},
     "api:run_agreement": {"GET": API_READ, "POST": API_405},
+    "api:judge_run_list": {"GET": API_READ, "PUT": API_405},
+    # Recorded and queued (the queue runs it once the request commits: never in the walk).
+    "api:judge_run_start": {"POST": "401 401 404 404 404 202 403 403 202",
+                             "data": lambda w: {"judge": "walk-judge", "model": "walk-model"}},
+    "api:judge_run_detail": {"GET": API_READ, "POST": API_405},
     "api:audit_list": {
         "GET": API_LEAD, "POST": API_405,
         "extra": lambda w: [("run of rival", "GET", {"run": "rival-run"}, API_LEAD, _nothing_listed)]},

@@ -226,9 +226,10 @@ def _unexpected(request: HttpRequest, exc: Exception) -> HttpResponse:
     raise exc
 
 
-from labeling.api import figures, projects, reviews, versions  # noqa: E402  (routes register on `api`)
+from labeling.api import figures, judges, projects, reviews, versions  # noqa: E402  (routes register on `api`)
 
 api.add_router("", projects.router)
 api.add_router("", reviews.router)
 api.add_router("", versions.router)
 api.add_router("", figures.router)
+api.add_router("", judges.router)

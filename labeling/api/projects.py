@@ -6,6 +6,7 @@ from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
+from django.db import transaction
 from django.db.models import Count
 from django.http import HttpRequest
 from ninja import Query, Router, Schema
@@ -16,6 +17,7 @@ from pydantic import Field
 from labeling import selectors, services
 from labeling.answers_import import DEFAULT_IMPORT_REVIEWER, run_import
 from labeling.api.access import FieldRefused, access_of, project_of, run_of
+from labeling.api.judges import judge_runs_start
 from labeling.api.pages import PageIn, page_of, paged
 from labeling.api.schemas import (
     Error,
@@ -25,10 +27,11 @@ from labeling.api.schemas import (
     RunCreateIn,
     RunOut,
     RunRenameIn,
+    judge_run_out,
     run_out,
 )
 from labeling.importers.answers import FORMATS, answers_format
-from labeling.models import Question, Run
+from labeling.models import JudgeRun, Question, Run
 
 router = Router(tags=["projects and runs"])
 
@@ -120,6 +123,10 @@ class ImportParams(Schema):
                                                  "Content-Type, else jsonl)")
     reviewer: str = Field(DEFAULT_IMPORT_REVIEWER, description="imported reviewer credited with labels given "
                                                                "without one")
+    judge: str | None = Field(None, description="then start this judge (kind model) on each imported run, with "
+                                                "`model`: all or nothing with the import")
+    model: str | None = Field(None, description="the judge's model (with `judge`); its endpoint is "
+                                                "CITELAB_OPENAI_BASE_URL")
 
 
 _IMPORT_BODY = {
@@ -159,10 +166,21 @@ def answers_import(request: HttpRequest, slug: str, params: Query[ImportParams])
             fmt = _CONTENT_FORMATS.get(content_type, "jsonl")
     if fmt not in FORMATS:
         raise FieldRefused("format", f"{fmt!r} is not one of {', '.join(FORMATS)}")
+    if (params.judge is None) != (params.model is None):
+        raise FieldRefused("model" if params.model is None else "judge", "give `judge` and `model` together")
     try:
-        report = run_import(project=project, source=data, format=fmt, run_name=params.run,
-                            default_reviewer=params.reviewer, actor=access.reviewer,
-                            source_name=filename or f"API upload ({fmt})")
+        with transaction.atomic():
+            report = run_import(project=project, source=data, format=fmt, run_name=params.run,
+                                default_reviewer=params.reviewer, actor=access.reviewer,
+                                source_name=filename or f"API upload ({fmt})")
+            judge_runs = []
+            if params.judge is not None:
+                runs = list(Run.objects.filter(project=project, name__in=report.runs).select_related("project"))
+                try:
+                    judge_runs = judge_runs_start(runs=runs, judge=params.judge, model=params.model, base_url="",
+                                                  answer_limit=None, started_by=access.reviewer)
+                except ValidationError as exc:
+                    raise FieldRefused("judge", " ".join(exc.messages)) from None
     except ValidationError as exc:
         field = "run" if params.run is not None and "run" in " ".join(exc.messages).lower() else "reviewer"
         raise FieldRefused(field, " ".join(exc.messages)) from None
@@ -170,7 +188,9 @@ def answers_import(request: HttpRequest, slug: str, params: Query[ImportParams])
                                                    "answers_unchanged", "claims_created", "citations_created",
                                                    "fabricated_citations", "labels_created", "judgments_created")}
     body |= {"summary": report.summary(),
-             "warnings": [{"line": w.line, "field": w.field, "reason": w.reason} for w in report.warnings]}
+             "warnings": [{"line": w.line, "field": w.field, "reason": w.reason} for w in report.warnings],
+             "judge_runs": [judge_run_out(JudgeRun.objects.select_related("run", "reviewer").get(pk=jr.pk))
+                            for jr in judge_runs]}
     return Status(201 if report.answers_created else 200, body)
 
 

@@ -13,7 +13,7 @@ from typing import Any
 from ninja import Schema
 from pydantic import ConfigDict, Field
 
-from labeling.models import Label, LabelTableVersion, Run
+from labeling.models import JudgeRun, Label, LabelTableVersion, Run
 
 # -- requests ---------------------------------------------------------------------------------------
 
@@ -152,6 +152,23 @@ class ImportIssueOut(Schema):
     reason: str
 
 
+class JudgeRunOut(Schema):
+    id: int
+    run: str
+    judge: str
+    model: str
+    status: str = Field(description="queued, running, done or failed")
+    finished: bool
+    answers_total: int
+    answers_done: int
+    answers_failed: int
+    claims_labeled: int
+    claims_missing: int
+    error: str
+    created_at: str
+    finished_at: str | None
+
+
 class ImportOut(Schema):
     runs: list[str]
     questions_created: int
@@ -164,6 +181,8 @@ class ImportOut(Schema):
     judgments_created: int
     summary: str
     warnings: list[ImportIssueOut]
+    judge_runs: list[JudgeRunOut] = Field([], description="the judge runs started on the imported runs "
+                                                          "(with `judge` and `model`)")
 
 
 class GateOut(Schema):
@@ -200,3 +219,16 @@ def version_out(version: LabelTableVersion) -> dict[str, Any]:
             "author": version.author.username if version.author_id else None,
             "created_at": _utc(version.created_at), "row_count": version.row_count,
             "label_count": version.label_count, "sha256": version.sha256}
+
+
+def judge_run_out(judge_run: JudgeRun) -> dict[str, Any]:
+    """A judge run as the API shows it (its ``run`` and ``reviewer`` loaded)."""
+    def when(moment):
+        return moment.astimezone(UTC).isoformat().replace("+00:00", "Z") if moment else None
+
+    return {"id": judge_run.pk, "run": judge_run.run.name, "judge": judge_run.reviewer.username,
+            "model": judge_run.model, "status": judge_run.status, "finished": judge_run.finished,
+            "answers_total": judge_run.answers_total, "answers_done": judge_run.answers_done,
+            "answers_failed": judge_run.answers_failed, "claims_labeled": judge_run.claims_labeled,
+            "claims_missing": judge_run.claims_missing, "error": judge_run.error,
+            "created_at": when(judge_run.created_at), "finished_at": when(judge_run.finished_at)}
