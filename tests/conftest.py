@@ -13,6 +13,16 @@ FIXTURES_DIR = REPO_ROOT / "fixtures"
 EXPERTQA_PATH = FIXTURES_DIR / "expertqa_dev.jsonl"
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_cmdline_main(config):
+    """Benchmarks (``-m bench``) run in one process whatever ``-n`` says: their
+    figures print (``-s``) and no worker competes with what they time."""
+    marks = config.option.markexpr or ""
+    if "bench" in marks and "not bench" not in marks:
+        config.option.numprocesses = 0
+        config.option.dist = "no"
+
+
 @pytest.fixture(scope="session")
 def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix, tmp_path_factory):
     """On SQLite, the test database is a file (WAL, as in production), not

@@ -23,7 +23,7 @@ from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from labeling.agreement_report import agreement_report
-from labeling.management.lookup import find_project, find_run
+from labeling.management.lookup import find_project, find_run, reviewer_name
 from labeling.models import Claim
 from labeling.names import normalize_name
 from scoring.agreement import Agreement, Coefficient, Interval
@@ -43,7 +43,7 @@ class Command(BaseCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--run", required=True)
         parser.add_argument("--project")
-        parser.add_argument("--reviewer", action="append", default=[],
+        parser.add_argument("--reviewer", type=reviewer_name, action="append", default=[],
                             help="give none (every reviewer) or exactly two (one pair)")
         parser.add_argument("--format", choices=["json", "table"], default="table")
         parser.add_argument("--min-alpha", type=float, help="exit 1 when Krippendorff's alpha is below this")

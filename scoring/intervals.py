@@ -1,0 +1,344 @@
+"""Intervals for the figures of a run: answers are clusters (SPEC §4.5).
+
+Every ratio Citelab prints is a sample of a system: the answers of a run are a
+sample of the questions it could be asked, and the claims of one answer move
+together. The functions here turn per-answer counts into an estimate with its
+interval and the sample sizes behind it:
+
+- :func:`clustered_ratio`: a pooled ratio ``R = Σyᵢ / Σxᵢ`` with the Wilson score
+  interval at the effective size ``n_eff`` of the linearized (cluster-robust)
+  variance — method ``"wilson-clustered"``.
+- :func:`mean_interval`: a per-answer mean with the Student-t interval over the
+  defined per-answer values — method ``"student-t"``.
+- :func:`paired_difference`: ``R_B − R_A`` on the questions both runs answered,
+  paired by question, with its normal interval — method ``"paired-clustered"``.
+- :func:`answers_needed`: the label budget for a target half-width.
+
+Inputs are plain sequences of integer counts, one entry per answer (or per
+question); no pandas is needed. Ratios are in [0, 1], ``None`` when undefined.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from statistics import NormalDist
+
+DEFAULT_CONFIDENCE = 0.95
+Z_95 = 1.959963984540054  # SPEC §4.5; NormalDist gives ...0536, one ulp off
+WILSON_CLUSTERED = "wilson-clustered"
+STUDENT_T = "student-t"
+PAIRED_CLUSTERED = "paired-clustered"
+# Half-widths the label budget is quoted for (SPEC §4.5 "Label budget").
+BUDGET_HALF_WIDTHS = (0.05, 0.03, 0.02)
+
+
+def z_value(confidence: float = DEFAULT_CONFIDENCE) -> float:
+    """Two-sided standard normal quantile for ``confidence`` in (0, 1).
+
+    ``z_value(0.95) == 1.959963984540054`` (SPEC §4.5). Raises ``ValueError``
+    outside (0, 1).
+    """
+    check_confidence(confidence)
+    if confidence == DEFAULT_CONFIDENCE:
+        return Z_95
+    return NormalDist().inv_cdf(0.5 + confidence / 2)
+
+
+def check_confidence(confidence: float) -> float:
+    """``confidence`` itself when it is a level strictly between 0 and 1.
+
+    Raises ``ValueError`` naming the value otherwise (NaN included).
+    """
+    if not isinstance(confidence, int | float) or not 0 < confidence < 1:
+        raise ValueError(f"confidence must be a level between 0 and 1 (e.g. 0.95), not {confidence!r}")
+    return float(confidence)
+
+
+def interval_key(confidence: float) -> str:
+    """The JSON key of an interval at ``confidence``: ``"ci95"`` at 0.95, else ``"ci"``.
+
+    The rule (README "Intervals"): the familiar name is kept exactly when it is
+    true; at any other level the key is ``ci`` and the entry carries ``level``.
+    """
+    return "ci95" if math.isclose(confidence, 0.95) else "ci"
+
+
+@dataclass(frozen=True, slots=True)
+class Interval:
+    """An estimate with its interval and the sample behind it (SPEC §4.5).
+
+    ``estimate`` is the point figure (``None`` when undefined); ``low``/``high``
+    the interval at ``level`` (``None`` when it cannot be computed: a zero
+    denominator, or fewer than two answers for the t and paired methods);
+    ``n_answers`` the clusters that carry a unit; ``n_units`` the denominator
+    units (claims, citations…); ``n_eff`` the effective number of independent
+    units (``None`` where the method has none).
+    """
+
+    estimate: float | None
+    low: float | None
+    high: float | None
+    level: float
+    n_answers: int
+    n_units: int
+    n_eff: float | None
+    method: str
+
+    @property
+    def defined(self) -> bool:
+        return self.low is not None and self.high is not None
+
+    @property
+    def half_width(self) -> float | None:
+        """Half the interval's width, ``None`` when there is no interval."""
+        if not self.defined:
+            return None
+        return (self.high - self.low) / 2
+
+    def as_dict(self) -> dict:
+        """JSON form: ``{"estimate", "ci95": [lo, hi] | null, "n_answers", "n_units",
+        "n_eff", "method"}``; at a level other than 0.95 the key is ``ci`` and
+        ``level`` is added (:func:`interval_key`)."""
+        key = interval_key(self.level)
+        out = {
+            "estimate": self.estimate,
+            key: [self.low, self.high] if self.defined else None,
+            "n_answers": self.n_answers,
+            "n_units": self.n_units,
+            "n_eff": self.n_eff,
+            "method": self.method,
+        }
+        if key == "ci":
+            out["level"] = self.level
+        return out
+
+
+def wilson(proportion: float, size: float, *, confidence: float = DEFAULT_CONFIDENCE) -> tuple[float, float]:
+    """Wilson score interval of ``proportion`` observed on ``size`` units (``size`` > 0,
+    not necessarily an integer: SPEC §4.5 evaluates it at ``n_eff``).
+
+    ``(R + z²/2m ∓ z·√(R(1−R)/m + z²/4m²)) / (1 + z²/m)`` with ``m = size``;
+    bounds clipped to [0, 1] against rounding. Raises ``ValueError`` when
+    ``size`` ≤ 0.
+    """
+    if size <= 0:
+        raise ValueError(f"the Wilson interval needs a positive size, not {size!r}")
+    z = z_value(confidence)
+    r, m = proportion, size
+    centre = r + z * z / (2 * m)
+    spread = z * math.sqrt(max(r * (1 - r) / m + z * z / (4 * m * m), 0.0))
+    denominator = 1 + z * z / m
+    return max(0.0, (centre - spread) / denominator), min(1.0, (centre + spread) / denominator)
+
+
+def _counts(numerators: Sequence[int], denominators: Sequence[int]) -> list[tuple[int, int]]:
+    if len(numerators) != len(denominators):
+        raise ValueError(f"{len(numerators)} numerators for {len(denominators)} denominators")
+    pairs = []
+    for y, x in zip(numerators, denominators, strict=True):
+        y, x = int(y), int(x)
+        if x < 0 or y < 0 or y > x:
+            raise ValueError(f"counts must satisfy 0 ≤ numerator ≤ denominator, not {y}/{x}")
+        pairs.append((y, x))
+    return pairs
+
+
+def ratio_variance(numerators: Sequence[int], denominators: Sequence[int]) -> float | None:
+    """Linearized (cluster-robust) variance of ``R = Σy/Σx`` (SPEC §4.5).
+
+    ``v = n/(n−1) · Σ(yᵢ − R·xᵢ)² / X²`` over the ``n`` answers with ``xᵢ > 0``;
+    ``None`` when ``X = 0`` or ``n < 2``. Equal to the cluster-robust (CR1, G/(G−1))
+    variance of an intercept-only regression of the unit outcomes.
+    """
+    pairs = [(y, x) for y, x in _counts(numerators, denominators) if x > 0]
+    n = len(pairs)
+    total_x = sum(x for _, x in pairs)
+    if total_x == 0 or n < 2:
+        return None
+    r = sum(y for y, _ in pairs) / total_x
+    return n / (n - 1) * sum((y - r * x) ** 2 for y, x in pairs) / total_x**2
+
+
+def clustered_ratio(
+    numerators: Sequence[int], denominators: Sequence[int], *, confidence: float = DEFAULT_CONFIDENCE
+) -> Interval:
+    """Pooled ratio over answers with the cluster-robust Wilson interval (SPEC §4.5).
+
+    ``numerators[i]``/``denominators[i]``: the units of answer i (e.g. support:
+    SUPPORTED claims / labeled cited claims). ``n_eff = min(X, R(1−R)/v)`` when
+    the linearized variance ``v`` > 0, else ``X`` (also when fewer than two
+    answers carry a unit); the interval is Wilson's at ``m = n_eff``. With
+    ``X = 0`` the estimate and the interval are ``None``. Raises
+    ``ValueError`` on negative counts or a numerator above its denominator.
+    """
+    check_confidence(confidence)
+    pairs = [(y, x) for y, x in _counts(numerators, denominators) if x > 0]
+    total_y, total_x = sum(y for y, _ in pairs), sum(x for _, x in pairs)
+    if total_x == 0:
+        return Interval(None, None, None, confidence, 0, 0, None, WILSON_CLUSTERED)
+    r = total_y / total_x
+    v = ratio_variance([y for y, _ in pairs], [x for _, x in pairs])
+    n_eff = float(min(total_x, r * (1 - r) / v)) if v else float(total_x)
+    low, high = wilson(r, n_eff, confidence=confidence)
+    return Interval(r, low, high, confidence, len(pairs), total_x, n_eff, WILSON_CLUSTERED)
+
+
+def mean_interval(values: Sequence[float | None], *, confidence: float = DEFAULT_CONFIDENCE) -> Interval:
+    """Mean of the defined per-answer values with its Student-t interval (SPEC §4.5).
+
+    ``None`` entries (answers where the ratio is undefined) are left out. The
+    interval is ``mean ± t(n−1)·s/√n`` clipped to [0, 1] (the values are
+    ratios); ``None`` for n < 2. ``n_answers`` = ``n_units`` = n; ``n_eff`` is
+    ``None``.
+    """
+    from scipy.stats import t as student_t  # scipy is heavy: loaded only when a mean is asked for
+
+    check_confidence(confidence)
+    defined = [float(v) for v in values if v is not None and not math.isnan(v)]
+    n = len(defined)
+    if n == 0:
+        return Interval(None, None, None, confidence, 0, 0, None, STUDENT_T)
+    mean = math.fsum(defined) / n
+    if n < 2:
+        return Interval(mean, None, None, confidence, n, n, None, STUDENT_T)
+    sd = math.sqrt(math.fsum((v - mean) ** 2 for v in defined) / (n - 1))
+    spread = float(student_t.ppf(0.5 + confidence / 2, n - 1)) * sd / math.sqrt(n)
+    return Interval(mean, max(0.0, mean - spread), min(1.0, mean + spread), confidence, n, n, None, STUDENT_T)
+
+
+@dataclass(frozen=True, slots=True)
+class PairedDifference:
+    """``b − a`` of one ratio on the questions both runs answered (SPEC §4.5).
+
+    ``a``/``b``: the pooled ratios over those questions (``None`` when a
+    denominator is 0); ``delta`` = b − a; ``low``/``high`` its interval at
+    ``level`` clipped to [−1, 1] (``None`` when ``delta`` is, or fewer than two
+    questions carry a unit); ``n_questions`` the questions with a unit in either run.
+    """
+
+    a: float | None
+    b: float | None
+    delta: float | None
+    low: float | None
+    high: float | None
+    level: float
+    n_questions: int
+    method: str = PAIRED_CLUSTERED
+
+    @property
+    def defined(self) -> bool:
+        return self.low is not None and self.high is not None
+
+    @property
+    def half_width(self) -> float | None:
+        return None if not self.defined else (self.high - self.low) / 2
+
+    def as_dict(self) -> dict:
+        """JSON form ``{"a", "b", "delta", "ci95" | "ci" (+ "level"), "n_questions", "method"}``."""
+        key = interval_key(self.level)
+        out = {
+            "a": self.a,
+            "b": self.b,
+            "delta": self.delta,
+            key: [self.low, self.high] if self.defined else None,
+            "n_questions": self.n_questions,
+            "method": self.method,
+        }
+        if key == "ci":
+            out["level"] = self.level
+        return out
+
+
+def paired_difference(
+    a_numerators: Sequence[int],
+    a_denominators: Sequence[int],
+    b_numerators: Sequence[int],
+    b_denominators: Sequence[int],
+    *,
+    confidence: float = DEFAULT_CONFIDENCE,
+) -> PairedDifference:
+    """Paired difference ``R_B − R_A`` by question (SPEC §4.5).
+
+    The four sequences are aligned: entry q is question q, answered by both
+    runs (the caller keeps only shared questions). With
+    ``d_q = (y_Bq − R_B·x_Bq)/X_B − (y_Aq − R_A·x_Aq)/X_A``,
+    ``Var(Δ) = n/(n−1)·Σd_q²`` over the ``n`` questions with a unit in either
+    run, and the interval is ``Δ ± z·√Var(Δ)`` clipped to [−1, 1].
+    """
+    check_confidence(confidence)
+    a_pairs = _counts(a_numerators, a_denominators)
+    b_pairs = _counts(b_numerators, b_denominators)
+    if len(a_pairs) != len(b_pairs):
+        raise ValueError(f"{len(a_pairs)} questions in run A for {len(b_pairs)} in run B")
+    n = sum(1 for (_, xa), (_, xb) in zip(a_pairs, b_pairs, strict=True) if xa > 0 or xb > 0)
+    total_xa, total_xb = sum(x for _, x in a_pairs), sum(x for _, x in b_pairs)
+    ra = sum(y for y, _ in a_pairs) / total_xa if total_xa else None
+    rb = sum(y for y, _ in b_pairs) / total_xb if total_xb else None
+    if ra is None or rb is None:
+        return PairedDifference(ra, rb, None, None, None, confidence, n)
+    delta = rb - ra
+    if n < 2:
+        return PairedDifference(ra, rb, delta, None, None, confidence, n)
+    variance = (
+        n
+        / (n - 1)
+        * math.fsum(
+            ((yb - rb * xb) / total_xb - (ya - ra * xa) / total_xa) ** 2
+            for (ya, xa), (yb, xb) in zip(a_pairs, b_pairs, strict=True)
+        )
+    )
+    spread = z_value(confidence) * math.sqrt(variance)
+    return PairedDifference(ra, rb, delta, max(-1.0, delta - spread), min(1.0, delta + spread), confidence, n)
+
+
+def non_inferior(difference: PairedDifference, max_drop: float) -> bool | None:
+    """Non-inferiority gate (SPEC §4.5): ``True`` iff the interval's lower bound
+    of ``B − A`` is ≥ ``−max_drop``; ``None`` when there is no interval."""
+    if not difference.defined:
+        return None
+    return difference.low >= -max_drop
+
+
+@dataclass(frozen=True, slots=True)
+class Budget:
+    """Answers to label for a target half-width (SPEC §4.5 "Label budget").
+
+    ``needed`` = ``⌈n·(w/h)²⌉`` answers in all, ``more`` = ``needed − n`` (≥ 0);
+    ``reachable`` is ``False`` when ``needed`` exceeds the answers the run holds
+    (``more`` is then the count still labelable, and the figure can't be reached).
+    """
+
+    half_width: float
+    needed: int
+    more: int
+    reachable: bool
+
+    def as_dict(self) -> dict:
+        return {"half_width": self.half_width, "needed": self.needed, "more": self.more, "reachable": self.reachable}
+
+
+def answers_needed(
+    interval: Interval | PairedDifference,
+    *,
+    available: int | None = None,
+    half_widths: Sequence[float] = BUDGET_HALF_WIDTHS,
+) -> list[Budget] | None:
+    """Label budget per target half-width at the current variance (SPEC §4.5).
+
+    ``n`` is the interval's answers (questions for a paired difference), ``w``
+    its current half-width; ``available`` the answers the run holds in all
+    (``None``: no cap). ``None`` when there is no interval to scale.
+    """
+    n = interval.n_questions if isinstance(interval, PairedDifference) else interval.n_answers
+    w = interval.half_width
+    if w is None or n == 0:
+        return None
+    budgets = []
+    for h in half_widths:
+        needed = math.ceil(n * (w / h) ** 2)
+        reachable = available is None or needed <= available
+        more = max(0, needed - n) if reachable else max(0, available - n)
+        budgets.append(Budget(h, needed, more, reachable))
+    return budgets
