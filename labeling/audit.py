@@ -24,6 +24,7 @@ from typing import Any
 from django.db.models import QuerySet
 from django.utils import timezone
 
+from labeling import webhooks
 from labeling.models import AuditEvent, Claim, Project, Reviewer, Run
 
 COMMAND_LINE = "command line"
@@ -53,15 +54,20 @@ def audit_record(
     (``"q7 · claim 3"``, ``"version 4"``, a file name; cut to 300 characters),
     ``claim_id`` the claim when there is one, ``detail`` free metadata (JSON
     values). One INSERT; call it inside the change's transaction. Inside
-    :func:`api_token_events` the detail names the API token too."""
+    :func:`api_token_events` the detail names the API token too. The events
+    webhooks are told about (``labeling.webhooks.audit_recorded``) look the
+    project's hooks up once the transaction commits: one query more then."""
     token = _API_TOKEN.get()
     if token is not None:
         detail = {**(detail or {}), "token": token}
-    return AuditEvent.objects.create(
+    event = AuditEvent.objects.create(
         action=action, actor=actor, actor_name=actor.username if actor is not None else "",
         project_id=run.project_id, run=run, run_name=run.name, claim_id=claim_id, target=target[:300],
         detail=detail or {},
     )
+    # Labels, adjudications, versions and judge runs are also webhook events: sent once this commits.
+    webhooks.audit_recorded(event)
+    return event
 
 
 def claim_target(claim: Claim, *, index: int | None = None) -> str:

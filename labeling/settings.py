@@ -30,6 +30,11 @@ Environment variables:
   when a judge run starts (``labeling.judge_protocol``), never stored.
 - ``CITELAB_API_RATE_PER_MINUTE``: requests one API token may make a minute
   (default 600); more answer 429 with ``Retry-After``.
+- ``CITELAB_WEBHOOK_ALLOW``: comma-separated destinations webhooks may reach:
+  ``public`` (the default: globally routable addresses), IP networks
+  (``10.0.0.0/8``) and host names (``hooks.example.org``, ``*.example.org``).
+- ``CITELAB_WEBHOOK_RETRY_SECONDS``: delay before a failed delivery's first
+  retry, doubled at each next one (default 30).
 - ``CITELAB_LOG_LEVEL``: ``DEBUG``, ``INFO`` (default), ``WARNING``, ``ERROR``
   or ``CRITICAL``: the least severe record written to stderr.
 """
@@ -298,6 +303,10 @@ FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
 
 # HTTP API (issue 27): requests per token per minute, over the whole API.
 CITELAB_API_RATE_PER_MINUTE = env_int("CITELAB_API_RATE_PER_MINUTE", 600)
+# Webhooks (issue 27): where deliveries may go ("public": globally routable addresses; add IP
+# networks or host names to reach the server's own networks), and the first retry's delay.
+CITELAB_WEBHOOK_ALLOW = env_list("CITELAB_WEBHOOK_ALLOW", ["public"])
+CITELAB_WEBHOOK_RETRY_SECONDS = env_int("CITELAB_WEBHOOK_RETRY_SECONDS", 30)
 
 # Task queue (django-q2) for judge runs: its ORM broker keeps the queue in the
 # project's database (no extra server); CITELAB_REDIS_URL moves it to Redis

@@ -16,6 +16,7 @@ from labeling.views import projects
 from labeling.views import review as review_views
 from labeling.views import runs as run_views
 from labeling.views import tokens as token_views
+from labeling.views import webhooks as webhook_views
 from labeling.views.params import IdConverter
 
 register_converter(IdConverter, "id")
@@ -72,6 +73,11 @@ urlpatterns = [
     path("p/<slug:project_slug>/tokens/", token_views.project_tokens_page, name="project_tokens"),
     path("p/<slug:project_slug>/tokens/<id:token_id>/revoke/", token_views.project_token_revoke,
          name="project_token_revoke"),
+    path("p/<slug:project_slug>/webhooks/", webhook_views.project_webhooks, name="project_webhooks"),
+    path("p/<slug:project_slug>/webhooks/<id:hook_id>/test/", webhook_views.project_webhook_test,
+         name="project_webhook_test"),
+    path("p/<slug:project_slug>/webhooks/<id:hook_id>/delete/", webhook_views.project_webhook_delete,
+         name="project_webhook_delete"),
     path("p/<slug:project_slug>/summary/", projects.project_summary, name="project_summary"),
     path("p/<slug:project_slug>/runs/<str:run_name>/", include(run_urlpatterns)),
     path("p/<slug:project_slug>/compare/", compare_views.run_compare, name="run_compare"),

@@ -169,6 +169,9 @@ def _build() -> World:
     own["token"], other["token"] = tokens["lead"].token, tokens["o_lead"].token
     judge = models.Reviewer.objects.get(username="walk-judge")
     for side in (own, other):
+        # Its destination is not resolved here (rows made directly): the walk never delivers.
+        side["webhook"] = models.Webhook.objects.create(project=side["project"], url="https://hooks.example.org/x",
+                                                        events=["label.saved"], secret="walk")
         side["judge_run"] = models.JudgeRun.objects.create(run=side["run"], reviewer=judge, model="walk",
                                                            status=models.JudgeRunStatus.DONE)
     return World(users=users, own=own, other=other, objects=objects,
@@ -198,14 +201,15 @@ def _own(world: World) -> dict[str, object]:
     own = world.own
     return {"project_slug": own["project"].slug, "run_name": own["run"].name, "answer_id": own["answer"].pk,
             "claim_id": own["claims"][0].pk, "number": own["version"].number, "token_id": own["token"].pk,
-            "slug": own["project"].slug, "run": own["run"].name, "judge_run_id": own["judge_run"].pk}
+            "slug": own["project"].slug, "run": own["run"].name, "judge_run_id": own["judge_run"].pk,
+            "hook_id": own["webhook"].pk}
 
 
 def _other(world: World) -> dict[str, object]:
     other = world.other
     return {"run_name": other["run"].name, "answer_id": other["answer"].pk, "claim_id": other["claims"][0].pk,
             "number": other["version"].number, "token_id": other["token"].pk, "run": other["run"].name,
-            "judge_run_id": other["judge_run"].pk}
+            "judge_run_id": other["judge_run"].pk, "hook_id": other["webhook"].pk}
 
 
 @dataclass(frozen=True)
@@ -375,6 +379,12 @@ RULES |= {
     "project_tokens": {"GET": TEAM_LEAD_ONLY, "POST": TEAM_LEAD_ONLY,
                        "data": lambda w: {"reviewer": "walk-rev", "days": "30"}},
     "project_token_revoke": {"GET": "L 405 405 405 405 405 405 405 405", "POST": "L 404 404 404 404 R 403 403 R"},
+    # A lead's page of the project's webhooks; the loopback is not an allowed destination (200, refused).
+    "project_webhooks": {"GET": TEAM_LEAD_ONLY, "POST": TEAM_LEAD_ONLY,
+                         "data": lambda w: {"url": "http://127.0.0.1:9/hook", "events": ["label.saved"]}},
+    # The test delivery is queued once the request commits (never in the walk): a redirect.
+    "project_webhook_test": {"GET": "L 405 405 405 405 405 405 405 405", "POST": "L 404 404 404 404 R 403 403 R"},
+    "project_webhook_delete": {"GET": "L 405 405 405 405 405 405 405 405", "POST": "L 404 404 404 404 R 403 403 R"},
     # The schema and its docs page are public (they describe the API, they hold no data).
     "api:openapi-json": {"GET": API_PUBLIC, "POST": API_405},
     "api:openapi-view": {"GET": API_PUBLIC, "POST": API_405},

@@ -26,8 +26,9 @@ from labeling.audit import AuditFilter, event_row, events_for_run_name
 from labeling.comparison import run_comparison
 from labeling.management.commands.score import GATE_METRICS, gate, metric_value, parse_max_drop, shared_question_ids
 from labeling.metrics import RunScores, run_scores
-from labeling.models import AuditAction, AuditEvent, Reviewer, Run
+from labeling.models import AuditAction, AuditEvent, Reviewer, Run, WebhookEvent
 from labeling.names import normalize_name
+from labeling.webhooks import webhook_emit
 from scoring.compare import DEFAULT_THRESHOLD
 from scoring.judgments import DEFAULT_RULE, RULES
 
@@ -121,6 +122,9 @@ def run_gate(request: HttpRequest, slug: str, run: str, body: GateIn) -> Status:
         "values": {name: {"run": metric_value(after_dict, name), "baseline": metric_value(before_dict, name)}
                    for name in drops},
     }
+    if failures:
+        webhook_emit(project=target.project, event=WebhookEvent.GATE_FAILED, run_name=target.name,
+                     data=verdict | {"token": access_of(request).token.name})
     return Status(200 if not failures else 409, verdict)
 
 
