@@ -38,6 +38,8 @@ class Reviewer(AbstractUser):
     """
 
     kind = models.CharField(max_length=16, choices=ReviewerKind.choices, default=ReviewerKind.HUMAN)
+    # "<issuer>|<sub>" of a reviewer created by single sign-on (labeling.sso): later logins find them by it.
+    sso_subject = models.CharField(max_length=300, null=True, blank=True, unique=True, editable=False)
 
     class Meta:
         verbose_name = "reviewer"

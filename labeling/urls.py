@@ -8,11 +8,12 @@ from labeling.api.main import api
 from labeling.forms import LoginForm
 from labeling.views import agreement as agreement_views
 from labeling.views import audit as audit_views
+from labeling.views import auth as auth_view
 from labeling.views import compare as compare_views
 from labeling.views import judges as judge_views
 from labeling.views import label_tables as label_table_views
 from labeling.views import members as member_views
-from labeling.views import projects
+from labeling.views import projects, sso
 from labeling.views import review as review_views
 from labeling.views import runs as run_views
 from labeling.views import tokens as token_views
@@ -65,8 +66,11 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     # The HTTP API (issue 27): /api/v1/openapi.json, /api/v1/docs, and the routes of labeling.api.
     path("api/v1/", api.urls),
-    path("login/", auth_views.LoginView.as_view(authentication_form=LoginForm), name="login"),
+    path("login/", auth_view.LoginView.as_view(authentication_form=LoginForm), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    # Single sign-on (labeling.sso): 404 unless CITELAB_OIDC_CLIENT_ID is set.
+    path("sso/login/", sso.sso_login, name="sso_login"),
+    path("sso/callback/", sso.sso_callback, name="sso_callback"),
     path("", projects.project_list, name="project_list"),
     path("p/<slug:project_slug>/", projects.project_detail, name="project_detail"),
     path("p/<slug:project_slug>/members/", member_views.project_members, name="project_members"),

@@ -379,6 +379,9 @@ RULES |= {
     "project_tokens": {"GET": TEAM_LEAD_ONLY, "POST": TEAM_LEAD_ONLY,
                        "data": lambda w: {"reviewer": "walk-rev", "days": "30"}},
     "project_token_revoke": {"GET": "L 405 405 405 405 405 405 405 405", "POST": "L 404 404 404 404 R 403 403 R"},
+    # Single sign-on is off here (no CITELAB_OIDC_CLIENT_ID): both are 404 to everyone.
+    "sso_login": {"GET": "404 404 404 404 404 404 404 404 404", "POST": "404 404 404 404 404 404 404 404 404"},
+    "sso_callback": {"GET": "404 404 404 404 404 404 404 404 404"},
     # A lead's page of the project's webhooks; the loopback is not an allowed destination (200, refused).
     "project_webhooks": {"GET": TEAM_LEAD_ONLY, "POST": TEAM_LEAD_ONLY,
                          "data": lambda w: {"url": "http://127.0.0.1:9/hook", "events": ["label.saved"]}},
