@@ -406,7 +406,8 @@ def test_import_creates_the_run_and_is_audited_with_the_token(as_, people):
 def test_import_refuses_oversized_empty_and_unknown_formats(as_, settings):
     lead = as_("lea")
     settings.CITELAB_MAX_UPLOAD_BYTES = 100
-    assert lead.send("POST", "/answers", _answers(GOOD), content_type="application/x-ndjson").status_code == 413
+    big = lead.send("POST", "/answers", _answers(GOOD), content_type="application/x-ndjson")
+    assert big.status_code == 413 and big.json()["errors"][0]["field"] == "body"
     settings.CITELAB_MAX_UPLOAD_BYTES = 1 << 20
     empty = lead.send("POST", "/answers", b"", content_type="application/x-ndjson")
     assert empty.status_code == 422 and empty.json()["errors"][0]["field"] == "body"
@@ -488,6 +489,11 @@ def test_judge_runs_start_for_a_lead_and_refuse_a_person_as_judge(as_, people, d
     assert as_("bob").send("POST", f"/runs/{RUN}/judge-runs", {"judge": "judge-b", "model": "m"}).status_code == 403
     both = lead.send("POST", "/answers?judge=judge-c", _answers(GOOD), content_type="application/x-ndjson")
     assert both.status_code == 422 and both.json()["errors"][0]["field"] == "model"
+    # The judge cannot start (a person's name): the import is undone with it.
+    with django_capture_on_commit_callbacks() as queued:
+        undone = lead.send("POST", "/answers?judge=bob&model=m", _answers(GOOD), content_type="application/x-ndjson")
+    assert undone.status_code == 422 and undone.json()["errors"][0]["field"] == "judge"
+    assert not Run.objects.filter(name="api-run").exists() and queued == []
 
 
 # -- the schema and its docs ------------------------------------------------------------------------

@@ -18,10 +18,10 @@ ACTION_WORDS = {selectors.READ: "read", selectors.LABEL: "label claims", selecto
 
 
 class FieldRefused(HttpError):
-    """422 naming the request field at fault (``errors: [{"field", "reason"}]``)."""
+    """A 4xx (422 unless said) naming the request field at fault (``errors: [{"field", "reason"}]``)."""
 
-    def __init__(self, field: str, reason: str):
-        super().__init__(422, f"Invalid request ({field}): {reason.rstrip('.')}.")
+    def __init__(self, field: str, reason: str, *, status: int = 422):
+        super().__init__(status, f"Invalid request ({field}): {reason.rstrip('.')}.")
         self.field, self.reason = field, reason
 
 

@@ -57,14 +57,15 @@ def judge_run_start(request: HttpRequest, slug: str, run: str, body: JudgeRunIn)
     """Start a judge on the run's cited claims (lead): queued on the task queue (a worker, `manage.py
     qcluster`, carries it out); follow it with `GET …/judge-runs/{id}` until `finished`."""
     target = run_of(request, slug, run, selectors.LEAD)
+    if not body.model.strip():
+        raise FieldRefused("model", "name the model to ask (e.g. gpt-4o-mini, or the model your server serves)")
     try:
         with transaction.atomic():
             (judge_run,) = judge_runs_start(runs=[target], judge=body.judge, model=body.model,
                                             base_url=body.base_url, answer_limit=body.answer_limit,
                                             started_by=access_of(request).reviewer)
     except ValidationError as exc:
-        message = " ".join(exc.messages)
-        raise FieldRefused("model" if "model" in message else "judge", message) from None
+        raise FieldRefused("judge", " ".join(exc.messages)) from None
     judge_run.refresh_from_db()
     return Status(202, judge_run_out(judge_run))
 

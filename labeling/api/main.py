@@ -168,7 +168,7 @@ def _http_error(request: HttpRequest, exc: HttpError) -> HttpResponse:
         return error(request, 400, f"The request body is {reason}: nothing was changed.",
                      errors=[{"field": "body", "reason": reason}])
     if isinstance(exc, FieldRefused):
-        return error(request, 422, str(exc), errors=[{"field": exc.field, "reason": exc.reason}])
+        return error(request, exc.status_code, str(exc), errors=[{"field": exc.field, "reason": exc.reason}])
     response = error(request, exc.status_code, str(exc))
     if exc.status_code == 401:
         response["WWW-Authenticate"] = 'Bearer realm="citelab"'

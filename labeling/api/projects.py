@@ -10,7 +10,6 @@ from django.db import transaction
 from django.db.models import Count
 from django.http import HttpRequest
 from ninja import Query, Router, Schema
-from ninja.errors import HttpError
 from ninja.responses import Status
 from pydantic import Field
 
@@ -32,6 +31,7 @@ from labeling.api.schemas import (
 )
 from labeling.importers.answers import FORMATS, answers_format
 from labeling.models import JudgeRun, Question, Run
+from labeling.names import clean, validate_reviewer_name, validate_run_name
 
 router = Router(tags=["projects and runs"])
 
@@ -161,29 +161,36 @@ def answers_import(request: HttpRequest, slug: str, params: Query[ImportParams])
             try:
                 fmt = answers_format(filename)
             except ValueError as exc:
-                raise HttpError(422, str(exc)) from None
+                raise FieldRefused("file", str(exc)) from None
         else:
             fmt = _CONTENT_FORMATS.get(content_type, "jsonl")
     if fmt not in FORMATS:
         raise FieldRefused("format", f"{fmt!r} is not one of {', '.join(FORMATS)}")
     if (params.judge is None) != (params.model is None):
         raise FieldRefused("model" if params.model is None else "judge", "give `judge` and `model` together")
-    try:
-        with transaction.atomic():
-            report = run_import(project=project, source=data, format=fmt, run_name=params.run,
-                                default_reviewer=params.reviewer, actor=access.reviewer,
-                                source_name=filename or f"API upload ({fmt})")
-            judge_runs = []
-            if params.judge is not None:
-                runs = list(Run.objects.filter(project=project, name__in=report.runs).select_related("project"))
-                try:
-                    judge_runs = judge_runs_start(runs=runs, judge=params.judge, model=params.model, base_url="",
-                                                  answer_limit=None, started_by=access.reviewer)
-                except ValidationError as exc:
-                    raise FieldRefused("judge", " ".join(exc.messages)) from None
-    except ValidationError as exc:
-        field = "run" if params.run is not None and "run" in " ".join(exc.messages).lower() else "reviewer"
-        raise FieldRefused(field, " ".join(exc.messages)) from None
+    if params.model is not None and not params.model.strip():
+        raise FieldRefused("model", "name the model to ask")
+    # The names the import checks, refused here with their field.
+    for field, value, rule in (("run", params.run, validate_run_name), ("reviewer", params.reviewer,
+                                                                        validate_reviewer_name)):
+        try:
+            if value is not None:
+                clean(value, rule)
+        except ValidationError as exc:
+            raise FieldRefused(field, " ".join(exc.messages)) from None
+    with transaction.atomic():
+        report = run_import(project=project, source=data, format=fmt, run_name=params.run,
+                            default_reviewer=params.reviewer, actor=access.reviewer,
+                            source_name=filename or f"API upload ({fmt})")
+        judge_runs = []
+        if params.judge is not None:
+            runs = list(Run.objects.filter(project=project, name__in=report.runs).select_related("project"))
+            try:
+                judge_runs = judge_runs_start(runs=runs, judge=params.judge, model=params.model, base_url="",
+                                              answer_limit=None, started_by=access.reviewer)
+            except ValidationError as exc:
+                # Raised inside the transaction: the import is rolled back with it.
+                raise FieldRefused("judge", " ".join(exc.messages)) from None
     body = {key: getattr(report, key) for key in ("runs", "questions_created", "answers_created",
                                                    "answers_unchanged", "claims_created", "citations_created",
                                                    "fabricated_citations", "labels_created", "judgments_created")}
@@ -204,19 +211,19 @@ def _upload(request: HttpRequest) -> tuple[bytes, str, str]:
         declared = 0
     content_type = (request.content_type or "").lower()
     if declared > limit + (16 * 1024 if content_type == "multipart/form-data" else 0):
-        raise HttpError(413, f"The upload is {declared:,} bytes; the limit is {limit:,} (CITELAB_MAX_UPLOAD_MB): "
-                             "nothing was imported.")
+        raise FieldRefused("body", f"the upload is {declared:,} bytes; the limit is {limit:,} (CITELAB_MAX_UPLOAD_MB):"
+                                   " nothing was imported", status=413)
     if content_type == "multipart/form-data":
         upload = request.FILES.get("file")
         if upload is None:
             raise FieldRefused("file", "send the answers file as the form field `file`")
         if upload.size > limit:
-            raise HttpError(413, f"{upload.name} is {upload.size:,} bytes; the limit is {limit:,}.")
+            raise FieldRefused("file", f"{upload.name} is {upload.size:,} bytes; the limit is {limit:,}", status=413)
         return upload.read(), upload.name, content_type
     data = request.read(limit + 1)
     if len(data) > limit:
-        raise HttpError(413, f"The upload is over the limit of {limit:,} bytes (CITELAB_MAX_UPLOAD_MB): nothing "
-                             "was imported.")
+        raise FieldRefused("body", f"the upload is over the limit of {limit:,} bytes (CITELAB_MAX_UPLOAD_MB): "
+                                   "nothing was imported", status=413)
     if not data:
         raise FieldRefused("body", "the body is empty: send the answers file as the request body")
     return data, "", content_type
