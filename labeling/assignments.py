@@ -19,7 +19,7 @@ from scoring.ratio import Ratio
 
 @dataclass(frozen=True)
 class ReviewerProgress:
-    """One reviewer on a run: ``labeled`` cited claims carry their current label;
+    """One reviewer on a run: ``labeled`` cited factual claims carry their current label;
     ``assigned`` = labeled + the open claims still waiting for them (0 for a
     reviewer who does not work on the run: only what they labeled)."""
 
@@ -35,7 +35,7 @@ class ReviewerProgress:
 
 @dataclass(frozen=True)
 class RunReviewers:
-    """``cited`` claims of the run, ``reached`` of them with ``overlap`` human
+    """``cited`` factual claims of the run, ``reached`` of them with ``overlap`` human
     labels, whether anyone is ``assigned``, and one row per reviewer."""
 
     overlap: int
@@ -60,7 +60,10 @@ def run_reviewers(*, run: Run) -> RunReviewers:
     nobody assigned, the leads and reviewers), then anyone else who labeled,
     by name.
     """
-    cited = Claim.objects.filter(answer__run=run).filter(Exists(Citation.objects.filter(claim=OuterRef("pk"))))
+    # Cited factual claims, the denominator of every reviewer's progress (SPEC §4.3b: a claim
+    # marked not factual leaves every count, its labels included), as selectors.run_progress.
+    cited = (Claim.objects.filter(answer__run=run, factual=True)
+             .filter(Exists(Citation.objects.filter(claim=OuterRef("pk")))))
     totals = cited.alias(n_human=human_label_count()).aggregate(
         cited=Count("id"), reached=Count("id", filter=Q(n_human__gte=run.overlap)))
     per_reviewer = {

@@ -21,45 +21,60 @@ that are not a project's.
 
 Restore keeps every primary key, so ids written inside version files (claim
 ids) still name the same claims and every version's SHA-256 still verifies.
-Reviewers are matched by username: an existing account of that name is used
-as it is (its password untouched), a new one is created with the archived
-password hash. It is refused, with nothing written, when the project's slug
-or any archived id is already taken in the database (restore into a fresh
-database, or delete the project first), or when the archive's row counts or
-file hashes do not match its manifest.
+An archive is not trusted (issue 20): ``labeling.backup_archive`` refuses a
+damaged or crafted one (bad ZIP, path traversal, a zip bomb past
+``CITELAB_MAX_UNZIPPED_MB``, more rows than ``CITELAB_MAX_IMPORT_ROWS``, a
+manifest or row of the wrong shape or types, counts or hashes that do not
+match), and :func:`project_import` refuses every row that does not belong to
+the archived project: each foreign key must name a row of the archive (one
+project row, the manifest's; every other row chained to it) or one of the
+archive's reviewers, each reviewer must be named by a row, each file by a
+row and lie in the project's folder. Reviewers are matched by login name,
+normalized as the login form does: an existing account of that name is used
+and never changed (password, rights, other memberships); a new one is created
+without staff or superuser rights and with an unusable password, unless the
+restore is asked to keep them (``--keep-account-rights``,
+``--keep-passwords``). It is refused, with nothing written, when the
+project's slug or any archived id is already taken in the database (restore
+into a fresh database, or delete the project first).
 """
 
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import zipfile
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from dataclasses import field as dataclass_field
 from datetime import datetime, time
-from pathlib import PurePosixPath
+from graphlib import TopologicalSorter
 from typing import IO, Any
 
 from django.apps import apps
 from django.contrib.auth import get_user_model
 from django.core import serializers
 from django.core.exceptions import ValidationError
-from django.core.files.base import ContentFile
+from django.core.files.base import File
 from django.core.files.storage import default_storage
 from django.core.management.color import no_style
 from django.core.serializers.json import DjangoJSONEncoder
-from django.db import connection, models, transaction
+from django.db import DataError, IntegrityError, connection, models, transaction
 from django.utils import timezone
 
+from labeling.backup_archive import FORMAT, Archive, archive_open, bad, row_values, serialized_fields
 from labeling.models import Project
 
-FORMAT = 1
 APP = "labeling"
 # Models of the app that belong to no project (none today): named here so the
 # export knows it is meant to leave them out.
 GLOBAL_MODELS: frozenset[str] = frozenset()
+# Rows that are no part of a project's history: a claim lease reserves a claim for a
+# few minutes (labeling.queue); a restored one would only hold claims back.
+EPHEMERAL_MODELS: frozenset[str] = frozenset({"labeling.claimlease"})
 _BATCH = 2_000
 
 
@@ -89,7 +104,7 @@ def _path_to_project(model: type[models.Model], *, nullable: bool = False) -> st
     while queue:
         current, path = queue.popleft()
         for field in current._meta.concrete_fields:
-            target = field.related_model if field.is_relation and field.many_to_one else None
+            target = field.related_model if field.is_relation and (field.many_to_one or field.one_to_one) else None
             if target is None or target is user_model or target in seen or (field.null and not nullable):
                 continue
             step = f"{path}__{field.name}" if path else field.name
@@ -107,7 +122,7 @@ def project_models() -> list[ProjectModel]:
     found, unplaced = [], []
     user_model = get_user_model()
     for model in apps.get_app_config(APP).get_models():
-        if model is user_model or model._meta.label_lower in GLOBAL_MODELS:
+        if model is user_model or model._meta.label_lower in GLOBAL_MODELS | EPHEMERAL_MODELS:
             continue
         path = _path_to_project(model)
         if path is None:
@@ -166,11 +181,15 @@ def _one_moment() -> Iterator[None]:
 
 @dataclass(frozen=True)
 class BackupSummary:
-    """What an export wrote or an import restored: rows per model label and file count."""
+    """What an export wrote or an import restored: rows per model label and
+    file count; for an import, the login names of the accounts it created and
+    of the existing accounts it used."""
 
     project: str
     rows: dict[str, int]
     files: int
+    accounts_created: tuple[str, ...] = ()
+    accounts_matched: tuple[str, ...] = ()
 
     def describe(self) -> str:
         total = sum(self.rows.values())
@@ -223,118 +242,268 @@ def project_export(*, project: Project, out: IO[bytes]) -> BackupSummary:
     return BackupSummary(project=project.slug, rows=counts, files=len(files))
 
 
-def _read_archive(source: IO[bytes]) -> tuple[dict[str, Any], dict[str, list[dict]], dict[str, bytes]]:
-    """Manifest, rows by model label and files by storage name; ValidationError
-    when the archive is not one, or does not match its manifest."""
-    try:
-        archive = zipfile.ZipFile(source)
-        manifest = json.loads(archive.read("manifest.json"))
-    except (zipfile.BadZipFile, KeyError, ValueError) as exc:
-        raise ValidationError(f"Not a Citelab project archive ({exc}).", code="bad_archive") from None
-    if manifest.get("format") != FORMAT:
-        raise ValidationError(f"Archive format {manifest.get('format')!r} is not {FORMAT}: export it again with "
-                              "this version.", code="bad_archive")
-    rows: dict[str, list[dict]] = {}
-    for label, count in manifest["models"].items():
-        try:
-            lines = archive.read(f"rows/{label}.jsonl").decode("utf-8").splitlines()
-        except KeyError:
-            raise ValidationError(f"The archive has no rows/{label}.jsonl.", code="bad_archive") from None
-        rows[label] = [json.loads(line) for line in lines]
-        if len(rows[label]) != count:
-            raise ValidationError(f"rows/{label}.jsonl holds {len(rows[label])} rows, the manifest says {count}.",
-                                  code="bad_archive")
-    files: dict[str, bytes] = {}
-    for name, digest in manifest["files"].items():
-        path = PurePosixPath(name)
-        if path.is_absolute() or ".." in path.parts:
-            raise ValidationError(f"File name {name!r} leaves the storage.", code="bad_archive")
-        data = archive.read(f"files/{name}")
-        if hashlib.sha256(data).hexdigest() != digest:
-            raise ValidationError(f"files/{name} does not match its SHA-256 in the manifest.", code="bad_archive")
-        files[name] = data
-    return manifest, rows, files
-
-
-def _taken(model: type[models.Model], pks: list[Any]) -> list[Any]:
-    taken: list[Any] = []
+def _taken(model: type[models.Model], pks: list[int]) -> list[int]:
+    taken: list[int] = []
     for start in range(0, len(pks), _BATCH):
         taken.extend(model._base_manager.filter(pk__in=pks[start:start + _BATCH]).values_list("pk", flat=True))
     return sorted(taken)
 
 
-def project_import(*, source: IO[bytes]) -> BackupSummary:
-    """Restore the project archived in ``source`` (module docstring): all or
-    nothing. Returns what was restored; ValidationError (nothing written) for a
-    bad archive, a slug or id already taken, or a file name already used by
-    different content."""
-    manifest, rows, files = _read_archive(source)
+def _insert_order(specs: list[ProjectModel]) -> list[ProjectModel]:
+    """``specs`` with every model after the models its foreign keys name, so a
+    row's keys are checked against rows already read (a key to its own model,
+    a label's ``supersedes``, is checked after its whole file)."""
+    by_model = {spec.model: spec for spec in specs}
+    graph = {spec.model: {f.related_model for f in spec.model._meta.local_fields
+                          if f.is_relation and f.related_model in by_model and f.related_model is not spec.model}
+             for spec in specs}
+    return [by_model[model] for model in TopologicalSorter(graph).static_order()]
+
+
+class _ChunkStream(io.RawIOBase):
+    """A readable stream over chunks of bytes, hashing them as they are read
+    (what the storage writes is what was verified)."""
+
+    def __init__(self, chunks: Iterator[bytes]) -> None:
+        self._chunks = chunks
+        self._rest = b""
+        self.sha256 = hashlib.sha256()
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        while not self._rest:
+            chunk = next(self._chunks, None)
+            if chunk is None:
+                return 0
+            self.sha256.update(chunk)
+            self._rest = chunk
+        size = min(len(buffer), len(self._rest))
+        buffer[:size] = self._rest[:size]
+        self._rest = self._rest[size:]
+        return size
+
+
+def _stored_sha256(name: str) -> str:
+    digest = hashlib.sha256()
+    with default_storage.open(name, "rb") as handle:
+        for chunk in iter(lambda: handle.read(1 << 16), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+@dataclass
+class _Restore:
+    """The state of one restore: which archived ids were read, how archived
+    reviewers map to accounts here, which reviewers and files rows name."""
+
+    archive: Archive
+    keep_account_rights: bool
+    keep_passwords: bool
+    users: dict[int, int] = dataclass_field(default_factory=dict)  # archived reviewer pk → account pk here
+    named_users: set[int] = dataclass_field(default_factory=set)
+    ids: dict[str, set[int]] = dataclass_field(default_factory=dict)  # archived ids by model label
+    named_files: set[str] = dataclass_field(default_factory=set)
+    # (where, field name, model label, id) of keys to rows not read yet when checked
+    pending: list[tuple[str, str, str, int]] = dataclass_field(default_factory=list)
+    created: list[str] = dataclass_field(default_factory=list)
+    matched: list[str] = dataclass_field(default_factory=list)
+
+    def reviewers(self) -> None:
+        """Map each archived reviewer to an account: the existing one of the
+        same login name (normalized as the login form does), left as it is,
+        or a new one without staff or superuser rights and with an unusable
+        password unless ``keep_account_rights`` / ``keep_passwords``."""
+        user_model = get_user_model()
+        label = user_model._meta.label_lower
+        names: dict[str, int] = {}
+        for where, row in self.archive.rows(label):
+            # Not the login-name validator: imported reviewers' names ("Dr Ruiz@imported") are not login names.
+            pk, values = row_values(user_model, row, label=label, where=where, validators=False)
+            here = f"{label} row {pk} ({where})"
+            if pk in self.users:
+                raise bad(f"{here}: id {pk} appears twice")
+            username = user_model.normalize_username(values["username"])
+            if not username:
+                raise bad(f"{here}, field username: the login name is blank")
+            if username in names:
+                raise bad(f"{here}, field username: {username!r} is also the login name of row {names[username]} "
+                          "once normalized")
+            names[username] = pk
+            existing = user_model._base_manager.filter(username=username).values_list("pk", flat=True).first()
+            if existing is not None:
+                self.users[pk] = existing
+                self.matched.append(username)
+                continue
+            account = user_model(**{**values, "username": username})
+            if not self.keep_account_rights:
+                account.is_staff = account.is_superuser = False
+            if not self.keep_passwords:
+                account.set_unusable_password()
+            account.pk = None if user_model._base_manager.filter(pk=pk).exists() else pk
+            _store(here, lambda account=account: account.save(force_insert=True))
+            self.users[pk] = account.pk
+            self.created.append(username)
+
+    def rows(self, spec: ProjectModel) -> None:
+        """Check and insert the archived rows of ``spec``'s model, keeping ids:
+        every foreign key names a row of the archive (an archived reviewer, or
+        a row of the archived project), every file one of the archive's files
+        in the project's folder."""
+        model, label = spec.model, spec.label
+        manifest = self.archive.manifest
+        user_model = get_user_model()
+        keys = [f for f in serialized_fields(model) if f.is_relation]
+        file_fields = [f for f in serialized_fields(model) if isinstance(f, models.FileField)]
+        ids = self.ids.setdefault(label, set())
+        batch: list[tuple[str, int, dict[str, Any]]] = []
+        for where, row in self.archive.rows(label) if label in manifest.models else ():
+            pk, values = row_values(model, row, label=label, where=where)
+            here = f"{label} row {pk} ({where})"
+            if pk in ids:
+                raise bad(f"{here}: id {pk} appears twice")
+            ids.add(pk)
+            if model is Project and values["slug"] != manifest.project:
+                raise bad(f"{here}, field slug: {values['slug']!r} is not the manifest's project "
+                          f"{manifest.project!r}")
+            for key in keys:
+                value = values[key.attname]
+                if value is None:
+                    continue
+                if key.related_model is user_model:
+                    if value not in self.users:
+                        raise bad(f"{here}, field {key.name}: reviewer {value} is not one of the archive's reviewers")
+                    self.named_users.add(value)
+                    values[key.attname] = self.users[value]
+                    continue
+                target = key.related_model._meta.label_lower
+                if key.related_model is model or target not in self.ids:
+                    self.pending.append((here, key.name, target, value))
+                elif value not in self.ids[target]:
+                    raise _outside(here, key.name, target, value)
+            for file_field in file_fields:
+                name = values[file_field.attname]
+                folder = f"{file_field.upload_to}{manifest.project}/"
+                if name and (name not in manifest.files or not name.startswith(folder)):
+                    raise bad(f"{here}, field {file_field.name}: file {name!r} is not one of the archive's files "
+                              f"in the project's folder {folder!r}")
+                self.named_files.add(name)
+            batch.append((here, pk, values))
+            if len(batch) == _BATCH:
+                _insert(model, batch)
+                batch = []
+        _insert(model, batch)
+
+    def finish(self) -> None:
+        """Refuse keys to rows never read, reviewers no row names and files no
+        row names: none of them is part of the archived project."""
+        for here, name, target, value in self.pending:
+            if value not in self.ids.get(target, ()):
+                raise _outside(here, name, target, value)
+        unnamed = sorted(set(self.users) - self.named_users)
+        if unnamed:
+            label = get_user_model()._meta.label_lower
+            raise bad(f"{label} row {unnamed[0]} (rows/{label}.jsonl) is named by no row of the project: an archive "
+                      "holds only the reviewers its project names")
+        unnamed_files = sorted(set(self.archive.manifest.files) - self.named_files)
+        if unnamed_files:
+            raise bad(f"files/{unnamed_files[0]} is named by no row of the project")
+
+    def files(self, written: list[str]) -> None:
+        """Write the archive's files to the storage (appending each name to
+        ``written``); a file already there with the same SHA-256 is kept."""
+        for name, digest in self.archive.manifest.files.items():
+            if default_storage.exists(name):
+                if _stored_sha256(name) != digest:
+                    raise ValidationError(f"The storage already holds a different file {name!r}.", code="file_taken")
+                continue
+            stream = _ChunkStream(self.archive.file_chunks(name))
+            content = File(io.BufferedReader(stream), name=name)
+            content.size = self.archive.file_size(name)
+            stored = default_storage.save(name, content)
+            written.append(stored)
+            if stored != name:
+                raise ValidationError(f"The storage renamed {name!r} to {stored!r}.", code="file_taken")
+            if stream.sha256.hexdigest() != digest:
+                raise bad(f"files/{name} changed while it was restored")
+
+
+def _outside(here: str, name: str, target: str, value: int) -> ValidationError:
+    return bad(f"{here}, field {name}: {target} {value} is not a row of the archive; every row must belong to the "
+               "archived project")
+
+
+def _store(here: str, save: Callable[[], object]) -> None:
+    """Run one row's insert; a constraint it breaks becomes an error naming the row."""
+    try:
+        save()
+    except (IntegrityError, DataError) as exc:
+        raise bad(f"{here} cannot be stored: {str(exc).strip()}") from None
+
+
+def _insert(model: type[models.Model], batch: list[tuple[str, int, dict[str, Any]]]) -> None:
+    if not batch:
+        return
+    taken = _taken(model, [pk for _, pk, _ in batch])
+    if taken:
+        shown = ", ".join(str(pk) for pk in taken[:5])
+        raise ValidationError(f"{len(taken)} {model._meta.verbose_name_plural} of the archive have ids already used "
+                              f"here ({shown}…): restore into a fresh database.", code="ids_taken")
+    for here, pk, values in batch:
+        row = model(pk=pk, **values)
+        # raw: keeps auto_now_add values as archived (what Django's loaddata does).
+        _store(here, lambda row=row: models.Model.save_base(row, raw=True, force_insert=True))
+
+
+def project_import(*, source: IO[bytes], keep_account_rights: bool = False,
+                   keep_passwords: bool = False) -> BackupSummary:
+    """Restore the project archived in ``source`` (module docstring), all or
+    nothing: every row must belong to the archived project; reviewers map to
+    existing accounts by login name (left untouched) or become new accounts,
+    without staff or superuser rights and with an unusable password unless
+    ``keep_account_rights`` / ``keep_passwords``.
+
+    Returns what was restored. Raises ``ValidationError`` (nothing written)
+    for a damaged or crafted archive (``labeling.backup_archive``; the
+    message names the member, row and field), a row pointing outside the
+    project, a slug or id already taken, or a file name already used by
+    different content.
+    """
+    specs = project_models()
     user_model = get_user_model()
     user_label = user_model._meta.label_lower
-    specs = {spec.label: spec for spec in project_models()}
-    unknown = sorted(set(rows) - set(specs) - {user_label})
-    if unknown:
-        raise ValidationError(f"The archive holds rows of models this version does not have: {', '.join(unknown)}.",
-                              code="bad_archive")
-    written: list[str] = []
-    try:
-        with transaction.atomic():
-            if Project.objects.filter(slug=manifest["project"]).exists():
-                raise ValidationError(f"Project {manifest['project']!r} already exists here: delete it first, or "
-                                      "restore into another database.", code="project_exists")
-            users = _restore_users(rows.get(user_label, []))
-            for label, spec in specs.items():
-                objects = rows.get(label, [])
-                taken = _taken(spec.model, [row["pk"] for row in objects])
-                if taken:
-                    shown = ", ".join(str(pk) for pk in taken[:5])
-                    raise ValidationError(
-                        f"{len(taken)} {spec.model._meta.verbose_name_plural} of the archive have ids already used "
-                        f"here ({shown}…): restore into a fresh database.", code="ids_taken")
-                user_fields = [f.name for f in _user_fields(spec.model)]
-                for row in objects:
-                    for name in user_fields:
-                        if row["fields"].get(name) is not None:
-                            row["fields"][name] = users[row["fields"][name]]
-                for start in range(0, len(objects), _BATCH):
-                    for deserialized in serializers.deserialize("python", objects[start:start + _BATCH]):
-                        deserialized.save()  # raw: keeps pks and auto_now values as archived
-            for name, data in files.items():
-                if default_storage.exists(name):
-                    with default_storage.open(name, "rb") as handle:
-                        if handle.read() != data:
-                            raise ValidationError(f"The storage already holds a different file {name!r}.",
-                                                  code="file_taken")
-                    continue
-                stored = default_storage.save(name, ContentFile(data))
-                written.append(stored)
-                if stored != name:
-                    raise ValidationError(f"The storage renamed {name!r} to {stored!r}.", code="file_taken")
-            _reset_sequences([spec.model for spec in specs.values()] + [user_model])
-    except BaseException:
-        for name in written:
-            default_storage.delete(name)
-        raise
-    return BackupSummary(project=manifest["project"], rows=dict(manifest["models"]), files=len(files))
-
-
-def _restore_users(user_rows: list[dict]) -> dict[int, int]:
-    """Archived user pk → pk here: an existing account of the same username, or
-    a new one (its archived pk when free) with the archived fields."""
-    user_model = get_user_model()
-    mapping: dict[int, int] = {}
-    for row in user_rows:
-        fields = row["fields"]
-        existing = user_model._base_manager.filter(username=fields["username"]).values_list("pk", flat=True).first()
-        if existing is not None:
-            mapping[row["pk"]] = existing
-            continue
-        pk = row["pk"] if not user_model._base_manager.filter(pk=row["pk"]).exists() else None
-        [deserialized] = serializers.deserialize("python", [{**row, "pk": pk}])
-        deserialized.object.pk = pk
-        deserialized.object.save(force_insert=True)
-        mapping[row["pk"]] = deserialized.object.pk
-    return mapping
+    project_label = Project._meta.label_lower
+    with archive_open(source, known_models={spec.label for spec in specs} | {user_label}) as archive:
+        manifest = archive.manifest
+        if manifest.models.get(project_label) != 1:
+            raise bad(f"manifest.json: an archive holds one {project_label} row, not "
+                      f"{manifest.models.get(project_label, 0)}")
+        if user_label not in manifest.models:
+            raise bad(f"manifest.json: 'models' has no {user_label}")
+        archive.verify_files()
+        written: list[str] = []
+        restore = _Restore(archive=archive, keep_account_rights=keep_account_rights, keep_passwords=keep_passwords)
+        try:
+            try:
+                with transaction.atomic():
+                    if Project.objects.filter(slug=manifest.project).exists():
+                        raise ValidationError(f"Project {manifest.project!r} already exists here: delete it first, "
+                                              "or restore into another database.", code="project_exists")
+                    restore.reviewers()
+                    for spec in _insert_order(specs):
+                        restore.rows(spec)
+                    restore.finish()
+                    restore.files(written)
+                    _reset_sequences([spec.model for spec in specs] + [user_model])
+            except (IntegrityError, DataError) as exc:  # a deferred key checked at commit
+                raise bad(f"the archive's rows break a rule of the database: {str(exc).strip()}") from None
+        except BaseException:
+            for name in written:
+                default_storage.delete(name)
+            raise
+    return BackupSummary(project=manifest.project, rows=dict(manifest.models), files=len(manifest.files),
+                         accounts_created=tuple(restore.created), accounts_matched=tuple(restore.matched))
 
 
 def _reset_sequences(model_list: list[type[models.Model]]) -> None:

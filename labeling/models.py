@@ -246,6 +246,35 @@ class Run(models.Model):
         return self.blind if self.blind is not None else self.overlap > 1
 
 
+class Provenance(models.Model):
+    """Where a run's answers and labels came from, when they are a public
+    dataset's (issue 26, ``import_dataset``): the dataset, the repository
+    commit, its licence, and the imported files with their SHA-256. Shown on
+    the dataset card of ``export_dataset`` and kept by backups. One per run;
+    a re-import replaces it."""
+
+    run = models.OneToOneField(Run, on_delete=models.CASCADE, related_name="provenance")
+    # The importer's format name (``expertqa``, ``ragtruth`` …).
+    format = models.CharField(max_length=32)
+    # The dataset as its paper names it, e.g. "ExpertQA (Malaviya et al., NAACL 2024)".
+    source = models.CharField(max_length=300)
+    url = models.CharField(max_length=1000)
+    # The commit of ``url`` the files come from (as the importer was told, or the one it was written against).
+    commit = models.CharField(max_length=64, blank=True)
+    licence = models.CharField(max_length=200)
+    # [{"name": file name, "sha256": hex}] of the imported files: free metadata, never scored.
+    files = models.JSONField(default=list, blank=True)
+    # What the import keeps and what it loses (how the source's labels became Citelab's).
+    note = models.TextField(blank=True)
+    imported_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        verbose_name_plural = "provenances"
+
+    def __str__(self) -> str:
+        return f"{self.source} @ {self.commit[:12] or '?'} ({self.licence})"
+
+
 class Assignment(models.Model):
     """``reviewer`` works on ``run`` (their queue holds its claims)."""
 
@@ -277,6 +306,8 @@ class Answer(models.Model):
     text = models.TextField()
     # SHA-256 of the imported content: re-importing the same answer is a no-op.
     content_hash = models.CharField(max_length=64)
+    # The answer's id where it came from (a trace id of import_traces); "" when none. Not part of its content.
+    external_id = models.CharField(max_length=200, blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -417,6 +448,35 @@ class Label(models.Model):
 
     def __str__(self) -> str:
         return f"{self.value} by {self.reviewer_id} on claim {self.claim_id}"
+
+
+class ClaimLease(models.Model):
+    """A short reservation of one claim for one reviewer in a run (issue 20 §3).
+
+    The queue (``labeling.queue``) takes it when it hands ``claim`` to
+    ``reviewer``, so reviewers working at once get different claims: a claim
+    counts toward its run's ``overlap`` with its current human labels plus the
+    unexpired leases of other reviewers. One lease per reviewer and run (the
+    unique constraint): handing the reviewer another claim moves it there,
+    which releases the last one (a skip); their label on the claim releases
+    it (``services.label_save``); else it ends at ``expires_at``
+    (``settings.CITELAB_LEASE_SECONDS`` after it was taken). Expired rows
+    are left to be overwritten: at most one per reviewer and run.
+    """
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="+")
+    reviewer = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    claim = models.ForeignKey(Claim, on_delete=models.CASCADE, related_name="leases")
+    expires_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["run_id", "reviewer_id"]
+        constraints = [
+            models.UniqueConstraint(fields=["run", "reviewer"], name="one_lease_per_reviewer_and_run"),
+        ]
+
+    def __str__(self) -> str:
+        return f"claim {self.claim_id} for {self.reviewer_id} until {self.expires_at:%H:%M:%S}"
 
 
 class Judgment(models.TextChoices):

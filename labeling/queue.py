@@ -2,9 +2,27 @@
 
 A reviewer's queue in a run: the cited claims without their current label
 that still need a reviewer — fewer current labels from human reviewers (kind
-``human``; imported annotators and models never fill a claim's overlap) than
-the run's ``overlap`` — provided the reviewer works on the run: they are
-assigned to it, or nobody is (then every member who may label does).
+``human``; imported annotators and models never fill a claim's overlap) plus
+unexpired leases of other reviewers than the run's ``overlap`` — provided the
+reviewer works on the run: they are assigned to it, or nobody is (then every
+member who may label does).
+
+Reservations (issue 20 §3). When the queue hands a claim to a reviewer to
+label (``lease=True``: the next claim after a save, "Start labeling", ``n``,
+the first claim of an answer opened without one), it records a lease
+(``ClaimLease``: reviewer, claim, ``expires_at`` = now +
+``settings.CITELAB_LEASE_SECONDS``), so reviewers working at once get
+different claims and a claim never has more reviewers on it than its overlap.
+The lease ends with the reviewer's label on the claim (``services.label_save``),
+when the queue hands them another claim of the run (a skip: one lease per
+reviewer and run), or at ``expires_at``. ``lease_take`` takes it in one
+transaction: on PostgreSQL the claim's row is locked first (``FOR NO KEY
+UPDATE SKIP LOCKED``: a claim another reviewer is taking right now is
+skipped, never waited for), then one conditional upsert counts the claim's
+human labels and other reviewers' unexpired leases, in a snapshot taken after
+the lock, and writes the lease only when they are below the overlap; on
+SQLite the transaction holds the database's write lock from its start
+(``BEGIN IMMEDIATE``, labeling/settings.py), which serializes takes the same way.
 
 Every label save runs these, so two of them are written in SQL: building the
 same statements with the ORM took 3–4 ms of Python each against 1–2 ms of
@@ -25,18 +43,44 @@ first hit, whatever the statistics say.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import Any
 
-from django.db import connection
+from django.conf import settings
+from django.db import connection, transaction
 from django.db.models import Case, Count, Exists, IntegerField, OuterRef, Q, QuerySet, Subquery, Value, When
 from django.db.models.functions import Coalesce
+from django.utils import timezone
 
-from labeling.models import Answer, Assignment, Citation, Claim, Label, LabelValue, Reviewer, ReviewerKind, Run
+from labeling.models import (
+    Answer,
+    Assignment,
+    Citation,
+    Claim,
+    ClaimLease,
+    Label,
+    LabelValue,
+    Reviewer,
+    ReviewerKind,
+    Run,
+)
+
+# Claims (or answers) a hand-out tries before it gives up: each failed try is a claim
+# another reviewer leased between the queue's read and the take.
+LEASE_TRIES = 8
 
 
 def human_label_count(claim: str = "pk") -> Coalesce:
     """How many current labels by human reviewers the claim at ``OuterRef(claim)`` has."""
     counts = (Label.objects.filter(claim=OuterRef(claim), is_current=True, reviewer__kind=ReviewerKind.HUMAN)
+              .values("claim").annotate(n=Count("id")).values("n"))
+    return Coalesce(Subquery(counts, output_field=IntegerField()), 0)
+
+
+def leased_by_others(reviewer: Reviewer, *, now: datetime, claim: str = "pk") -> Coalesce:
+    """How many unexpired leases of reviewers other than ``reviewer`` the claim at
+    ``OuterRef(claim)`` has (at most one per reviewer and run)."""
+    counts = (ClaimLease.objects.filter(claim=OuterRef(claim), expires_at__gt=now).exclude(reviewer=reviewer)
               .values("claim").annotate(n=Count("id")).values("n"))
     return Coalesce(Subquery(counts, output_field=IntegerField()), 0)
 
@@ -52,7 +96,8 @@ def unlabeled_claims(reviewer: Reviewer, run: Run) -> QuerySet[Claim]:
     return (Claim.objects.filter(answer__run=run, factual=True)
             .filter(Exists(Citation.objects.filter(claim=OuterRef("pk"))))
             .exclude(Exists(Label.objects.filter(claim=OuterRef("pk"), reviewer=reviewer, is_current=True)))
-            .alias(n_human=human_label_count()).filter(n_human__lt=run.overlap)
+            .alias(n_taken=human_label_count() + leased_by_others(reviewer, now=timezone.now()))
+            .filter(n_taken__lt=run.overlap)
             .filter(works_on(run, reviewer)))
 
 
@@ -67,7 +112,7 @@ def _tables() -> dict[str, str]:
     quote = connection.ops.quote_name
     return {name: quote(model._meta.db_table)
             for name, model in (("answer", Answer), ("claim", Claim), ("citation", Citation), ("label", Label),
-                                ("reviewer", Reviewer), ("assignment", Assignment))}
+                                ("reviewer", Reviewer), ("assignment", Assignment), ("lease", ClaimLease))}
 
 
 # The first answer of a run, in question order from a key on, with a claim of the
@@ -83,7 +128,9 @@ WHERE a.run_id = %s {where}
       AND EXISTS (SELECT 1 FROM {citation} ci WHERE ci.claim_id = c.id)
       AND NOT EXISTS (SELECT 1 FROM {label} l WHERE l.claim_id = c.id AND l.reviewer_id = %s AND l.is_current)
       AND (SELECT COUNT(*) FROM {label} h JOIN {reviewer} r ON r.id = h.reviewer_id
-           WHERE h.claim_id = c.id AND h.is_current AND r.kind = %s) < %s
+           WHERE h.claim_id = c.id AND h.is_current AND r.kind = %s)
+        + (SELECT COUNT(*) FROM {lease} e WHERE e.claim_id = c.id AND e.reviewer_id <> %s AND e.expires_at > %s)
+        < %s
     {fence})
 ORDER BY a.question_key
 LIMIT 1
@@ -92,12 +139,68 @@ _KEY_CONDITIONS = {"": "", "gt": "AND a.question_key > %s", "lte": "AND a.questi
 
 
 def _first_answer_id(run: Run, reviewer: Reviewer, op: str = "", key: str = "") -> int | None:
-    params = [run.pk, *([key] if op else []), reviewer.pk, reviewer.pk, ReviewerKind.HUMAN.value, run.overlap]
+    now = connection.ops.adapt_datetimefield_value(timezone.now())
+    params = [run.pk, *([key] if op else []), reviewer.pk, reviewer.pk, ReviewerKind.HUMAN.value, reviewer.pk, now,
+              run.overlap]
     with connection.cursor() as cursor:
         cursor.execute(_NEXT_ANSWER_SQL.format(where=_KEY_CONDITIONS[op], fence=exists_fence(), **_tables()),
                        params)
         row = cursor.fetchone()
     return row[0] if row is not None else None
+
+
+# Lease ``claim`` to a reviewer when its human labels plus other reviewers' unexpired
+# leases are below the overlap; else write nothing. One lease per reviewer and run:
+# taking one moves it (the last claim is released).
+_LEASE_SQL = """
+INSERT INTO {lease} (run_id, reviewer_id, claim_id, expires_at)
+SELECT %s, %s, %s, %s
+WHERE (SELECT COUNT(*) FROM {label} h JOIN {reviewer} r ON r.id = h.reviewer_id
+       WHERE h.claim_id = %s AND h.is_current AND r.kind = %s)
+    + (SELECT COUNT(*) FROM {lease} e WHERE e.claim_id = %s AND e.reviewer_id <> %s AND e.expires_at > %s) < %s
+ON CONFLICT (run_id, reviewer_id) DO UPDATE SET claim_id = excluded.claim_id, expires_at = excluded.expires_at
+"""
+
+
+def lease_take(*, run: Run, reviewer: Reviewer, claim: Claim) -> bool:
+    """Reserve ``claim`` (of ``run``) for ``reviewer`` for ``settings.CITELAB_LEASE_SECONDS``
+    (see the module docstring), releasing their last lease in the run.
+
+    True when the lease is theirs; False, with nothing written, when the claim's
+    human labels plus other reviewers' unexpired leases already reach the run's
+    overlap, or (PostgreSQL) another transaction holds the claim's row right now
+    (a reviewer taking or labeling it). PostgreSQL: one transaction of two
+    statements (the row lock, then the conditional upsert, whose snapshot follows
+    the lock and so sees every lease and label committed by whoever held the row
+    before). SQLite: the upsert alone, one statement, which runs under the
+    database's write lock from its first read (one writer at a time).
+    """
+    if connection.vendor != "postgresql":
+        return _lease_upsert(run, reviewer, claim)
+    with transaction.atomic():
+        locked = (Claim.objects.select_for_update(no_key=True, skip_locked=True).filter(pk=claim.pk)
+                  .values_list("pk", flat=True).first())
+        return locked is not None and _lease_upsert(run, reviewer, claim)
+
+
+def _lease_upsert(run: Run, reviewer: Reviewer, claim: Claim) -> bool:
+    now = timezone.now()
+    expires = now + timedelta(seconds=settings.CITELAB_LEASE_SECONDS)
+    adapt = connection.ops.adapt_datetimefield_value
+    with connection.cursor() as cursor:
+        cursor.execute(_LEASE_SQL.format(**_tables()), [
+            run.pk, reviewer.pk, claim.pk, adapt(expires),
+            claim.pk, ReviewerKind.HUMAN.value, claim.pk, reviewer.pk, adapt(now), run.overlap])
+        return cursor.rowcount == 1
+
+
+def _hand_out(run: Run, reviewer: Reviewer, candidates: QuerySet[Claim]) -> Claim | None:
+    """The first of ``candidates`` (ordered) that ``lease_take`` reserves for ``reviewer``,
+    trying at most ``LEASE_TRIES``; ``None`` when every one tried was taken meanwhile."""
+    for claim in candidates[:LEASE_TRIES]:
+        if lease_take(run=run, reviewer=reviewer, claim=claim):
+            return claim
+    return None
 
 
 def next_answer_to_label(*, run: Run, reviewer: Reviewer, after: Answer | None = None) -> Answer | None:
@@ -138,27 +241,55 @@ def claims_in_queue_order(run: Run, claims: QuerySet[Claim]) -> QuerySet[Claim]:
     return claims.annotate(judge_flag=judge_flag(run)).order_by("-judge_flag", "index")
 
 
-def next_claim_in_answer(*, run: Run, reviewer: Reviewer, after: Claim) -> Claim | None:
+def _first(run: Run, reviewer: Reviewer, candidates: QuerySet[Claim], *, lease: bool) -> Claim | None:
+    return _hand_out(run, reviewer, candidates) if lease else candidates.first()
+
+
+def next_claim_in_answer(*, run: Run, reviewer: Reviewer, after: Claim, lease: bool = False) -> Claim | None:
     """The first claim of the reviewer's queue after ``after`` in its answer
     (with its answer and question), or ``None``. One query (two with a queue
-    judge: where ``after`` stands in the judge's order)."""
+    judge: where ``after`` stands in the judge's order). With ``lease``, the
+    first one ``lease_take`` reserves for the reviewer."""
     queue = unlabeled_claims(reviewer, run).filter(answer_id=after.answer_id)
     if run.queue_judge_id is None:
-        return queue.filter(index__gt=after.index).order_by("index").select_related("answer__question").first()
+        return _first(run, reviewer, queue.filter(index__gt=after.index).order_by("index")
+                      .select_related("answer__question"), lease=lease)
     after_flag = Claim.objects.filter(pk=after.pk).annotate(judge_flag=judge_flag(run)).values_list(
         "judge_flag", flat=True).first() or 0
     later = Q(judge_flag__lt=after_flag) | Q(judge_flag=after_flag, index__gt=after.index)
-    return (claims_in_queue_order(run, queue.exclude(pk=after.pk)).filter(later)
-            .select_related("answer__question").first())
+    return _first(run, reviewer, claims_in_queue_order(run, queue.exclude(pk=after.pk)).filter(later)
+                  .select_related("answer__question"), lease=lease)
 
 
-def first_claim_in_answer(*, run: Run, reviewer: Reviewer, answer: Answer) -> Claim | None:
+def first_claim_in_answer(*, run: Run, reviewer: Reviewer, answer: Answer, lease: bool = False) -> Claim | None:
     """The first claim of ``answer`` in the reviewer's queue, in queue order
-    (``claims_in_queue_order``), or ``None``. One query."""
-    return claims_in_queue_order(run, unlabeled_claims(reviewer, run).filter(answer=answer)).first()
+    (``claims_in_queue_order``), or ``None``. One query. With ``lease``, the
+    first one ``lease_take`` reserves for the reviewer."""
+    return _first(run, reviewer, claims_in_queue_order(run, unlabeled_claims(reviewer, run).filter(answer=answer)),
+                  lease=lease)
 
 
-def next_unlabeled_claim(*, run: Run, reviewer: Reviewer, after: Claim | None = None) -> Claim | None:
+def claim_in_next_answers(*, run: Run, reviewer: Reviewer, after: Answer | None = None,
+                          lease: bool = False) -> Claim | None:
+    """The first claim of the reviewer's queue in the next answer with work left
+    (``next_answer_to_label``: after ``after``, wrapping around), with its answer
+    and question; ``None`` when the queue is empty. With ``lease``, reserved for
+    the reviewer: when other reviewers took every claim of that answer between
+    the two reads, the answer after it is tried (``LEASE_TRIES`` answers at most)."""
+    for _ in range(LEASE_TRIES if lease else 1):
+        answer = next_answer_to_label(run=run, reviewer=reviewer, after=after)
+        if answer is None:
+            return None
+        claim = first_claim_in_answer(run=run, reviewer=reviewer, answer=answer, lease=lease)
+        if claim is not None:
+            claim.answer = answer
+            return claim
+        after = answer
+    return None
+
+
+def next_unlabeled_claim(*, run: Run, reviewer: Reviewer, after: Claim | None = None,
+                         lease: bool = False) -> Claim | None:
     """The next claim of the reviewer's queue in ``run``.
 
     Queue: cited claims without a current label by ``reviewer``, in
@@ -167,19 +298,16 @@ def next_unlabeled_claim(*, run: Run, reviewer: Reviewer, after: Claim | None = 
     after that claim (later claims of its answer, then later answers: see
     ``next_answer_to_label``) and wraps around to the start of the run.
     ``None`` when the queue is empty. The claim comes with its answer and
-    question. At most five small queries, whatever the size of the run.
+    question. At most five small queries, whatever the size of the run. With
+    ``lease``, the claim is reserved for the reviewer (``lease_take``): what the
+    queue hands out to be labeled.
     """
     if after is not None:
-        in_answer = next_claim_in_answer(run=run, reviewer=reviewer, after=after)
+        in_answer = next_claim_in_answer(run=run, reviewer=reviewer, after=after, lease=lease)
         if in_answer is not None:
             return in_answer
-    answer = next_answer_to_label(run=run, reviewer=reviewer, after=after.answer if after is not None else None)
-    if answer is None:
-        return None
-    claim = first_claim_in_answer(run=run, reviewer=reviewer, answer=answer)
-    if claim is not None:
-        claim.answer = answer
-    return claim
+    return claim_in_next_answers(run=run, reviewer=reviewer, after=after.answer if after is not None else None,
+                                 lease=lease)
 
 
 _NEIGHBOURS_SQL = """

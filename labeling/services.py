@@ -30,6 +30,7 @@ from labeling.models import (
     Citation,
     CitationJudgment,
     Claim,
+    ClaimLease,
     Label,
     LabelTableVersion,
     LabelValue,
@@ -187,6 +188,9 @@ def label_save(
             claim=claim, reviewer=reviewer, value=value, justification=justification,
             claim_revision=revision, is_current=True, is_stale=False, supersedes=current,
         )
+        # The label takes the place of the reviewer's lease on the claim (labeling.queue): the
+        # claim's overlap counts it once, under the claim's lock.
+        ClaimLease.objects.filter(claim_id=claim.pk, reviewer=reviewer).delete()
         # The one query the audit log adds to a save (its run is the one read above).
         audit_record(action=AuditAction.LABEL, actor=reviewer, run=claim.answer.run,
                      target=claim_target(claim, index=index), claim_id=claim.pk,

@@ -19,8 +19,9 @@ Environment variables:
 - ``CITELAB_MEDIA_ROOT``: where label table version files are stored.
 - ``CITELAB_MAX_UPLOAD_MB``: upload size limit for imports (default 50).
 - ``CITELAB_MAX_IMPORT_ROWS``: most data rows (or JSON lines) in one imported
-  file (default 500000).
-- ``CITELAB_MAX_UNZIPPED_MB``: most an imported .xlsx may unzip to (default 512).
+  file, and rows of one model in a project archive (default 500000).
+- ``CITELAB_MAX_UNZIPPED_MB``: most an imported .xlsx or project archive may
+  unzip to (default 512).
 - ``CITELAB_REDIS_URL``: e.g. ``redis://127.0.0.1:6379/0``: the task queue
   (judge runs) goes through Redis workers; unset, through the database.
 - ``CITELAB_TASKS_SYNC``: run queued tasks at once in the web process
@@ -42,6 +43,9 @@ Environment variables:
   (``10.0.0.0/8``) and host names (``hooks.example.org``, ``*.example.org``).
 - ``CITELAB_WEBHOOK_RETRY_SECONDS``: delay before a failed delivery's first
   retry, doubled at each next one (default 30).
+- ``CITELAB_JUDGE_ENDPOINTS``: comma-separated base URLs a lead may type as a
+  judge's endpoint in the browser, besides ``CITELAB_OPENAI_BASE_URL`` (default
+  none: only the configured endpoint). ``autolabel --base-url`` is not limited.
 - ``CITELAB_LOG_LEVEL``: ``DEBUG``, ``INFO`` (default), ``WARNING``, ``ERROR``
   or ``CRITICAL``: the least severe record written to stderr.
 """
@@ -214,6 +218,10 @@ if os.environ.get("CITELAB_PROXY_COUNT", "0").strip() not in ("", "0"):
     AXES_IPWARE_META_PRECEDENCE_ORDER = ["HTTP_X_FORWARDED_FOR", "REMOTE_ADDR"]
 # A login lasts CITELAB_SESSION_HOURS (default 12: a working day), then the reviewer logs in again.
 SESSION_COOKIE_AGE = env_int("CITELAB_SESSION_HOURS", 12) * 3600
+# The queue reserves the claim it hands a reviewer for CITELAB_LEASE_SECONDS (default 5
+# minutes), so reviewers working at once get different claims (labeling.queue); a label,
+# or the next claim handed to them, ends it sooner.
+CITELAB_LEASE_SECONDS = env_int("CITELAB_LEASE_SECONDS", 300)
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "project_list"
 LOGOUT_REDIRECT_URL = "login"
@@ -348,6 +356,20 @@ CITELAB_WEBHOOK_RETRY_SECONDS = env_int("CITELAB_WEBHOOK_RETRY_SECONDS", 30)
 # workers. Start a worker with `manage.py qcluster` (`manage.py demo` starts one).
 CITELAB_REDIS_URL = os.environ.get("CITELAB_REDIS_URL", "").strip()
 CITELAB_TASKS_SYNC = env_bool("CITELAB_TASKS_SYNC", False)
+
+
+def env_urls(name: str) -> list[str]:
+    """Read a comma-separated list of http(s) base URLs (trailing ``/`` dropped); ImproperlyConfigured else."""
+    urls = [item.rstrip("/") for item in env_list(name, [])]
+    for url in urls:
+        if not url.startswith(("http://", "https://")) or len(url) > 1000:
+            raise ImproperlyConfigured(f"{name}: {url!r} is not an http:// or https:// base URL")
+    return urls
+
+
+# The judge endpoints a lead may type in the browser (labeling.judges): the
+# server's own network is not theirs to probe. The command line is not limited.
+CITELAB_JUDGE_ENDPOINTS = env_urls("CITELAB_JUDGE_ENDPOINTS")
 Q_CLUSTER = {
     "name": "citelab",
     "workers": 1,

@@ -82,6 +82,7 @@ urlpatterns = [
          name="project_webhook_test"),
     path("p/<slug:project_slug>/webhooks/<id:hook_id>/delete/", webhook_views.project_webhook_delete,
          name="project_webhook_delete"),
+    path("p/<slug:project_slug>/settings/", member_views.project_settings, name="project_settings"),
     path("p/<slug:project_slug>/summary/", projects.project_summary, name="project_summary"),
     path("p/<slug:project_slug>/runs/<str:run_name>/", include(run_urlpatterns)),
     path("p/<slug:project_slug>/compare/", compare_views.run_compare, name="run_compare"),

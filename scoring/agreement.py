@@ -12,9 +12,13 @@ Figures and where they come from:
 - per pair of reviewers: raw agreement, Cohen's kappa (exact, from the integer
   confusion matrix), specific agreement per label, confusion matrix;
 - across all reviewers: Krippendorff's alpha (nominal; the ``krippendorff``
-  package) and Gwet's AC1 (Gwet 2008, with missing labels as in Gwet's
+  package), Gwet's AC1 (Gwet 2008, with missing labels as in Gwet's
   *Handbook of Inter-Rater Reliability*, 2014, and his irrCAC package; no
-  maintained Python package computes it: irrCAC pins scipy 1.12).
+  maintained Python package computes it: irrCAC pins scipy 1.12) and Fleiss'
+  kappa (Fleiss 1971, the figure many papers print; with missing labels as in
+  the same handbook and irrCAC's ``fleiss.kappa.raw``, so it equals
+  ``statsmodels.stats.inter_rater.fleiss_kappa`` whenever every claim has the
+  same number of labels, the case statsmodels takes).
 
 Confidence intervals (``*_ci95``) are 95 % percentile bootstrap intervals over
 claims: :data:`BOOTSTRAP_RESAMPLES` resamples of the claims with replacement,
@@ -35,11 +39,8 @@ from fractions import Fraction
 from itertools import combinations
 from typing import Any
 
-import krippendorff
-import numpy as np
-import pandas as pd
-
 from scoring.labels import LABEL_VALUES, check_labels_frame, sort_by
+from scoring.lazy import np, pd  # loaded on first use: keeps start-up fast (issue 24)
 from scoring.ratio import Ratio
 
 BOOTSTRAP_RESAMPLES = 2_000
@@ -121,7 +122,9 @@ class Reliability:
     least one of them. ``alpha``: Krippendorff's alpha (nominal) resting on the
     claims labeled by ≥ 2 reviewers. ``ac1``: Gwet's AC1, its observed
     agreement on the claims labeled by ≥ 2 reviewers (its ``n``), its label
-    prevalence on every labeled claim. ``per_label``: specific agreement per
+    prevalence on every labeled claim. ``fleiss_kappa``: Fleiss' kappa, the
+    same observed agreement and prevalence with chance agreement Σ π_k²
+    (:func:`fleiss_kappa`). ``per_label``: specific agreement per
     label k over all reviewer pairs on a claim, Σ r_k(r_k − 1) / Σ r_k(r − 1)
     (pairs of labels on one claim that are both k, among pairs with at least one
     k), a Ratio per label of the categories.
@@ -132,6 +135,7 @@ class Reliability:
     alpha: Coefficient
     ac1: Coefficient
     per_label: dict[str, Ratio]
+    fleiss_kappa: Coefficient = Coefficient(None, 0, None)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -139,6 +143,7 @@ class Reliability:
             "claims": self.claims,
             "krippendorff_alpha": self.alpha.to_dict(),
             "gwet_ac1": self.ac1.to_dict(),
+            "fleiss_kappa": self.fleiss_kappa.to_dict(),
             "per_label": {label: ratio.value for label, ratio in self.per_label.items()},
         }
 
@@ -268,15 +273,42 @@ def gwet_ac1_counts(value_counts: np.ndarray) -> float | None:
     return None if np.isnan(value) else float(value)
 
 
+def fleiss_kappa(labels: pd.DataFrame, *, reviewers: Iterable[str] | None = None,
+                 categories: Sequence[str] = LABEL_VALUES) -> float | None:
+    """Fleiss' kappa across all reviewers (SPEC §4.4; Fleiss 1971, missing labels as
+    in Gwet 2014 and irrCAC's ``fleiss.kappa.raw``).
+
+    p_a and π_k as in :func:`gwet_ac1`; p_e = Σ_k π_k²; kappa = (p_a − p_e) / (1 − p_e).
+    With the same number of labels on every claim this is Fleiss' own formula
+    (``statsmodels.stats.inter_rater.fleiss_kappa``).
+
+    Out: kappa ≤ 1, ``None`` when no claim is labeled by ≥ 2 reviewers or chance
+    agreement is 1 (every label the same). Raises ``ValueError`` as
+    :func:`krippendorff_alpha`.
+    """
+    return fleiss_kappa_counts(_value_counts(labels, reviewers=reviewers, categories=categories))
+
+
+def fleiss_kappa_counts(value_counts: np.ndarray) -> float | None:
+    """Fleiss' kappa (:func:`fleiss_kappa`) from a claims × categories int matrix
+    (cell (i, k) = reviewers who gave claim i category k)."""
+    counts = np.asarray(value_counts, dtype="int64")
+    if counts.ndim != 2:
+        raise ValueError(f"value counts must be claims × categories, got shape {counts.shape}")
+    counts = counts[counts.sum(axis=1) > 0]
+    value = _fleiss(counts, np.ones((1, len(counts))))[0] if len(counts) else np.nan
+    return None if np.isnan(value) else float(value)
+
+
 def reliability(labels: pd.DataFrame, *, reviewers: Iterable[str] | None = None,
                 categories: Sequence[str] = LABEL_VALUES) -> Reliability:
-    """Krippendorff's alpha and Gwet's AC1 across all reviewers, each with its
-    n and 95 % bootstrap interval over claims (module docstring), and specific
-    agreement per label (:class:`Reliability`).
+    """Krippendorff's alpha, Gwet's AC1 and Fleiss' kappa across all reviewers,
+    each with its n and 95 % bootstrap interval over claims (module docstring),
+    and specific agreement per label (:class:`Reliability`).
 
-    Both intervals come from the same resamples of the labeled claims: a claim
-    with one label can only move AC1's label prevalence. Raises ``ValueError``
-    as :func:`gwet_ac1`.
+    The intervals come from the same resamples of the labeled claims: a claim
+    with one label can only move AC1's and kappa's label prevalence. Raises
+    ``ValueError`` as :func:`gwet_ac1`.
     """
     if len(categories) < 2:
         raise ValueError(f"AC1 needs at least two categories, got {list(categories)}")
@@ -287,13 +319,16 @@ def reliability(labels: pd.DataFrame, *, reviewers: Iterable[str] | None = None,
     pairable = int(weights[patterns.sum(axis=1) >= 2].sum()) if len(counts) else 0
     alpha = _alpha_value(counts)
     ac1 = _ac1(patterns, weights[np.newaxis])[0] if len(counts) else np.nan
-    alpha_ci = ac1_ci = None
+    kappa = _fleiss(patterns, weights[np.newaxis])[0] if len(counts) else np.nan
+    alpha_ci = ac1_ci = kappa_ci = None
     if alpha is not None or not np.isnan(ac1):
         draws = _draws(weights)
         if alpha is not None:
             alpha_ci = _percentile(_alpha(patterns, draws))
         if not np.isnan(ac1):
             ac1_ci = _percentile(_ac1(patterns, draws))
+        if not np.isnan(kappa):
+            kappa_ci = _percentile(_fleiss(patterns, draws))
     rated = patterns.sum(axis=1, keepdims=True)
     pair_weights = weights[:, np.newaxis] * (rated >= 2)
     same = (pair_weights * patterns * (patterns - 1)).sum(axis=0)
@@ -304,6 +339,7 @@ def reliability(labels: pd.DataFrame, *, reviewers: Iterable[str] | None = None,
         alpha=Coefficient(alpha, pairable, alpha_ci),
         ac1=Coefficient(None if np.isnan(ac1) else float(ac1), pairable, ac1_ci),
         per_label={label: Ratio(int(same[k]), int(involving[k])) for k, label in enumerate(categories)},
+        fleiss_kappa=Coefficient(None if np.isnan(kappa) else float(kappa), pairable, kappa_ci),
     )
 
 
@@ -336,6 +372,8 @@ def _alpha_value(counts: np.ndarray) -> float | None:
     pairable = counts[counts.sum(axis=1) >= 2]
     if len(pairable) == 0 or np.count_nonzero(pairable.sum(axis=0)) < 2:
         return None
+    import krippendorff  # imports numpy's test helpers: loaded only when alpha is asked for
+
     return float(krippendorff.alpha(value_counts=pairable, level_of_measurement="nominal"))
 
 
@@ -383,6 +421,21 @@ def _ac1(patterns: np.ndarray, weights: np.ndarray) -> np.ndarray:
         prevalence = (weights @ shares) / weights.sum(axis=1, keepdims=True)
         p_e = (prevalence * (1 - prevalence)).sum(axis=1) / (q - 1)
         return (p_a - p_e) / (1 - p_e)
+
+
+def _fleiss(patterns: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """Fleiss' kappa (see :func:`fleiss_kappa`) for each row of ``weights`` (B ×
+    patterns, or claims with weight 1): AC1's p_a and prevalence, chance Σ π_k².
+    NaN where no claim has ≥ 2 labels or chance agreement is 1."""
+    rated = patterns.sum(axis=1).astype("float64")
+    pairable = rated >= 2
+    with np.errstate(divide="ignore", invalid="ignore"):
+        agreeing = np.where(pairable, (patterns * (patterns - 1)).sum(axis=1) / (rated * (rated - 1)), 0.0)
+        shares = np.where(rated[:, np.newaxis] > 0, patterns / rated[:, np.newaxis], 0.0)
+        p_a = (weights @ agreeing) / (weights @ pairable)
+        prevalence = (weights @ shares) / weights.sum(axis=1, keepdims=True)
+        p_e = (prevalence**2).sum(axis=1)
+        return np.where(p_e < 1, (p_a - p_e) / (1 - p_e), np.nan)
 
 
 def _draws(weights: np.ndarray) -> np.ndarray:

@@ -143,6 +143,25 @@ def test_import_then_compare_and_gate_as_the_commands_do(as_):
     assert passed.status_code == 200
     assert passed.json()["passed"] is True and passed.json()["failures"] == []
     assert passed.json()["bounds"] == {"support": 0.1, "coverage": 0.0}
+    # The differences are the command's (score --baseline --format json).
+    out = io.StringIO()
+    call_command("score", "--run", RUN_B, "--baseline", RUN, "--max-drop", "support=0.1", "--project", "expertqa",
+                 "--format", "json", stdout=out, stderr=io.StringIO())
+    assert passed.json()["differences"] == json.loads(out.getvalue())["differences"]
+    assert passed.json()["differences"]["support"]["delta"] == pytest.approx(-10 / 123)
+
+    # Non-inferiority at 95%: the interval of B − A must stay above −0.1; as the command decides.
+    strict = lead.send("POST", f"/runs/{RUN_B}/gate",
+                       {"baseline": RUN, "max_drop": {"support": 0.1}, "confidence": 0.95})
+    try:
+        call_command("score", "--run", RUN_B, "--baseline", RUN, "--max-drop", "support=0.1", "--confidence", "0.95",
+                     "--project", "expertqa", stdout=io.StringIO(), stderr=io.StringIO())
+        command_passed = True
+    except CommandError as exc:
+        command_passed = False
+        assert strict.json()["failures"][0] in str(exc)
+    assert strict.json()["passed"] is command_passed
+    assert strict.status_code == (200 if command_passed else 409)
 
 
 @pytest.mark.parametrize(("body", "field"), [

@@ -9,7 +9,7 @@ from django.urls import reverse
 
 from labeling import assignments, queue
 from labeling.memberships import run_assign, run_settings_set
-from labeling.models import Assignment, Label, Membership, Run
+from labeling.models import Assignment, Claim, Label, Membership, Run
 from tests.factories import LabelFactory, ProjectFactory, ReviewerFactory
 from tests.test_projects_pages import bulk_run
 
@@ -147,3 +147,31 @@ def test_start_labeling_tells_an_unassigned_reviewer_why_the_queue_is_empty(clie
     client.force_login(team["people"]["bob"])
     response = client.get(reverse("run_next", args=["team", "r"]), follow=True)
     assert "You are not assigned to run r: nothing is in your queue there." in response.content.decode()
+
+
+def test_claims_marked_not_factual_leave_the_reviewers_panel_as_they_leave_your_progress(client, team):
+    """overlap 1, 4 cited claims c0..c3. ann labels c0, c1, c2; then c2 (labeled) and c3
+    (not) are marked not factual. Cited factual claims: c0, c1 = 2, both labeled, so both
+    reached their overlap: 2/2. ann: labeled 2 (c2's label stays but leaves every count),
+    open claims 0 → 2/2, as her progress says; bob 0/0; lea 0/0. Before: the panel counted
+    4 cited claims, 3 reached, ann 3/4 while her progress said 2/2 (issue 20 §9)."""
+    from labeling.judging import claim_set_factual
+
+    run, p = team["run"], team["people"]
+    c0, c1, c2, c3 = team["cited"]
+    for claim in (c0, c1, c2):
+        LabelFactory(claim_id=claim, reviewer=p["ann"])
+    for claim in (c2, c3):
+        claim_set_factual(claim=Claim.objects.get(pk=claim), factual=False, actor=p["lea"])
+
+    team_view = assignments.run_reviewers(run=run)
+    client.force_login(p["ann"])
+    page = client.get(run.get_absolute_url()).content.decode()
+
+    assert (team_view.cited, team_view.reached) == (2, 2)
+    assert [(r.reviewer.username, r.labeled, r.assigned) for r in team_view.rows] == [
+        ("ann", 2, 2), ("bob", 0, 0), ("lea", 0, 0)]
+    assert '<span class="metric">2/2</span> <span class="muted">cited claims labeled</span>' in page
+    assert '<span class="metric" id="reached-overlap">2/2</span>' in page
+    ann_row = page.split('id="progress-ann"', 1)[1].split("</tr>", 1)[0]
+    assert '<span class="metric">2/2</span>' in ann_row

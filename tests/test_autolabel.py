@@ -20,12 +20,16 @@ from labeling.selectors import run_counts, run_progress
 from tests.judge_server import QUESTIONS, JudgeServer
 
 SECRET = "sk-test-DO-NOT-PRINT-0123456789abcdef"
+# Seconds the judge client waits for a reply: the "timeout" question never answers in
+# time (tests/judge_server.py), a valid one answers in milliseconds, with room for a busy
+# machine (0.5 s was tight at load 8).
+CLIENT_TIMEOUT = "3"
 def _server(**kwargs) -> JudgeServer:
     """Every claim ending in "two." is UNSUPPORTED, the rest SUPPORTED."""
     labels = {f"{q} two.": "UNSUPPORTED" for q in QUESTIONS}
     behaviours = {"missing": "missing", "unknown": "unknown", "prose": "prose", "rate limited": "rate_limit_once",
                   "timeout": "timeout"}
-    return JudgeServer(labels=labels, behaviours=behaviours, delay=1.5, **kwargs)
+    return JudgeServer(labels=labels, behaviours=behaviours, **kwargs)
 
 
 def _labels(run: Run, name: str) -> dict[str, str]:
@@ -44,7 +48,7 @@ def test_autolabel_records_scripted_verdicts_and_counts_every_gap(judging_run, m
     assert _labels(judging_run, "judge-a") == {}
     with _server() as server:
         call_command("autolabel", "--run", "judged", "--reviewer", "judge-a", "--model", "fake-model",
-                     "--base-url", server.base_url, "--timeout", "0.5", "--max-retries", "1",
+                     "--base-url", server.base_url, "--timeout", CLIENT_TIMEOUT, "--max-retries", "1",
                      stdout=out, stderr=err)
     assert _labels(judging_run, "judge-a") == {
         "valid one.": "SUPPORTED", "valid two.": "UNSUPPORTED",
@@ -117,8 +121,8 @@ def test_rerun_fills_only_what_is_missing_and_relabel_asks_again(judging_run):
     labels stay as they were; --relabel asks about all 12 (history 5 + 7 + 12)."""
     with _server() as server:
         first = judge_run_create(run=judging_run, reviewer_name="judge-a",
-                                 endpoint=JudgeEndpoint(model="m", base_url=server.base_url, timeout=0.5,
-                                                        max_retries=0))
+                                 endpoint=JudgeEndpoint(model="m", base_url=server.base_url,
+                                                        timeout=float(CLIENT_TIMEOUT), max_retries=0))
         judge_run_execute(first.pk, api_key="k")
     before = set(Label.objects.filter(reviewer__username="judge-a", is_current=True).values_list("pk", flat=True))
     assert len(before) == 5

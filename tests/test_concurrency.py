@@ -44,6 +44,7 @@ from labeling.exports.label_table import canonical_bytes, label_count, label_tab
 from labeling.label_tables import label_table_snapshot, version_read
 from labeling.models import AuditEvent, Claim, Label, LabelTableVersion, Membership, Run
 from tests.factories import ReviewerFactory
+from tests.waiting import BOOT_SECONDS
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -174,7 +175,8 @@ def test_labeling_splitting_merging_snapshotting_and_uploading_at_once(race):
     for thread in threads:
         thread.start()
     for thread in threads:
-        thread.join(timeout=600)
+        thread.join(timeout=BOOT_SECONDS * 5)  # a bound on a hung thread, not a speed check
+    assert not [thread.name for thread in threads if thread.is_alive()], "threads still working"
     assert not errors, errors
 
     statuses = Counter((kind, status) for kind, status, _body, _retry in seen.answers)

@@ -8,11 +8,11 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 import urllib.request
 from pathlib import Path
 
 from tests.conftest import REPO_ROOT
+from tests.waiting import BOOT_SECONDS, REQUEST_SECONDS, until, wait_for
 
 
 def _free_port() -> int:
@@ -56,25 +56,26 @@ def test_demo_starts_a_qcluster_worker_and_stops_it_with_the_server(tmp_path):
             if line.startswith("Serving on"):
                 break
         assert worker is not None, "the demo said nothing of a worker"
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/login/", timeout=5) as response:
-                    assert response.status == 200
-                break
-            except OSError:
-                assert time.monotonic() < deadline, "the demo server never answered"
-                time.sleep(0.5)
+
+        def login_page() -> None:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/login/", timeout=REQUEST_SECONDS) as response:
+                assert response.status == 200
+
+        # Refused, reset or a read timeout while the server starts: "not yet" (tests/waiting.py).
+        wait_for(login_page, what="the demo server answering /login/",
+                 gone=lambda: demo.poll() is not None and f"the demo exited with status {demo.returncode}")
         assert _alive(worker)
     finally:
         demo.send_signal(signal.SIGTERM)
-        demo.wait(timeout=30)
-    assert not _alive(worker)
+        try:
+            demo.wait(timeout=BOOT_SECONDS)
+        except subprocess.TimeoutExpired:
+            demo.kill()
+            demo.wait()
+            raise AssertionError(f"the demo did not stop within {BOOT_SECONDS:g} s of SIGTERM") from None
+    until(lambda: not _alive(worker), what="the worker stopping with the demo")
     # Nothing of its process group (qcluster's own workers) is left either.
-    deadline = time.monotonic() + 10
-    while _group_alive(worker):
-        assert time.monotonic() < deadline, "the worker's processes outlived the demo"
-        time.sleep(0.2)
+    until(lambda: not _group_alive(worker), what="the worker's processes ending with the demo")
 
 
 def test_the_demo_worker_is_manage_py_qcluster():

@@ -44,7 +44,8 @@ def answers(*, question_id: str, run: str, reviewer: str) -> io.BytesIO:
 
 
 @pytest.mark.django_db
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                                                HealthCheck.too_slow])
 @given(slug=any_name, run_a=any_name, run_b=any_name, question_id=any_name, reviewer=any_name)
 def test_any_imported_names_are_refused_clearly_or_every_page_renders(client, slug, run_a, run_b, question_id,
                                                                       reviewer):

@@ -12,7 +12,6 @@ import re
 import socket
 import subprocess
 import sys
-import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -24,19 +23,7 @@ from django.conf import settings as django_settings
 
 from labeling.checks import storage_backend_installed
 from tests.conftest import REPO_ROOT
-
-PORTS = range(8150, 8200)  # this suite's share of the loopback
-
-
-def _free_port() -> int:
-    for port in PORTS:
-        with socket.socket() as probe:
-            try:
-                probe.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-            return port
-    raise RuntimeError(f"no free port in {PORTS}")
+from tests.waiting import BOOT_SECONDS, REQUEST_SECONDS, wait_for
 
 
 def _database_url(tmp_path: Path):
@@ -88,51 +75,72 @@ def _manage(env: dict[str, str], *args: str) -> str:
     return result.stdout
 
 
+def _listening_socket() -> socket.socket:
+    """A socket listening on a free loopback port, handed to gunicorn (``--bind fd://``):
+    no window between choosing a port and binding it in which another test could take it,
+    and a request sent before a worker is up waits in the backlog instead of being refused."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(64)
+    listener.set_inheritable(True)
+    return listener
+
+
 def test_gunicorn_with_two_workers_serves_the_app(production_env, tmp_path):
     env = production_env
     _manage(env, "migrate", "--noinput")
     _manage(env, "collectstatic", "--noinput")
     _manage(env, "add_reviewer", "lead-1", "--password", "a good long passphrase", "--role", "lead")
-    port = _free_port()
-    base = f"http://127.0.0.1:{port}"
-    server = subprocess.Popen([sys.executable, "-m", "gunicorn", "labeling.wsgi", "--workers", "2",
-                               "--bind", f"127.0.0.1:{port}", "--access-logfile", "-"],
-                              cwd=REPO_ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    listener = _listening_socket()
+    base = f"http://127.0.0.1:{listener.getsockname()[1]}"
+    log = tmp_path / "gunicorn.log"
+    with log.open("w") as log_file:
+        # --timeout: a worker still importing Django on a busy machine is not killed as hung.
+        server = subprocess.Popen([sys.executable, "-m", "gunicorn", "labeling.wsgi", "--workers", "2",
+                                   "--bind", f"fd://{listener.fileno()}", "--timeout", "300",
+                                   "--access-logfile", "-"],
+                                  cwd=REPO_ROOT, env=env, stdout=log_file, stderr=subprocess.STDOUT,
+                                  pass_fds=(listener.fileno(),))
+    listener.close()  # gunicorn holds its own copy
     try:
         jar = CookieJar()
         browser = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar), _NoRedirect())
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                login = browser.open(f"{base}/login/", timeout=5)
-                break
-            # Not up yet, or its first request (which imports the app) still running on a busy machine.
-            except (urllib.error.URLError, ConnectionError, TimeoutError):
-                assert server.poll() is None, server.stdout.read()
-                assert time.monotonic() < deadline, "gunicorn did not answer within 60 s"
-                time.sleep(0.5)
+
+        def get(path: str, **headers: str):
+            return browser.open(urllib.request.Request(base + path, headers=headers), timeout=REQUEST_SECONDS)
+
+        # A booting worker may refuse, reset or not answer in time (the read timeout that
+        # failed at load 5-8): every one of those is "not yet", until the deadline.
+        login = wait_for(lambda: get("/login/"), what="gunicorn answering /login/",
+                         gone=lambda: server.poll() is not None and f"gunicorn exited:\n{log.read_text()}")
         page = login.read().decode()
         assert login.status == 200
         assert "script-src 'self'" in login.headers["Content-Security-Policy"]
         stylesheet = re.search(r'href="(/static/[^"]+\.css)"', page).group(1)
-        static = browser.open(urllib.request.Request(base + stylesheet, headers={"Accept-Encoding": "gzip"}))
+        static = get(stylesheet, **{"Accept-Encoding": "gzip"})
         assert static.status == 200 and static.headers["Content-Encoding"] == "gzip"  # collected, compressed
 
         token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page).group(1)
         form = urllib.parse.urlencode({"csrfmiddlewaretoken": token, "username": "lead-1",
                                        "password": "a good long passphrase"}).encode()
         try:
-            browser.open(urllib.request.Request(f"{base}/login/", data=form, headers={"Referer": f"{base}/login/"}))
+            browser.open(urllib.request.Request(f"{base}/login/", data=form, headers={"Referer": f"{base}/login/"}),
+                         timeout=REQUEST_SECONDS)
             raise AssertionError("the login did not redirect")
         except urllib.error.HTTPError as redirect:
             assert redirect.code == 302 and redirect.headers["Location"] == "/"
         # Both workers share the session (database-backed): every request finds the login.
-        pages = [browser.open(f"{base}/") for _ in range(6)]
+        pages = [get("/") for _ in range(6)]
         assert [p.status for p in pages] == [200] * 6
         assert all("lead-1" in p.read().decode() for p in pages)
     finally:
         server.terminate()
-        output, _ = server.communicate(timeout=30)
+        try:
+            server.wait(timeout=BOOT_SECONDS)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+    output = log.read_text()
     assert "Booting worker" in output and output.count("Booting worker") >= 2
     assert " 500 " not in output
 

@@ -3,6 +3,8 @@ viewers only read; every write URL asks ``selectors.may`` through ``run_for``.""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from django.core.exceptions import ValidationError
 from django.core.management import CommandError, call_command
@@ -85,6 +87,86 @@ def test_viewer_reads_every_page_but_sees_the_reason_on_a_refused_label(client, 
                            {"value": "SUPPORTED", "revision": 1})
     assert response.status_code == 403
     assert Label.objects.count() == 0
+
+
+def _controls(page: str, site) -> dict[str, bool]:
+    """Which write controls and keyboard shortcuts of the review page ``page`` shows."""
+    run, first = site["run"], site["claims"][0]
+    args = [run.project.slug, run.name]
+    urls = {
+        "label": reverse("claim_label", args=[*args, first.pk]),
+        "judge": reverse("claim_judge", args=[*args, first.pk]),
+        "split": reverse("claim_split", args=[*args, first.pk]), "edit": reverse("claim_edit", args=[*args, first.pk]),
+        "merge": reverse("claim_merge", args=[*args, first.pk]),
+        "factual": reverse("claim_factual", args=[*args, first.pk]), "undo": reverse("label_undo", args=args),
+        "next to label": reverse("run_next", args=args),
+    }
+    shown = {name: url in page for name, url in urls.items()}
+    main = page.split("<main", 1)[-1]  # past the header's log-out form
+    shown["post forms"] = 'method="post"' in main or "hx-post" in main
+    shown["shortcuts"] = sorted(set(re.findall(r'data-shortcut="([^"]+)"', page)))
+    return shown
+
+
+@pytest.mark.parametrize("judging", [False, True])
+def test_a_viewer_gets_a_read_only_review_page_without_one_control_that_writes(client, site, judging):
+    """Issue 20 §6: today's main gave a viewer Start labeling, 1/2, split, edit, merge,
+    undo and the not-factual switch (pressing 1 replaced the page with a bare 403).
+    The reviewer's page of the same claim has every one of them (and, with citation
+    judging, the judging form instead of the label form); the viewer's has none, no
+    POST form at all, only the j (next claim) and ? shortcuts, and says why."""
+    first = site["claims"][0]
+    site["project"].judge_citations = judging
+    site["project"].save(update_fields=["judge_citations"])
+    url = reverse("answer_review", args=["team", "r1", first.answer_id]) + f"?claim={first.pk}"
+    client.force_login(site["users"]["reviewer"])
+    mine = _controls(client.get(url).content.decode(), site)
+    client.force_login(site["users"]["viewer"])
+    response = client.get(url)
+    page = response.content.decode()
+    theirs = _controls(page, site)
+    fragment = client.get(url, headers={"HX-Request": "true", "HX-Target": "claim-panel"}).content.decode()
+
+    assert mine == {"label": not judging, "judge": judging, "split": True, "edit": True, "merge": True,
+                    "factual": True, "undo": True, "next to label": True, "post forms": True,
+                    "shortcuts": ["0", "?", "a", "j", "m", "n", "s", "t", "u"] if judging
+                    else ["0", "1", "2", "?", "j", "m", "n", "s", "t", "u"]}
+    assert response.status_code == 200
+    assert theirs == {"label": False, "judge": False, "split": False, "edit": False, "merge": False,
+                      "factual": False, "undo": False, "next to label": False, "post forms": False,
+                      "shortcuts": ["?", "j"]}
+    assert "Read-only: your role in project team is viewer." in page
+    assert "Your progress on" not in page and 'id="label-form"' not in page
+    assert "The sky is blue." in page and "Grass is green." in page
+    assert "<html" not in fragment and _controls(fragment, site)["post forms"] is False
+
+
+def test_a_viewer_is_not_offered_start_labeling_and_has_no_queue(client, site):
+    """The run and project pages offer a reviewer "Start labeling", never a viewer;
+    the next-claim URL takes a viewer back to the run page saying why."""
+    run = site["run"]
+    client.force_login(site["users"]["reviewer"])
+    assert "Start labeling" in client.get(run.get_absolute_url()).content.decode()
+    assert "Start labeling" in client.get(site["project"].get_absolute_url()).content.decode()
+    client.force_login(site["users"]["viewer"])
+    assert "Start labeling" not in client.get(run.get_absolute_url()).content.decode()
+    assert "Start labeling" not in client.get(site["project"].get_absolute_url()).content.decode()
+    response = client.get(reverse("run_next", args=["team", "r1"]), follow=True)
+    assert response.redirect_chain == [(run.get_absolute_url(), 302)]
+    assert "Read-only: your role in project team is viewer." in response.content.decode()
+
+
+def test_a_reviewer_not_assigned_to_the_run_reads_it_without_label_controls(client, site):
+    from labeling.memberships import run_assign
+
+    reviewer2 = ReviewerFactory(username="reviewer2")
+    Membership.objects.create(project=site["project"], reviewer=reviewer2, role=Role.REVIEWER)
+    run_assign(run=site["run"], reviewers=[reviewer2])
+    first = site["claims"][0]
+    client.force_login(site["users"]["reviewer"])
+    page = client.get(reverse("answer_review", args=["team", "r1", first.answer_id])).content.decode()
+    assert _controls(page, site)["post forms"] is False
+    assert "Read-only: you are not assigned to run r1." in page
 
 
 def test_non_member_gets_404_not_403_on_a_write(client, site):

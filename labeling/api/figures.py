@@ -24,12 +24,23 @@ from labeling.api.pages import PageIn, page_of, paged
 from labeling.api.schemas import AuditEventOut, Error, ErrorList, GateIn, GateOut
 from labeling.audit import AuditFilter, event_row, events_for_run_name
 from labeling.comparison import run_comparison
-from labeling.management.commands.score import GATE_METRICS, gate, metric_value, parse_max_drop, shared_question_ids
+from labeling.management.commands.score import (
+    GATE_METRICS,
+    NO_INTERVAL,
+    gate,
+    interval_gate,
+    metric_value,
+    noise_lines,
+    parse_max_drop,
+    shared_question_ids,
+)
 from labeling.metrics import RunScores, run_scores
 from labeling.models import AuditAction, AuditEvent, Reviewer, Run, WebhookEvent
 from labeling.names import normalize_name
 from labeling.webhooks import webhook_emit
 from scoring.compare import DEFAULT_THRESHOLD
+from scoring.figures import paired_differences
+from scoring.intervals import DEFAULT_CONFIDENCE
 from scoring.judgments import DEFAULT_RULE, RULES
 
 router = Router(tags=["figures"])
@@ -43,10 +54,13 @@ class ScoreParams(Schema):
     match_method: str = Field("ngram", description="gold passage matching: ngram or substring")
     match_threshold: float | None = Field(None, ge=0, le=1)
     citation_precision_rule: str = Field(DEFAULT_RULE, description="strict, union or lenient (SPEC §4.3b)")
+    confidence: float | None = Field(None, gt=0, lt=1, description="level of the intervals (default 0.95), as "
+                                                                   "`score --confidence`")
 
 
 def _scores(run: Run, *, reviewer: str | None, match_method: str = "ngram", match_threshold: float | None = None,
-            rule: str = DEFAULT_RULE, question_ids: set[str] | None = None) -> RunScores:
+            rule: str = DEFAULT_RULE, question_ids: set[str] | None = None,
+            confidence: float = DEFAULT_CONFIDENCE) -> RunScores:
     """``run_scores`` with the command's checks, as 422 naming the field."""
     if reviewer is not None and not Reviewer.objects.filter(username=reviewer).exists():
         raise FieldRefused("reviewer", f"no reviewer {reviewer!r}")
@@ -56,7 +70,7 @@ def _scores(run: Run, *, reviewer: str | None, match_method: str = "ngram", matc
     if rule not in RULES:
         raise FieldRefused("citation_precision_rule", f"{rule!r} is not one of {', '.join(RULES)}")
     return run_scores(run, reviewer=reviewer, match_method=match_method, match_threshold=match_threshold,
-                      question_ids=question_ids, citation_precision_rule=rule)
+                      question_ids=question_ids, citation_precision_rule=rule, confidence=confidence)
 
 
 def _figures_run(request: HttpRequest, slug: str, run: str, reviewer: str | None) -> Run:
@@ -76,7 +90,8 @@ def run_score(request: HttpRequest, slug: str, run: str, params: Query[ScorePara
     reviewer = normalize_name(params.reviewer) if params.reviewer else None
     target = _figures_run(request, slug, run, reviewer)
     return _scores(target, reviewer=reviewer, match_method=params.match_method,
-                   match_threshold=params.match_threshold, rule=params.citation_precision_rule).to_dict()
+                   match_threshold=params.match_threshold, rule=params.citation_precision_rule,
+                   confidence=params.confidence or DEFAULT_CONFIDENCE).to_dict()
 
 
 @router.post("/projects/{slug}/runs/{run}/gate", response={200: GateOut, 409: GateOut, 403: Error, 404: Error,
@@ -107,20 +122,31 @@ def run_gate(request: HttpRequest, slug: str, run: str, body: GateIn) -> Status:
     if not shared:
         raise FieldRefused("baseline", f"runs {target.name!r} and {baseline.name!r} answer no question in common: "
                                        "nothing to gate on")
-    options = {"reviewer": reviewer, "rule": body.citation_precision_rule, "question_ids": shared}
+    if body.confidence is not None and NO_INTERVAL & set(drops):
+        raise FieldRefused("max_drop", f"{', '.join(sorted(NO_INTERVAL & set(drops)))} with confidence: F1 of pooled "
+                                       "figures has no interval; gate it without confidence")
+    level = body.confidence if body.confidence is not None else DEFAULT_CONFIDENCE
+    options = {"reviewer": reviewer, "rule": body.citation_precision_rule, "question_ids": shared, "confidence": level}
     scores, before = _scores(target, **options), _scores(baseline, **options)
     after_dict, before_dict = scores.to_dict(), before.to_dict()
-    failures = gate(before_dict, after_dict, drops)
+    differences = paired_differences(before.figures(), scores.figures(), questions=sorted(shared), confidence=level)
     bounds = ", ".join(f"{name} may drop ≤ {drop:g}" for name, drop in drops.items())
     note = f"on the {len(shared)} question(s) both runs answered ({bounds})"
     for name, result in ((target.name, scores), (baseline.name, before)):
         if result.claims.pending and any(m in drops for m in ("support", "mean_support")):
             note += f"; support of {name} is provisional ({result.claims.pending} cited claim(s) pending)"
+    if body.confidence is not None:
+        # Non-inferiority (SPEC §4.5): the lower bound of the interval of B − A must stay above −max drop.
+        failures = interval_gate(baseline.name, target.name, differences, drops, available=len(shared))
+        note += f"; {body.confidence * 100:g}% interval of B − A must stay above −max drop"
+    else:
+        failures = gate(before_dict, after_dict, drops)
     verdict = {
         "passed": not failures, "run": target.name, "baseline": baseline.name, "questions": len(shared),
-        "bounds": drops, "failures": failures, "note": note,
+        "bounds": drops, "failures": failures, "note": note, "noise": noise_lines(differences, drops),
         "values": {name: {"run": metric_value(after_dict, name), "baseline": metric_value(before_dict, name)}
                    for name in drops},
+        "differences": {key: difference.as_dict() for key, difference in differences.items()},
     }
     if failures:
         webhook_emit(project=target.project, event=WebhookEvent.GATE_FAILED, run_name=target.name,
@@ -132,6 +158,7 @@ class CompareParams(Schema):
     a: str = Field(description="run A (before)")
     b: str = Field(description="run B (after): deltas are B − A")
     threshold: float = Field(DEFAULT_THRESHOLD, gt=0, le=1, description="fuzzy claim alignment similarity")
+    confidence: float = Field(DEFAULT_CONFIDENCE, gt=0, lt=1, description="level of the deltas' paired intervals")
 
 
 @router.get("/projects/{slug}/compare", response={200: dict[str, Any], 403: Error, 404: Error, 422: ErrorList},
@@ -149,7 +176,8 @@ def run_compare(request: HttpRequest, slug: str, params: Query[CompareParams]) -
             raise FieldRefused(field, f"project {slug!r} has no run {name!r}")
         runs[field] = run_of(request, slug, name, selectors.ALL_LABELS)
     try:
-        comparison = run_comparison(run_a=runs["a"], run_b=runs["b"], threshold=params.threshold)
+        comparison = run_comparison(run_a=runs["a"], run_b=runs["b"], threshold=params.threshold,
+                                    confidence=params.confidence)
     except ValidationError as exc:
         raise HttpError(422, " ".join(exc.messages)) from None
     return comparison.to_dict()

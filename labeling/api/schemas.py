@@ -53,6 +53,9 @@ class GateIn(Body):
         description="allowed drop per metric, e.g. {\"support\": 0.05, \"coverage\": 0.05}; at least one")
     reviewer: str | None = Field(None, description="count only this reviewer's labels")
     citation_precision_rule: str = Field("union", description="strict, union or lenient (SPEC §4.3b)")
+    confidence: float | None = Field(None, gt=0, lt=1, description="with it, the non-inferiority gate of "
+                                     "`score --confidence C`: the lower bound of the C-interval of B − A must "
+                                     "stay above −max_drop (SPEC §4.5); without it, the point rule")
 
 
 # -- responses --------------------------------------------------------------------------------------
@@ -194,6 +197,10 @@ class GateOut(Schema):
     values: dict[str, dict[str, float | None]] = Field(description="per gated metric: run, baseline")
     failures: list[str]
     note: str
+    noise: list[str] = Field(description="per gated metric: B − A with its interval, \"within noise\" when it "
+                                         "straddles the bound")
+    differences: dict[str, dict[str, Any]] = Field(description="every figure's paired difference B − A with its "
+                                                               "interval, as `score --baseline --format json`")
 
 
 def _utc(moment: datetime) -> datetime:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from django import forms
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
@@ -13,8 +14,9 @@ from django.views.decorators.http import require_GET
 from labeling import assignments, charts, metrics, selectors
 from labeling.models import Project, Run
 from labeling.services import run_manage_allowed
-from scoring.judgments import DEFAULT_RULE, RULES
-from scoring.matching import DEFAULT_MATCH_METHOD
+from scoring.figures import figure_interval
+from scoring.judgments import DEFAULT_RULE, RULES, JudgmentMetrics
+from scoring.matching import DEFAULT_MATCH_METHOD, DEFAULT_NGRAM_THRESHOLD
 from scoring.summary import mean_row
 
 # Up to this many answers (about 5k claims) a run page carries its totals, scatter and
@@ -30,6 +32,7 @@ def project_for(request: HttpRequest, project_slug: str, action: str = selectors
     their role may not do ``action`` there (``selectors.may``). One query."""
     project = get_object_or_404(selectors.visible_projects(user=request.user), slug=project_slug)
     _check_role(project.my_role, action, project)
+    project.may_label = selectors.may(project.my_role, selectors.LABEL)
     return project
 
 
@@ -41,6 +44,8 @@ def run_for(request: HttpRequest, project_slug: str, run_name: str, action: str 
     _check_role(run.my_role, action, run.project)
     # What the run page's buttons offer: only what this user may do there.
     run.may_lead = selectors.may(run.my_role, selectors.LEAD)
+    # A viewer (or a reviewer not assigned to the run) gets read-only pages: no label controls.
+    run.may_label = selectors.may_on_run(run, selectors.LABEL)
     run.sees_all_labels = selectors.may_on_run(run, selectors.ALL_LABELS)
     if not selectors.may_on_run(run, action):
         if action == selectors.LABEL:
@@ -110,7 +115,8 @@ def run_detail(request: HttpRequest, project_slug: str, run_name: str) -> HttpRe
                                  page_number=request.GET.get("page", 1))
     answers = page.page.paginator.count if not answer_filter else selectors.run_answer_count(run=run)
     inline = answers <= RUN_INLINE_MAX_ANSWERS
-    counts = selectors.run_counts(run=run, reviewer=request.user) if inline else None
+    answer_counts = selectors.run_answer_counts(run=run, reviewer=request.user) if inline else None
+    counts = selectors.total_counts(answer_counts) if inline else None
     has_gold = metrics.run_has_gold(run)
     gold = _gold_context(request, run) if has_gold and inline else None
     scatter_metrics = gold["claims"] if gold else None
@@ -125,6 +131,7 @@ def run_detail(request: HttpRequest, project_slug: str, run_name: str) -> HttpRe
               if inline else None)
     return render(request, "labeling/run_detail.html", {
         "judged": judged,
+        "intervals": _run_intervals(answer_counts, judged) if inline else None,
         "team": team,
         "project": run.project, "run": run, "counts": counts, "answers": page, "filters": selectors.ANSWER_FILTERS,
         "filter_title": selectors.ANSWER_FILTERS.get(answer_filter, ""),
@@ -139,7 +146,9 @@ def run_summary(request: HttpRequest, project_slug: str, run_name: str) -> HttpR
     """The run's totals (progress, coverage, support, gap) alone: the lazy part of a
     large run's page (htmx fragment), or a page without JS."""
     run = run_for(request, project_slug, run_name)
-    context = {"project": run.project, "run": run, "counts": selectors.run_counts(run=run, reviewer=request.user)}
+    answer_counts = selectors.run_answer_counts(run=run, reviewer=request.user)
+    context = {"project": run.project, "run": run, "counts": selectors.total_counts(answer_counts),
+               "intervals": _run_intervals(answer_counts, None)}
     if request.htmx:
         # With the "Start labeling" button out of band: it depends on the totals too.
         return HttpResponse(render_to_string("labeling/run_detail.html#run-summary", context, request=request)
@@ -148,21 +157,46 @@ def run_summary(request: HttpRequest, project_slug: str, run_name: str) -> HttpR
     return render(request, "labeling/run_summary.html", context)
 
 
+def _run_intervals(answer_counts: list[selectors.ClaimCounts], judged: JudgmentMetrics | None) -> dict:
+    """The run page's figures with their intervals and label budgets (SPEC §4.5): coverage,
+    support, gap and supported rate from the per-answer counts, and the judged citation
+    precision when the run has judgments."""
+    intervals = selectors.claim_count_intervals(answer_counts)
+    if judged is not None:
+        could_be_judged = sum(1 for counts in answer_counts if counts.cited)
+        intervals["judged_precision"] = figure_interval(
+            "judged_precision", judged.units(available=could_be_judged)["judged_precision"])
+    return intervals
+
+
+class GoldThresholdForm(forms.Form):
+    """The gold panel's n-gram threshold: a finite number in [0, 1] (SPEC §4.3, ``ngram``); blank: the default."""
+
+    threshold = forms.FloatField(required=False, min_value=0.0, max_value=1.0)
+
+
 def _gold_context(request: HttpRequest, run: Run) -> dict:
-    """Gold panel context for ``run`` with the match method and threshold of the query string."""
+    """Gold panel context for ``run`` with the match method and threshold of the query string.
+
+    A threshold that is not a number from 0 to 1 (``nan``, ``inf``, ``-1``,
+    ``2``, text) is not used: the panel says why and shows the default."""
     method = request.GET.get("match", DEFAULT_MATCH_METHOD)
     if method not in GOLD_PAGE_METHODS:
         method = DEFAULT_MATCH_METHOD
-    threshold = None
+    threshold, error = None, ""
     if method == "ngram" and request.GET.get("threshold"):
-        try:
-            threshold = min(max(float(request.GET["threshold"]), 0.0), 1.0)
-        except ValueError:
-            threshold = None
+        form = GoldThresholdForm({"threshold": request.GET["threshold"]})
+        if form.is_valid():
+            threshold = form.cleaned_data["threshold"]
+        else:
+            shown = request.GET["threshold"][:40]
+            error = (f"The n-gram threshold {shown!r} is not a number from 0 to 1: "
+                     f"the figures use the default, {DEFAULT_NGRAM_THRESHOLD:g}.")
     scores = metrics.run_scores(run, match_method=method, match_threshold=threshold,
                                 reviewer=request.user.username if not run.sees_all_labels else None)
     return {"rows": metrics.gold_rows(scores), "claims": scores.claims, "method": method, "threshold": threshold,
-            "methods": GOLD_PAGE_METHODS, "pending": scores.gold.context.pending if scores.gold else 0}
+            "methods": GOLD_PAGE_METHODS, "pending": scores.gold.context.pending if scores.gold else 0,
+            "error": error}
 
 
 @login_required

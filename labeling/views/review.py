@@ -102,7 +102,9 @@ def _claim_write_view(*methods: str) -> Callable[[ClaimWriteView], Callable[...,
 def _context(request: HttpRequest, run: Run, answer: Answer, claim_id: int | None, *,
              review: selectors.ReviewContext | None = None, **extra: Any) -> dict[str, Any]:
     if review is None:
-        review = selectors.review_context(answer=answer, reviewer=request.user, claim_id=claim_id)
+        # Opened on no claim, the page shows the first of the reviewer's queue there: reserve it.
+        review = selectors.review_context(answer=answer, reviewer=request.user, claim_id=claim_id,
+                                          lease=run.may_label)
     current = review.current
     my_label = current.my_label if current is not None else None
     context = {
@@ -114,6 +116,7 @@ def _context(request: HttpRequest, run: Run, answer: Answer, claim_id: int | Non
         "require_supported": run.project.require_justification_for_supported,
         "mode": "label", "error": None, "conflict": None, "notice": None,
         "judgment_choices": JUDGMENT_CHOICES, "partials_enough": review.partials_enough,
+        "read_only": read_only_reason(run),
     }
     context.update(extra)
     if review.judging:
@@ -130,10 +133,24 @@ def _context(request: HttpRequest, run: Run, answer: Answer, claim_id: int | Non
     return context
 
 
+def read_only_reason(run: Run) -> str:
+    """Why the review page of ``run`` is read-only for this user (``run_for`` read their
+    role), or ``""`` when they may label there: a viewer, or a reviewer not assigned to
+    the run, sees the claims, passages and labels without a control that writes."""
+    if run.may_label:
+        return ""
+    if not selectors.may(run.my_role, LABEL):
+        return (f"Read-only: your role in project {run.project.slug} is {run.my_role}. You see the claims, "
+                "their passages and labels; a lead of the project can make you a reviewer.")
+    return (f"Read-only: you are not assigned to run {run.name}. A lead of project {run.project.slug} "
+            "assigns the reviewers of each run.")
+
+
 def _page(request: HttpRequest, context: dict[str, Any]) -> HttpResponse:
     run: Run = context["run"]
     answer: Answer = context["answer"]
-    context["progress"] = selectors.run_progress(run=run, reviewer=request.user)
+    if not context["read_only"]:
+        context["progress"] = selectors.run_progress(run=run, reviewer=request.user)
     context["neighbours"] = queue.answer_neighbours(answer=answer)
     return render(request, TEMPLATE, context)
 
@@ -234,9 +251,15 @@ def run_next(request: HttpRequest, project_slug: str, run_name: str) -> HttpResp
     """Go to the reviewer's next unlabeled claim in the run ("Start labeling", key
     ``n``): with htmx, swap it in like a save does; else redirect to it."""
     run = run_for(request, project_slug, run_name)
+    if not selectors.may(run.my_role, LABEL):
+        # A viewer has no queue: the run page, saying why (no labeling screen to start).
+        messages.info(request, read_only_reason(run))
+        if request.htmx:
+            return HttpResponseClientRedirect(run.get_absolute_url())
+        return redirect(run.get_absolute_url())
     after_id = int_param(request.GET.get("after"))
     after = selectors.claim_in_run(run=run, claim_id=after_id) if after_id is not None else None
-    claim = queue.next_unlabeled_claim(run=run, reviewer=request.user, after=after)
+    claim = queue.next_unlabeled_claim(run=run, reviewer=request.user, after=after, lease=True)
     if claim is None:
         notice = f"Every cited claim of run {run.name} carries your label: nothing left to do."
         if run.has_assignments and not run.is_assigned:
@@ -309,13 +332,13 @@ def _after_label(request: HttpRequest, run: Run, claim: Claim, label: Any, *, fi
     # what the page knew: "0" = no claim after this one was left, so skip the look
     # (a claim another tab brought back into the queue meanwhile is reached when
     # the queue wraps around). Only a hint: any other value, or none, means look.
-    review = None
+    # The queue reserves the claim it hands out (a lease, labeling.queue), so
+    # reviewers working at once are never handed the same claim beyond its overlap.
+    following = None
     if request.POST.get("more_in_answer") != "0":
-        following = queue.next_claim_in_answer(run=run, reviewer=request.user, after=claim)
-        if following is not None:
-            review = selectors.review_context(answer=claim.answer, reviewer=request.user, claim_id=following.pk)
-    if review is not None and review.current is not None:
-        following = review.current.claim
+        following = queue.next_claim_in_answer(run=run, reviewer=request.user, after=claim, lease=True)
+    if following is not None:
+        review = selectors.review_context(answer=claim.answer, reviewer=request.user, claim_id=following.pk)
         if not request.htmx:
             messages.success(request, notice)
             return redirect(review_url(run, claim.answer_id, following.pk))
@@ -323,17 +346,22 @@ def _after_label(request: HttpRequest, run: Run, claim: Claim, label: Any, *, fi
                              whole_review=False)
         push_url(response, review_url(run, claim.answer_id, following.pk))
         return trigger_client_event(response, LABEL_SAVED, {"labeled": labeled})
-    # The review of the next answer with work left opens on its first claim to label.
-    answer = queue.next_answer_to_label(run=run, reviewer=request.user, after=claim.answer)
-    if answer is None:
-        notice += " Every cited claim of this run now carries your label."
+    # Else the next answer with work left, on its first claim to label.
+    following = queue.claim_in_next_answers(run=run, reviewer=request.user, after=claim.answer, lease=True)
+    if following is None:
+        notice += (" Every cited claim of this run now carries your label." if run.overlap == 1 else
+                   f" Nothing is left in your queue: every cited claim of this run carries your label or has "
+                   f"its {run.overlap} reviewers.")
         return _after_write(request, run, claim, show=None, notice=notice, labeled=labeled)
+    answer = following.answer
+    answer.run = run
     notice = (f"Saved {label.value} on claim {claim.index} of {claim.answer.question.question_id}, "
               f"the last one to label there: this is the next answer.")
     if not request.htmx:
         messages.success(request, notice)
-        return redirect(review_url(run, answer.pk))
-    return _show(request, run, answer, None, came_from=claim.answer_id, saved=True, labeled=labeled, notice=notice)
+        return redirect(review_url(run, answer.pk, following.pk))
+    return _show(request, run, answer, following.pk, came_from=claim.answer_id, saved=True, labeled=labeled,
+                 notice=notice)
 
 
 class JudgeForm(forms.Form):

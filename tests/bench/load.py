@@ -5,6 +5,7 @@ Run (from the repository root)::
     .venv/bin/python -m tests.bench.load --database postgres --reviewers 20 --duration 60 [--think S]
     .venv/bin/python -m tests.bench.load --database sqlite --reviewers 5 --duration 60
     .venv/bin/python -m tests.bench.load --database postgres --label-step
+    .venv/bin/python -m tests.bench.load --database postgres --reviewers 6 --overlap 2 --answers 100 --duration 30
 
 What it does, in order:
 
@@ -31,7 +32,11 @@ What it does, in order:
    and reviewers start spread over one think time.
 4. Afterwards every label a 2xx response acknowledged ("Saved …") is looked up
    in the database: reviewer, claim and value must be there as a current label.
-   A missing one is a lost label.
+   A missing one is a lost label. And every cited claim's current human labels
+   are counted against the run's ``--overlap`` (default 1): how many claims
+   have 0, 1, 2 … labels, and how many have more than the overlap (work the
+   queue's leases must prevent: issue 20 §3). A reviewer whose queue is empty
+   stops.
 
 Printed (and with ``--json PATH`` written as JSON): requests/s over the
 labeling window, p50/p95/p99/max of every request and of label steps, by kind,
@@ -62,6 +67,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlencode, urlsplit
+
+from tests.waiting import REQUEST_SECONDS, wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 PASSWORD = "load-test-password-1"
@@ -191,24 +198,28 @@ def label_step(browser: Browser, username: str, url: str, fields: dict[str, str]
     browser.stats.steps.append(step)
     if "hx-push-url" not in headers:
         return None
-    return form_of(html)
+    following = form_of(html)
+    if following is not None and following[1].get("claim") == fields["claim"]:
+        return None  # the page stayed on the claim just saved: nothing left here, ask the queue
+    return following
 
 
 def reviewer_loop(browser: Browser, username: str, start: threading.Event, stop_at: list[float], think: float,
-                  max_steps: int | None) -> None:
+                  max_steps: int | None, min_steps: int = 0) -> None:
     start.wait()
     # People do not press their first key in the same millisecond: starts spread over one think time.
     time.sleep(random.uniform(0, think))
     try:
         current = open_next(browser)
         n = 0
-        while current is not None and time.perf_counter() < stop_at[0]:
+        # At least min_steps whatever the clock: on a busy machine the first page may take the whole duration.
+        while current is not None and (n < min_steps or time.perf_counter() < stop_at[0]):
             if max_steps is not None and n >= max_steps:
                 return
             url, fields = current
             current = label_step(browser, username, url, fields, n)
             n += 1
-            if current is None and time.perf_counter() < stop_at[0]:
+            if current is None and (n < min_steps or time.perf_counter() < stop_at[0]):
                 current = open_next(browser)  # the queue went on elsewhere, or a save failed: start again
             if think:
                 time.sleep(think)
@@ -224,7 +235,7 @@ def django_env(database_url: str) -> dict[str, str]:
             "CITELAB_LOG_LEVEL": "WARNING", "DJANGO_SETTINGS_MODULE": "labeling.settings"}
 
 
-def prepare(answers: int, reviewers: int, folder: Path) -> dict:
+def prepare(answers: int, reviewers: int, folder: Path, overlap: int = 1) -> dict:
     """Migrate, import the generated project, create the reviewers (one password hash for all)."""
     import django
     from django.core.management import call_command
@@ -233,7 +244,7 @@ def prepare(answers: int, reviewers: int, folder: Path) -> dict:
     from django.contrib.auth.hashers import make_password
 
     from labeling.answers_import import run_import
-    from labeling.models import Membership, Project, Reviewer, Role
+    from labeling.models import Membership, Project, Reviewer, Role, Run
     from tests.bench.answers_file import write_answers
 
     started = time.perf_counter()
@@ -244,6 +255,7 @@ def prepare(answers: int, reviewers: int, folder: Path) -> dict:
     imported = time.perf_counter()
     report = run_import(project=project, source=path)
     import_seconds = time.perf_counter() - imported
+    Run.objects.filter(project=project, name=RUN).update(overlap=overlap)
     password = make_password(PASSWORD)
     users = Reviewer.objects.bulk_create(
         [Reviewer(username=f"load-{n:02d}", password=password) for n in range(1, reviewers + 1)])
@@ -262,6 +274,19 @@ def lost_labels(acked: list[tuple[str, int, str]]) -> list[tuple[str, int, str]]
     current = set(Label.objects.filter(is_current=True, reviewer__username__startswith="load-")
                   .values_list("reviewer__username", "claim_id", "value"))
     return [label for label in acked if label not in current]
+
+
+def labels_per_claim() -> dict[int, int]:
+    """How many cited claims of the run have 0, 1, 2 … current human labels."""
+    from collections import Counter
+
+    from django.db.models import Count, Exists, OuterRef, Q
+
+    from labeling.models import Citation, Claim
+
+    cited = Claim.objects.filter(answer__run__name=RUN).filter(Exists(Citation.objects.filter(claim=OuterRef("pk"))))
+    counts = cited.annotate(n=Count("labels", filter=Q(labels__is_current=True, labels__reviewer__kind="human")))
+    return dict(sorted(Counter(counts.values_list("n", flat=True)).items()))
 
 
 def _cpu_seconds(pid: int) -> float:
@@ -297,18 +322,24 @@ def start_server(port: int, workers: int, env: dict[str, str], log: Path) -> sub
                "--bind", f"127.0.0.1:{port}", "--access-logfile", "-", "--timeout", "120"]
     server = subprocess.Popen(command, cwd=ROOT, env={**os.environ, **env}, stdout=log.open("w"),
                               stderr=subprocess.STDOUT, start_new_session=True)
-    deadline = time.time() + 60
-    while time.time() < deadline:
-        if server.poll() is not None:
-            raise RuntimeError(f"gunicorn exited: {log.read_text()[-2000:]}")
+
+    def answered() -> None:
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=REQUEST_SECONDS)
         try:
-            connection = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
             connection.request("GET", "/login/")
-            if connection.getresponse().status == 200:
-                return server
-        except OSError:
-            time.sleep(0.3)
-    raise RuntimeError("gunicorn did not answer within 60 s")
+            status = connection.getresponse().status
+        finally:
+            connection.close()
+        if status != 200:
+            raise ConnectionError(f"/login/ answered HTTP {status}")  # not serving yet: try again
+
+    # Refused, reset or a read timeout while a worker boots are all "not yet" (tests/waiting.py).
+    try:
+        wait_for(answered, what="gunicorn answering /login/",
+                 gone=lambda: server.poll() is not None and f"gunicorn exited: {log.read_text()[-2000:]}")
+    except AssertionError as exc:
+        raise RuntimeError(str(exc)) from None
+    return server
 
 
 def stop_server(server: subprocess.Popen) -> None:
@@ -336,6 +367,10 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--think", type=float, default=0.0, help="seconds between a reviewer's steps")
     parser.add_argument("--answers", type=int, default=8_334, help="answers of 6 claims (default: 50,004 claims)")
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--overlap", type=int, default=1, choices=range(1, 6),
+                        help="reviewers each claim needs (the run's overlap)")
+    parser.add_argument("--min-steps", type=int, default=0,
+                        help="label steps each reviewer makes even past --duration (a busy machine's smoke test)")
     parser.add_argument("--port", type=int, default=8300)
     parser.add_argument("--label-step", action="store_true",
                         help="one reviewer, no think time, 300 steps and 30 answer openings")
@@ -361,7 +396,7 @@ def main(argv: list[str] | None = None) -> dict:
     sys.path.insert(0, str(ROOT))
     server = None
     try:
-        setup = prepare(args.answers, args.reviewers, folder)
+        setup = prepare(args.answers, args.reviewers, folder, args.overlap)
         server = start_server(args.port, args.workers, env, folder / "gunicorn.log")
         stats = Stats()
         browsers = [(Browser(args.port, stats), name) for name in setup["usernames"]]
@@ -373,7 +408,8 @@ def main(argv: list[str] | None = None) -> dict:
         start = threading.Event()
         stop_at = [float("inf")]
         max_steps = 300 if args.label_step else None
-        threads = [threading.Thread(target=reviewer_loop, args=(b, n, start, stop_at, args.think, max_steps))
+        threads = [threading.Thread(target=reviewer_loop,
+                                    args=(b, n, start, stop_at, args.think, max_steps, args.min_steps))
                    for b, n in browsers]
         for thread in threads:
             thread.start()
@@ -395,6 +431,7 @@ def main(argv: list[str] | None = None) -> dict:
         if server is not None:
             stop_server(server)
     lost = lost_labels(stats.acked)
+    per_claim = labels_per_claim()
     from django.db import connection
 
     connection.close()
@@ -412,6 +449,8 @@ def main(argv: list[str] | None = None) -> dict:
         "all_requests_ms": summarize(labeling), "label_step_ms": summarize(stats.steps),
         "by_kind_ms": {kind: summarize(values) for kind, values in sorted(stats.times.items())},
         "labels_acknowledged": len(stats.acked), "lost_labels": len(lost), "errors": len(stats.errors),
+        "overlap": args.overlap, "labels_per_claim": {str(k): v for k, v in per_claim.items()},
+        "claims_over_overlap": sum(v for k, v in per_claim.items() if k > args.overlap),
         "error_samples": stats.errors[:5], "load_average_before": load_before, "load_average_after": load_after,
     }
     print(report(result))
@@ -438,10 +477,12 @@ def report(result: dict) -> str:
                      f"{figures['p99']} / max {figures['max']} ms")
     lines.append(f"[load] errors {result['errors']}, labels acknowledged {result['labels_acknowledged']}, "
                  f"lost {result['lost_labels']}")
+    lines.append(f"[load] overlap {result['overlap']}: cited claims by their number of human labels "
+                 f"{result['labels_per_claim']}; more than the overlap: {result['claims_over_overlap']}")
     lines.extend(f"[load]   error: {e}" for e in result["error_samples"])
     return "\n".join(lines)
 
 
 if __name__ == "__main__":
     outcome = main()
-    sys.exit(1 if outcome["errors"] or outcome["lost_labels"] else 0)
+    sys.exit(1 if outcome["errors"] or outcome["lost_labels"] or outcome["claims_over_overlap"] else 0)

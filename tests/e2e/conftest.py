@@ -5,7 +5,10 @@ through Playwright's sync API against pytest-django's ``live_server``.
   ``/usr/bin/chromium`` is absent — the only skip of the suite);
 - ``page``: a fresh browser context and page, 1280×800, that fails the test on
   any JavaScript error of the page (the Content-Security-Policy bypassed, as
-  Playwright's ``wait_for_function`` needs ``eval``);
+  Playwright's ``wait_for_function`` needs ``eval``); every wait (``expect``
+  included) gives up after ``BROWSER_WAIT_MS`` (tests/waiting.py: a busy
+  machine swaps slowly), and ``goto``/``reload`` return once a review page
+  takes keys (``ready_after_navigation``);
 - ``strict_page``: the same under the app's policy, failing on any violation;
 - ``logged_in_page``: ``page`` logged in through the login form as the
   ``reviewer`` fixture (``alice``). Make ``alice`` a member of the project the
@@ -27,6 +30,8 @@ from pathlib import Path
 import pytest
 from django.urls import reverse
 
+from tests.waiting import BROWSER_WAIT_MS
+
 os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -42,8 +47,9 @@ def browser() -> Iterator:
     so another module may start its own Playwright)."""
     if not CHROMIUM.exists():
         pytest.skip("browser tests need Debian's Chromium at /usr/bin/chromium, which is absent here")
-    from playwright.sync_api import sync_playwright
+    from playwright.sync_api import expect, sync_playwright
 
+    expect.set_options(timeout=BROWSER_WAIT_MS)
     with sync_playwright() as playwright:
         chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
         yield chromium
@@ -52,8 +58,9 @@ def browser() -> Iterator:
 
 def _page(browser, *, bypass_csp: bool) -> Iterator:
     context = browser.new_context(viewport=VIEWPORT, accept_downloads=True, bypass_csp=bypass_csp)
+    context.set_default_timeout(BROWSER_WAIT_MS)  # for every page of the context (a second tab too)
     page = context.new_page()
-    page.set_default_timeout(15_000)
+    ready_after_navigation(page)
     errors: list[str] = []
     page.on("pageerror", lambda error: errors.append(str(error)))
     page.on("console", lambda message: errors.append(message.text)
@@ -91,6 +98,23 @@ def logged_in_page(live_server, reviewer, page):
     page.click("button[type=submit]")
     page.wait_for_url(live_server.url + reverse("project_list"))
     return page
+
+
+def ready_after_navigation(page) -> None:
+    """Make ``page.goto`` and ``page.reload`` return only once the page takes keys:
+    no ``main[aria-busy=true]`` (static/js/app.js sets it on a review page until the
+    claim is painted; other pages never have it). A key pressed before that is
+    ignored by design, so a test must not race it. A locator wait, no ``eval``:
+    it works under the app's Content-Security-Policy too."""
+    for name in ("goto", "reload"):
+        navigate = getattr(page, name)
+
+        def then_ready(*args, _navigate=navigate, **kwargs):
+            response = _navigate(*args, **kwargs)
+            page.locator("main[aria-busy=true]").wait_for(state="detached")
+            return response
+
+        setattr(page, name, then_ready)
 
 
 def review_url(run, answer, claim=None) -> str:

@@ -17,7 +17,7 @@ import pytest
 
 from labeling import services
 from labeling.models import Claim, Label
-from tests.e2e.conftest import panel_claim, review_url, wait_for_claim_after, wait_for_htmx
+from tests.e2e.conftest import panel_claim, ready_after_navigation, review_url, wait_for_claim_after, wait_for_htmx
 from tests.factories import (
     AnswerFactory,
     CitationFactory,
@@ -27,6 +27,7 @@ from tests.factories import (
     QuestionFactory,
     RunFactory,
 )
+from tests.waiting import BOOT_SECONDS
 
 pytestmark = pytest.mark.e2e
 
@@ -75,6 +76,7 @@ def conflict_in_tab_b(live_server, reviewer, page):
     tab_b = page
     answer, claims = open_answer(live_server, reviewer, tab_b, 2)
     tab_a = page.context.new_page()
+    ready_after_navigation(tab_a)
     tab_a.goto(live_server.url + review_url(answer.run, answer))
     tab_a.keyboard.press("1")
     wait_for_claim_after(tab_a, claims[0].pk)
@@ -272,7 +274,7 @@ def test_keys_pressed_while_saving_are_ignored_not_replayed(live_server, reviewe
     released, save = threading.Event(), services.label_save
 
     def held_save(**kwargs):
-        assert released.wait(timeout=20)
+        assert released.wait(timeout=BOOT_SECONDS)
         return save(**kwargs)
 
     monkeypatch.setattr(services, "label_save", held_save)

@@ -20,6 +20,7 @@ from tests.factories import (
     QuestionFactory,
     RunFactory,
 )
+from tests.waiting import BROWSER_WAIT_MS
 
 pytestmark = pytest.mark.e2e
 
@@ -72,6 +73,7 @@ def test_answer_change_by_htmx_updates_the_title_and_the_breadcrumb(live_server,
 def test_answer_change_without_javascript_loads_the_next_page(live_server, reviewer, browser):
     run, q1, q2 = review_run(reviewer)
     context = browser.new_context(viewport=DESKTOP, java_script_enabled=False)
+    context.set_default_timeout(BROWSER_WAIT_MS)
     page = context.new_page()
     page.goto(live_server.url + reverse("login"))
     page.fill("#id_username", reviewer.username)

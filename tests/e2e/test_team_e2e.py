@@ -13,8 +13,9 @@ from django.core.management import call_command
 from django.urls import reverse
 
 from labeling.models import Adjudication, Label, Membership
-from tests.e2e.conftest import PASSWORD, VIEWPORT
+from tests.e2e.conftest import PASSWORD, VIEWPORT, ready_after_navigation
 from tests.factories import CitationFactory, ClaimFactory, ProjectFactory, ReviewerFactory, RunFactory
+from tests.waiting import BROWSER_WAIT_MS
 
 pytestmark = pytest.mark.e2e
 
@@ -25,8 +26,9 @@ LEAD_SAYS = "The span gives the year exactly; Ann misread it."
 def login(browser, live_server, username):
     # Playwright's wait_for_function needs eval, which the app's policy forbids (tests/e2e/conftest.py).
     context = browser.new_context(viewport=VIEWPORT, bypass_csp=True)
+    context.set_default_timeout(BROWSER_WAIT_MS)
     page = context.new_page()
-    page.set_default_timeout(15_000)
+    ready_after_navigation(page)
     errors: list[str] = []
     page.on("pageerror", lambda error: errors.append(str(error)))
     page.goto(live_server.url + reverse("login"))

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -35,6 +34,8 @@ class FakeOpenAI:
         self.requests: list[dict[str, Any]] = []
         self.reply: Callable[[str, dict[str, Any]], Reply] = lambda path, body: (404, {})
         self.delay = 0.0
+        # Set at teardown: a reply held for ``delay`` (the timeout test) ends then.
+        self.closing = threading.Event()
         self.base_url = ""
 
 
@@ -53,7 +54,7 @@ def fake_openai(monkeypatch) -> Iterator[FakeOpenAI]:
                  "body": body}
             )
             if fake.delay:
-                time.sleep(fake.delay)
+                fake.closing.wait(fake.delay)
             status, payload = fake.reply(self.path, body)
             data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
             try:
@@ -75,6 +76,7 @@ def fake_openai(monkeypatch) -> Iterator[FakeOpenAI]:
     thread.start()
     fake.base_url = f"http://127.0.0.1:{server.server_address[1]}/v1"
     yield fake
+    fake.closing.set()
     server.shutdown()
     server.server_close()
     thread.join(timeout=5)
@@ -172,7 +174,8 @@ def test_body_that_is_not_json_is_a_backend_error(fake_openai):
 
 def test_timeout_is_a_backend_error(fake_openai):
     fake_openai.reply = embeddings_reply
-    fake_openai.delay = 1.0
+    # The reply never comes before the client gives up, however busy the machine is.
+    fake_openai.delay = 600.0
     backend = OpenAIEmbeddingBackend(base_url=fake_openai.base_url, timeout=0.2)
     with pytest.raises(BackendError, match="did not answer within 0.2 s"):
         backend.embed(["vpn policy"])

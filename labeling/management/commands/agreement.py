@@ -10,6 +10,13 @@ reviewers. Each figure comes with its n
 and a 95 % bootstrap interval over claims (SPEC §4.4; method in
 ``scoring.agreement``). Only cited claims count (``labeling.agreement``).
 
+On a run with assigned reviewers alpha, AC1 and the disputed claims are the
+assigned reviewers' (``counted``: ``"assigned reviewers"``); the same figures
+over every human reviewer, imported ``external`` ones included, are under
+``all_human_reviewers`` (``null`` when nobody else labeled, or nobody is
+assigned: the headline is then every human's, ``counted``: ``"human
+reviewers"``). ``--min-alpha`` gates the headline alpha.
+
 ``--min-alpha`` / ``--min-kappa`` make it a CI gate: exit status 1 naming the
 figure, its interval and n when it falls below (kappa: the named pair, or
 every pair that shares claims).
@@ -22,11 +29,14 @@ import json
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from labeling.agreement import RunAgreement
 from labeling.agreement_report import agreement_report
+from labeling.management import DATA_COMMAND_CHECKS
 from labeling.management.lookup import find_project, find_run, reviewer_name
 from labeling.models import Claim
 from labeling.names import normalize_name
 from scoring.agreement import Agreement, Coefficient, Interval
+from scoring.judgment_agreement import JudgmentAgreement
 from scoring.ratio import format_value
 
 
@@ -39,6 +49,7 @@ def figure_text(name: str, value: float | None, ci95: Interval | None, n: int) -
 class Command(BaseCommand):
     help = ("Agreement of a run's reviewers on its cited claims: per pair (raw, Cohen's kappa, confusion), "
             "Krippendorff's alpha and Gwet's AC1 overall, with 95% bootstrap intervals; optional CI gate.")
+    requires_system_checks = DATA_COMMAND_CHECKS
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--run", required=True)
@@ -67,13 +78,14 @@ class Command(BaseCommand):
             report = agreement_report(run=target, reviewers=reviewer)
         except ValidationError as exc:
             raise CommandError(exc.messages[0]) from None
-        result, pairs, payload = report.result, report.pairs, report.payload
+        result, pairs, judged, payload = report.result, report.pairs, report.judged, report.payload
         overall = result.overall
         if format == "json":
             self.stdout.write(json.dumps(payload, indent=2, ensure_ascii=False))
         else:
-            self.stdout.write(self._table(target.name, pairs, overall.alpha, overall.ac1, result.reviewers,
-                                          with_disagreements=bool(reviewer)))
+            self.stdout.write(self._table(target.name, pairs, result, with_disagreements=bool(reviewer)))
+            if judged.citations:
+                self.stdout.write(self._judgments_table(judged))
         failures = self._gate(min_alpha, min_kappa, overall.alpha, pairs)
         if failures:
             raise CommandError("agreement gate failed on run " + repr(target.name) + ":\n" + "\n".join(failures),
@@ -106,13 +118,31 @@ class Command(BaseCommand):
                     failures.append(f"  {text} is below --min-kappa {min_kappa}")
         return failures
 
-    def _table(self, run: str, pairs: list[Agreement], alpha: Coefficient, ac1: Coefficient,
-               reviewers: list[str], *, with_disagreements: bool) -> str:
-        everyone = f"over {len(reviewers)} reviewers"
-        lines = [f"Run {run}: {len(reviewers)} reviewer(s) on its cited claims "
-                 "(95% intervals: percentile bootstrap over claims, 2000 resamples, fixed seed)",
-                 f"  {figure_text(f'Krippendorff alpha {everyone}', alpha.value, alpha.ci95, alpha.n)}",
-                 f"  {figure_text(f'Gwet AC1 {everyone}', ac1.value, ac1.ci95, ac1.n)}"]
+    def _judgments_table(self, judged: JudgmentAgreement) -> str:
+        return "\n".join([
+            "", f"Citation judgments of {len(judged.reviewers)} reviewer(s), FULL > PARTIAL > NONE "
+                f"({judged.unjudgeable} UNJUDGEABLE left out)",
+            *(f"  {figure_text(f'Krippendorff alpha, {level}', figure.value, figure.ci95, figure.n)}"
+              for level, figure in (("nominal", judged.nominal), ("ordinal", judged.ordinal))),
+        ])
+
+    def _table(self, run: str, pairs: list[Agreement], result: RunAgreement, *, with_disagreements: bool) -> str:
+        lines = [f"Run {run}: {len(result.reviewers)} reviewer(s) on its cited claims "
+                 "(95% intervals: percentile bootstrap over claims, 2000 resamples, fixed seed)"]
+        groups = [("assigned reviewers" if result.assigned else "reviewers", result.overall, result.disputed)]
+        if result.every_human is not None:
+            groups.append(("human reviewers, imported ones included", result.every_human,
+                           result.every_human_disputed or []))
+        for title, figures, disputed in groups:
+            over = f"over {len(figures.reviewers)} {title}"
+            if result.assigned:
+                over += f" ({', '.join(figures.reviewers)})"
+            alpha, ac1 = figures.alpha, figures.ac1
+            fleiss = figures.fleiss_kappa
+            lines += [f"  {figure_text(f'Krippendorff alpha {over}', alpha.value, alpha.ci95, alpha.n)}",
+                      f"  {figure_text(f'Gwet AC1 {over}', ac1.value, ac1.ci95, ac1.n)}",
+                      f"  {figure_text(f'Fleiss kappa {over}', fleiss.value, fleiss.ci95, fleiss.n)}",
+                      f"  disputed claims {over}: {len(disputed)}"]
         for pair in pairs:
             lines += [
                 "",
