@@ -237,15 +237,15 @@ def fully_labeled_check(run_id: int) -> WebhookDelivery | None:
     """Task: when every cited claim of run ``run_id`` carries the label that counts
     (nothing pending: unlabeled or disputed), send ``run.fully_labeled`` — once per
     state of the run's claims (``Run.claims_version``) and hook."""
-    from labeling.selectors import _runs_claim_counts
+    from labeling.selectors import run_counts
 
     run = Run.objects.select_related("project").filter(pk=run_id).first()
     if run is None:
         return None
-    # Everyone's labels (no blind view): any reviewer will do, none of the counts is "their own".
-    anyone = Reviewer(pk=0)
-    counts = _runs_claim_counts(reviewer=anyone, run=run).get(run.pk)
-    if counts is None or not counts.cited or counts.pending:
+    # Everyone's labels: counted as for a superuser (never blind); no count here is "their own".
+    everyone = Reviewer(pk=0, is_superuser=True)
+    counts = run_counts(run=run, reviewer=everyone)
+    if not counts.cited or counts.pending:
         return None
     hooks = [hook for hook in Webhook.objects.filter(project=run.project, active=True).select_related("project")
              if WebhookEvent.RUN_FULLY_LABELED in hook.events
