@@ -71,7 +71,9 @@ from labeling.models import Project
 APP = "labeling"
 # Models of the app that belong to no project (none today): named here so the
 # export knows it is meant to leave them out.
-GLOBAL_MODELS: frozenset[str] = frozenset()
+# A reviewer's single sign-on identity (labeling.sso) is the server's, not a project's: a
+# restored reviewer signing in again is a new account until an administrator ties them.
+GLOBAL_MODELS: frozenset[str] = frozenset({"labeling.ssoidentity"})
 # Rows that are no part of a project's history: a claim lease reserves a claim for a
 # few minutes (labeling.queue); a restored one would only hold claims back.
 EPHEMERAL_MODELS: frozenset[str] = frozenset({"labeling.claimlease"})

@@ -38,8 +38,6 @@ class Reviewer(AbstractUser):
     """
 
     kind = models.CharField(max_length=16, choices=ReviewerKind.choices, default=ReviewerKind.HUMAN)
-    # "<issuer>|<sub>" of a reviewer created by single sign-on (labeling.sso): later logins find them by it.
-    sso_subject = models.CharField(max_length=300, null=True, blank=True, unique=True, editable=False)
 
     class Meta:
         verbose_name = "reviewer"
@@ -816,3 +814,20 @@ class WebhookDelivery(models.Model):
 
     def __str__(self) -> str:
         return f"{self.event} to {self.webhook_id} ({self.status})"
+
+
+class SsoIdentity(models.Model):
+    """The account at the single sign-on provider of a reviewer it created
+    (``labeling.sso``): ``subject`` is ``"<issuer>|<sub>"``, what later logins
+    find the reviewer by (never their name or e-mail)."""
+
+    reviewer = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="sso_identity")
+    subject = models.CharField(max_length=300, unique=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        verbose_name = "single sign-on identity"
+        verbose_name_plural = "single sign-on identities"
+
+    def __str__(self) -> str:
+        return self.subject

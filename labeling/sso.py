@@ -25,7 +25,7 @@ from django.db import transaction
 from mozilla_django_oidc.auth import OIDCAuthenticationBackend
 
 from labeling.memberships import role_checked
-from labeling.models import Membership, Project, Reviewer, ReviewerKind
+from labeling.models import Membership, Project, Reviewer, ReviewerKind, SsoIdentity
 from labeling.names import normalize_name
 
 SSO_SUFFIX = "@sso"
@@ -55,7 +55,7 @@ class CitelabOIDCBackend(OIDCAuthenticationBackend):
         return bool(claims.get("sub")) and bool(str(claims.get(settings.CITELAB_OIDC_USERNAME_CLAIM) or "").strip())
 
     def filter_users_by_claims(self, claims: dict[str, Any]):
-        return self.UserModel.objects.filter(sso_subject=self._subject(claims), is_active=True)
+        return self.UserModel.objects.filter(sso_identity__subject=self._subject(claims), is_active=True)
 
     @staticmethod
     def _subject(claims: dict[str, Any]) -> str:
@@ -72,10 +72,10 @@ class CitelabOIDCBackend(OIDCAuthenticationBackend):
             username = name
             while Reviewer.objects.filter(username=username).exists():
                 username += SSO_SUFFIX
-            user = Reviewer(username=username, email=str(claims.get("email") or ""), kind=ReviewerKind.HUMAN,
-                            sso_subject=self._subject(claims))
+            user = Reviewer(username=username, email=str(claims.get("email") or ""), kind=ReviewerKind.HUMAN)
             user.set_unusable_password()
             user.save()
+            SsoIdentity.objects.create(reviewer=user, subject=self._subject(claims))
             self._grant_roles(user, claims)
         return user
 

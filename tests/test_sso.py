@@ -136,7 +136,7 @@ def test_first_login_creates_a_reviewer_with_no_membership(provider, client, tea
                                                  "email": "dana@example.org"}, next_url="/p/team/")
     assert response.status_code == 302 and response["Location"] == "/p/team/"
     dana = Reviewer.objects.get(username="dana")
-    assert (dana.sso_subject, dana.email, dana.kind, dana.has_usable_password()) == (
+    assert (dana.sso_identity.subject, dana.email, dana.kind, dana.has_usable_password()) == (
         f"{provider.url}|u-1", "dana@example.org", "human", False)
     assert not Membership.objects.filter(reviewer=dana).exists()
     # Logged in, and a member of nothing: the project is not hers to open.
@@ -157,7 +157,7 @@ def test_the_role_claim_maps_to_a_membership_at_first_login_only(provider, clien
     client.logout()
     assert _log_in(client, provider, "c3", claims | {"groups": ["team-leads"]}).status_code == 302
     assert Membership.objects.get(reviewer=eve).role == Role.VIEWER
-    assert Reviewer.objects.filter(sso_subject=f"{provider.url}|u-2").count() == 1
+    assert Reviewer.objects.filter(sso_identity__subject=f"{provider.url}|u-2").count() == 1
 
 
 def test_a_provider_name_that_a_local_account_holds_is_another_reviewer(provider, client, team):
@@ -165,7 +165,7 @@ def test_a_provider_name_that_a_local_account_holds_is_another_reviewer(provider
     lea = ReviewerFactory(username="lea")
     Membership.objects.create(project=team, reviewer=lea, role=Role.LEAD)
     assert _log_in(client, provider, "c4", {"sub": "u-3", "preferred_username": "lea"}).status_code == 302
-    other = Reviewer.objects.get(sso_subject=f"{provider.url}|u-3")
+    other = Reviewer.objects.get(sso_identity__subject=f"{provider.url}|u-3")
     assert other.username == "lea@sso" and other != lea
     assert client.get("/p/team/").status_code == 404
     client.logout()

@@ -80,3 +80,27 @@ def test_a_lead_makes_a_token_sees_it_once_and_revokes_it(live_server, strict_pa
     expect(page.locator(f"#token-{token.pk}")).to_have_class("token-revoked")
     token.refresh_from_db()
     assert token.revoked_by == reviewer
+
+
+def test_a_lead_registers_a_webhook_and_sees_its_test_delivery(live_server, strict_page, team, reviewer, settings):
+    from tests.test_webhooks import Receiver
+
+    settings.CITELAB_TASKS_SYNC = True
+    settings.CITELAB_WEBHOOK_ALLOW = ["127.0.0.1/32"]
+    page = strict_page
+    page.goto(live_server.url + "/login/")
+    page.fill("#id_username", reviewer.username)
+    page.fill("#id_password", PASSWORD)
+    page.click("button[type=submit]")
+    with Receiver() as receiver:
+        page.goto(live_server.url + "/p/team/")
+        page.click("text=Webhooks")
+        page.fill("#webhook-url", receiver.url)
+        page.check("input[value='label.saved']")
+        page.check("input[value='gate.failed']")
+        page.click("text=Register")
+        expect(page.locator(".message.success")).to_contain_text("registered for gate.failed, label.saved")
+        page.click("text=Send a test delivery")
+        expect(page.locator("table.deliveries tbody tr").first).to_contain_text("Delivered")
+        _shot(page, "webhooks.png")
+    assert len(receiver.accepted) == 1 and b'"event":"webhook.test"' in receiver.accepted[0]
