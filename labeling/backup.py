@@ -106,7 +106,7 @@ def _path_to_project(model: type[models.Model], *, nullable: bool = False) -> st
     while queue:
         current, path = queue.popleft()
         for field in current._meta.concrete_fields:
-            target = field.related_model if field.is_relation and field.many_to_one else None
+            target = field.related_model if field.is_relation and (field.many_to_one or field.one_to_one) else None
             if target is None or target is user_model or target in seen or (field.null and not nullable):
                 continue
             step = f"{path}__{field.name}" if path else field.name
