@@ -1,0 +1,200 @@
+"""Judge-assisted estimates of a run (SPEC §4.6, issue 23): reads the run's
+probability sample, the humans' labels on it and a judge's labels on every
+cited claim, and hands per-answer sums to :func:`scoring.ppi.ppi_mean`.
+
+Which claims are units: support counts the cited factual claims, the
+supported rate every factual claim (an uncited one is 0 for the humans and the
+judge alike), both leaving out an abstention's claims (SPEC §4.2, §4.3b).
+Which answers are labeled: the sampled answers whose every cited factual claim
+has a human label that counts (``labeling.samples.human_claims``: never a
+judge's, promoted or not). Every other answer is the judge's alone, even a
+sampled one still pending (SPEC §4.6). A cited claim the judge did not label
+is a prediction of 0.5: PPI stays valid for any prediction, as the sample
+corrects it, and the judge-only figure counts only the judge's labels.
+
+Five queries whatever the size of the run, all read at one moment
+(``labeling.db.consistent_read``): the run's claims with the judge's label, its
+answers, the sample, the sampled answers' human labels, and the judges.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+import pandas as pd
+from django.db.models import Exists, OuterRef, Subquery
+
+from labeling import samples
+from labeling.db import consistent_read
+from labeling.models import Answer, Citation, Claim, Label, LabelValue, Reviewer, ReviewerKind, Run
+from scoring.intervals import DEFAULT_CONFIDENCE, Budget, answers_needed
+from scoring.ppi import PPIEstimate, ppi_answers_needed, ppi_mean
+
+METRICS = ("support", "supported_rate")
+# A cited claim the judge left unlabeled: a prediction that favours neither label (module docstring).
+NO_VERDICT = 0.5
+
+
+class EstimateError(ValueError):
+    """Why a run's estimates cannot be computed as asked (a judge that cannot be picked)."""
+
+
+def run_judges(run: Run) -> list[Reviewer]:
+    """The judges (reviewers of kind ``model``) with a current label on a claim of
+    ``run``, by name. One query."""
+    labeled = Label.objects.filter(reviewer=OuterRef("pk"), claim__answer__run=run, is_current=True)
+    return list(Reviewer.objects.filter(kind=ReviewerKind.MODEL).filter(Exists(labeled)).order_by("username"))
+
+
+def pick_judge(run: Run, name: str | None = None) -> Reviewer | None:
+    """The judge whose labels the estimates use (issue 23 §2): ``name``, else the
+    run's promoted judge, else its only judge; ``None`` when no judge labeled the
+    run. Raises :class:`EstimateError` when ``name`` is no judge of the run, or
+    when the run has several judges, none promoted, and no ``name``."""
+    judges = run_judges(run)
+    if name is not None:
+        for judge in judges:
+            if judge.username == name:
+                return judge
+        listed = ", ".join(j.username for j in judges) or "none"
+        raise EstimateError(f"{name!r} is not a judge with labels on run {run.name!r} (its judges: {listed})")
+    if run.promoted_judge_id is not None:
+        promoted = [j for j in judges if j.pk == run.promoted_judge_id]
+        if promoted:
+            return promoted[0]
+    if len(judges) > 1:
+        raise EstimateError(f"run {run.name!r} has {len(judges)} judges ({', '.join(j.username for j in judges)}) "
+                            "and none is promoted: name the one the estimates use (--judge NAME)")
+    return judges[0] if judges else None
+
+
+@dataclass(frozen=True)
+class RunEstimates:
+    """A run's sample and what it estimates (SPEC §4.6).
+
+    ``judge``: the judge's name, ``None`` without one (then the estimates are
+    the humans' alone, λ = 0, and only ``human_only`` means anything);
+    ``sample``: its size and progress; ``support``/``supported_rate``: the
+    PPI++ estimates; ``answers``: the run's answers (the most a sample can hold).
+    """
+
+    judge: str | None
+    sample: samples.SampleStatus
+    support: PPIEstimate
+    supported_rate: PPIEstimate
+    answers: int
+
+    def to_dict(self) -> dict:
+        """``score --format json``'s ``estimates``: ``{"support": …, "supported_rate": …}``,
+        each :meth:`scoring.ppi.PPIEstimate.as_dict` with ``judge`` named."""
+        return {name: {**getattr(self, name).as_dict(), "judge": self.judge} for name in METRICS}
+
+    @property
+    def headline(self) -> PPIEstimate:
+        return self.support
+
+    @property
+    def target_reached(self) -> bool | None:
+        """Whether the support interval is as narrow as the sample's target
+        (the PPI++ one with a judge, else the humans'); ``None`` without a
+        target or an interval."""
+        target = self.sample.target_half_width
+        interval = self.support if self.judge is not None else self.support.human_only
+        if target is None or interval.half_width is None:
+            return None
+        return interval.half_width <= target + 1e-12
+
+    def budgets(self) -> list[tuple[Budget, Budget | None]]:
+        """The label budget of the support estimate (issue 23 §5): per target
+        half-width (the sample's own first when set, then ±0.05, ±0.03, ±0.02),
+        the humans' alone and, with a judge, PPI++'s (SPEC §4.5 "Label budget").
+        Empty without an interval."""
+        widths = [0.05, 0.03, 0.02]
+        target = self.sample.target_half_width
+        if target is not None:
+            widths = [target, *(w for w in widths if abs(w - target) > 1e-12)]
+        human = answers_needed(self.support.human_only, available=self.answers, half_widths=widths)
+        if human is None:
+            return []
+        ppi = ppi_answers_needed(self.support, available=self.answers, half_widths=widths) \
+            if self.judge is not None else None
+        return [(h, ppi[i] if ppi else None) for i, h in enumerate(human)]
+
+
+def _claims_frame(run: Run, judge: Reviewer | None) -> pd.DataFrame:
+    """One row per claim of ``run``: ``answer_id``, ``claim_id``, ``factual``, ``cited``, ``judged``
+    (the judge's current label value, or None). One query."""
+    claims = Claim.objects.filter(answer__run=run).annotate(cited=Exists(Citation.objects.filter(claim=OuterRef("pk"))))
+    fields = ["answer_id", "pk", "factual", "cited"]
+    if judge is not None:
+        verdict = Label.objects.filter(claim=OuterRef("pk"), reviewer=judge, is_current=True).values("value")[:1]
+        claims = claims.annotate(judged=Subquery(verdict))
+        fields.append("judged")
+    frame = pd.DataFrame.from_records(list(claims.values_list(*fields)), columns=[
+        "answer_id", "claim_id", "factual", "cited", *(["judged"] if judge is not None else [])])
+    if judge is None:
+        frame["judged"] = None
+    frame["factual"] = frame["factual"].astype(bool)
+    frame["cited"] = frame["cited"].astype(bool)
+    return frame
+
+
+def _per_answer(claims: pd.DataFrame, answer_ids: list[int], unanswerable: set[int]) -> pd.DataFrame:
+    """Per answer (index ``answer_id``, every answer of ``answer_ids``): ``support_units``,
+    ``rate_units``, ``judge_sum`` (the judge's predictions on the cited factual claims),
+    ``judge_supported``, ``judge_labeled``; an abstention's claims count nowhere."""
+    cites_any = set(claims.loc[claims["cited"], "answer_id"])
+    abstention = claims["answer_id"].isin({a for a in unanswerable if a not in cites_any})
+    scored = claims[claims["factual"] & ~abstention]
+    cited = scored[scored["cited"]]
+    supported = (cited["judged"] == LabelValue.SUPPORTED.value).to_numpy()
+    labeled = cited["judged"].notna().to_numpy()
+    prediction = np.where(labeled, supported.astype(float), NO_VERDICT)
+    per_cited = pd.DataFrame({"answer_id": cited["answer_id"].to_numpy(), "support_units": 1,
+                              "judge_sum": prediction, "judge_supported": supported.astype(int),
+                              "judge_labeled": labeled.astype(int)})
+    out = per_cited.groupby("answer_id").sum()
+    out["rate_units"] = scored.groupby("answer_id").size()
+    return out.reindex(answer_ids).fillna(0)
+
+
+def run_estimates(run: Run, *, judge: Reviewer | None, confidence: float = DEFAULT_CONFIDENCE
+                  ) -> RunEstimates | None:
+    """The estimates of ``run`` from its sample and ``judge``'s labels (module
+    docstring), ``None`` when the run has no sample. Raises ``ValueError`` for a
+    bad ``confidence``."""
+    with consistent_read():
+        sample = samples.sample_of(run)
+        if sample is None:
+            return None
+        claims = _claims_frame(run, judge)
+        answers = list(Answer.objects.filter(run=run).values_list("pk", "question__answerable"))
+        members = samples.member_answer_ids(sample)
+        human = samples.human_claims(members)
+    answer_ids = [pk for pk, _answerable in answers]
+    per_answer = _per_answer(claims, answer_ids, {pk for pk, answerable in answers if answerable is False})
+    pending = samples.pending_answer_ids(human)
+    status = samples.SampleStatus(len(members), len(members) - len(pending), sample.seed, sample.target_half_width)
+    labeled = [pk for pk in members if pk not in pending]
+    human_supported = pd.Series(0, index=labeled, dtype="int64")
+    for claim in human:
+        if claim.answer_id not in pending and claim.label == LabelValue.SUPPORTED.value:
+            human_supported[claim.answer_id] += 1
+    inside = per_answer.loc[labeled]
+    outside = per_answer.drop(index=labeled)
+    estimates = {}
+    for name, units in (("support", "support_units"), ("supported_rate", "rate_units")):
+        judged = per_answer["judge_labeled"].sum()
+        denominator = judged if name == "support" else per_answer[units].sum() - (
+            per_answer["support_units"].sum() - judged)
+        judge_only = float(per_answer["judge_supported"].sum() / denominator) \
+            if judge is not None and denominator else None
+        estimate = ppi_mean(
+            human_supported.to_numpy(), inside["judge_sum"].to_numpy(), inside[units].to_numpy(),
+            outside["judge_sum"].to_numpy(), outside[units].to_numpy(), confidence=confidence,
+            lam=0.0 if judge is None else None, judge_only=judge_only)
+        # Without a judge there is nothing to say about one (its predictions were placeholders).
+        estimates[name] = estimate if judge is not None else replace(estimate, judge_only=None)
+    return RunEstimates(judge.username if judge is not None else None, status, estimates["support"],
+                        estimates["supported_rate"], len(answer_ids))
