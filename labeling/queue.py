@@ -205,6 +205,12 @@ def next_claim_in_answer(*, run: Run, reviewer: Reviewer, after: Claim) -> Claim
             .select_related("answer__question").first())
 
 
+def first_claim_in_answer(*, run: Run, reviewer: Reviewer, answer: Answer) -> Claim | None:
+    """The first claim of ``answer`` in the reviewer's queue, in queue order
+    (``claims_in_queue_order``), or ``None``. One query."""
+    return claims_in_queue_order(run, unlabeled_claims(reviewer, run).filter(answer=answer)).first()
+
+
 def next_unlabeled_claim(*, run: Run, reviewer: Reviewer, after: Claim | None = None) -> Claim | None:
     """The next claim of the reviewer's queue in ``run``.
 
@@ -223,7 +229,7 @@ def next_unlabeled_claim(*, run: Run, reviewer: Reviewer, after: Claim | None = 
     answer = next_answer_to_label(run=run, reviewer=reviewer, after=after.answer if after is not None else None)
     if answer is None:
         return None
-    claim = claims_in_queue_order(run, unlabeled_claims(reviewer, run).filter(answer=answer)).first()
+    claim = first_claim_in_answer(run=run, reviewer=reviewer, answer=answer)
     if claim is not None:
         claim.answer = answer
     return claim

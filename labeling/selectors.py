@@ -35,6 +35,7 @@ from django.db.models import (
 )
 from django.db.models.functions import Coalesce
 
+from labeling import queue
 from labeling.highlight import Segment, answer_segments, passage_segments
 from labeling.models import (
     COUNTED_KINDS,
@@ -642,10 +643,11 @@ class ReviewContext:
 
     @property
     def more_after_current(self) -> bool:
-        """Whether a cited claim after the current one is left for the reviewer
-        to label (where a save moves next: this answer or the next one)."""
-        index = self.current.claim.index if self.current is not None else 0
-        return any(v.in_queue and v.claim.index > index for v in self.claims)
+        """Whether a claim of this answer other than the current one is in the
+        reviewer's queue: a hint that a save should ask the queue for the next
+        claim here before moving to the next answer. Order-free on purpose: the
+        queue's order (``labeling.queue``) decides which claim comes next."""
+        return any(v.in_queue and v is not self.current for v in self.claims)
 
     @property
     def cited_ids(self) -> list[str]:
@@ -705,19 +707,17 @@ def claim_in_run(*, run: Run, claim_id: int) -> Claim | None:
     return claim
 
 
-def review_context(*, answer: Answer, reviewer: Reviewer, claim_id: int | None = None,
-                   after_index: int | None = None) -> ReviewContext:
-    """The review page of ``answer`` for ``reviewer`` (one prefetch chain, 3–6 queries).
+def review_context(*, answer: Answer, reviewer: Reviewer, claim_id: int | None = None) -> ReviewContext:
+    """The review page of ``answer`` for ``reviewer`` (one prefetch chain, 3–7 queries).
 
     Queries: claims → citations (+ passages) → every label on them (all
     reviewers, for the reviewer's current labels and the current claim's
     history), and the question's gold (ids, references, expected sources —
     only the parts it has). On a run the reviewer labels blind the history
     holds their own labels only. The current claim is ``claim_id`` when it is one
-    of the answer's claims; else, with ``after_index``, the first cited claim
-    after that index the reviewer has not labeled (``current`` is ``None``
-    when there is none: the queue goes on in another answer); else the first
-    cited claim the reviewer has not labeled, else the first claim.
+    of the answer's claims; else the first claim of the answer in the reviewer's
+    queue, in the queue's order (``queue.first_claim_in_answer``, one query: the
+    order has one home), else the first claim.
     """
     claims = list(
         Claim.objects.filter(answer=answer).order_by("index").prefetch_related(
@@ -736,12 +736,10 @@ def review_context(*, answer: Answer, reviewer: Reviewer, claim_id: int | None =
         for c in claims
     ]
     by_id = {view.claim.pk: view for view in views}
-    to_label = [v for v in views if v.in_queue]
     current = by_id.get(claim_id) if claim_id is not None else None
-    if current is None and after_index is not None:
-        current = next((v for v in to_label if v.claim.index > after_index), None)
-    elif current is None:
-        current = to_label[0] if to_label else (views[0] if views else None)
+    if current is None and views:
+        first = queue.first_claim_in_answer(run=answer.run, reviewer=reviewer, answer=answer)
+        current = by_id[first.pk] if first is not None else views[0]
     raw_segments, unplaced_ids = answer_segments(
         answer.text, ((v.claim.pk, v.claim.start, v.claim.end) for v in views)
     )

@@ -172,6 +172,8 @@ LABEL_COLUMNS = ["run", "question_id", "claim_index", "claim", "label", "justifi
 cell_values = st.one_of(
     st.none(), st.booleans(), st.integers(min_value=-(2**70), max_value=2**70),
     st.floats(allow_nan=False, allow_infinity=False), any_text,
+    # digits int()/isdigit()/float() read but a file must not: superscript, Arabic-Indic, full-width
+    st.sampled_from(["²", "٣", "１２", "+7", " 7 ", "-1", "1e3", "7.0", "0x1f", "1_000"]),
     st.datetimes(min_value=datetime(1900, 1, 2), max_value=datetime(2100, 1, 1)),
 )
 

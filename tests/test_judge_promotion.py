@@ -115,3 +115,28 @@ def test_queue_judge_puts_its_unsupported_calls_first_within_each_answer(judged)
     judged = Run.objects.get(pk=judged.pk)
     assert _walk(judged, cat, 5) == ["missing two.", "missing one.", "prose two.", "prose one.",
                                      "rate limited two."]
+
+
+def test_review_page_follows_the_queue_judges_order(judged, client):
+    """Pressing 1 on the review page walks the queue's order, not the claims' index
+    order: missing two. → missing one. → prose two. → prose one. (SPEC §4.4 queue
+    order; before the one home, the page went missing two. → prose one. → prose two.)."""
+    from labeling.models import Membership, Project
+
+    run_queue_judge_set(run=judged, judge=Reviewer.objects.get(username="judge"))
+    dan = Reviewer.objects.create_user(username="dan")
+    Membership.objects.create(project=Project.objects.get(pk=judged.project_id), reviewer=dan, role="reviewer")
+    client.force_login(dan)
+    start = client.get(reverse("run_next", args=[judged.project.slug, judged.name]))
+    shown = []
+    response = client.get(start.url)
+    for _ in range(4):
+        claim = response.context["review"].current.claim
+        shown.append(claim.text)
+        url = reverse("claim_label", args=[judged.project.slug, judged.name, claim.pk])
+        saved = client.post(url, {"value": "SUPPORTED", "justification": "", "revision": claim.revision,
+                                  "claim": claim.pk, "answer": claim.answer_id,
+                                  "more_in_answer": "1" if response.context["review"].more_after_current else "0"})
+        assert saved.status_code == 302, saved.content[:300]
+        response = client.get(saved.url)
+    assert shown == ["missing two.", "missing one.", "prose two.", "prose one."]

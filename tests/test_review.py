@@ -784,9 +784,10 @@ def test_save_and_next_fragment_has_a_constant_query_count(alice, reviewer, djan
     # 2: session, user · 1: run with its project (membership in the same query) · 1: the claim in the run
     # with its answer and question · label_save: 1 savepoint + 1 release (the test's transaction; BEGIN/COMMIT
     # in production), 1 claim lock that also says whether it is cited, 1 current label, 1 insert, 1 audit
-    # event insert · review of the answer, which also finds the next claim: 1 claims, 1 citations with
-    # passages, 1 labels of every reviewer. The run progress bar refreshes itself in its own request.
-    with django_assert_max_num_queries(13):
+    # event insert · 1: the next claim in the answer, in queue order (labeling.queue, the order's one home) ·
+    # review of the answer: 1 claims, 1 citations with passages, 1 labels of every reviewer. The run progress
+    # bar refreshes itself in its own request.
+    with django_assert_max_num_queries(14):
         response = alice.post(url, {"claim": rows[0].pk, "value": "SUPPORTED", "revision": 1, "base_label": "",
                                     "more_in_answer": 1},
                               **HX)
@@ -812,9 +813,9 @@ def test_save_moving_to_the_next_answer_has_a_constant_query_count(alice, review
 
     # 2: session, user · 1: run · 1: the claim · label_save: 2 savepoint/release, 1 lock, 1 current label,
     # 1 insert, 1 audit event insert · 2: the next answer with a claim to label, then that answer with its
-    # question · review of that answer: 1 claims, 1 citations, 1 labels · 1: its neighbours and position
-    # (four index lookups).
-    with django_assert_max_num_queries(16):
+    # question · review of that answer: 1 claims, 1 citations, 1 labels, 1 its first claim in queue order
+    # (labeling.queue) · 1: its neighbours and position (four index lookups).
+    with django_assert_max_num_queries(17):
         response = alice.post(url, {"claim": claims[5].pk, "value": "SUPPORTED", "revision": 1, "base_label": "",
                                     "more_in_answer": 0},
                               **HX)

@@ -16,6 +16,7 @@ from typing import Any
 
 from django.core.exceptions import ValidationError
 
+from labeling.importers.cells import MAX_SMALL_NUMBER
 from labeling.importers.content import max_rows, too_many_rows
 from labeling.importers.markers import find_markers, split_claims
 from labeling.importers.records import (
@@ -296,8 +297,8 @@ def _claims(value: Any, problem) -> list[ClaimRecord]:
             problem(f"{field}.text", "missing or blank")
             text = ""
         index = item.get("index", item.get("claim_index", i))
-        if not isinstance(index, int) or isinstance(index, bool) or index < 0:
-            problem(f"{field}.index", "must be a non-negative integer")
+        if not isinstance(index, int) or isinstance(index, bool) or not 0 <= index <= MAX_SMALL_NUMBER:
+            problem(f"{field}.index", f"must be a whole number from 0 to {MAX_SMALL_NUMBER}")
             index = i
         elif index in indexes:
             problem(f"{field}.index", f"duplicate claim index {index} (also claims[{indexes[index]}])")

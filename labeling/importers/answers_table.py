@@ -54,6 +54,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from labeling.importers.answers_jsonl import _LineProblems, answer_record_from_dict
+from labeling.importers.cells import MAX_SMALL_NUMBER, CellError, whole_number
 from labeling.importers.label_table import header_key
 from labeling.importers.records import AnswerRecord, ImportIssue
 from labeling.importers.tabular import FileProblem, csv_rows, xlsx_rows
@@ -167,10 +168,10 @@ def _claim(number: int, record: dict[str, Any], position: int, issues: list[Impo
     index_text = _cell(record.get("claim_index"))
     index: Any = position + 1
     if index_text:
-        if index_text.isdigit():
-            index = int(index_text)
-        else:
-            issues.append(ImportIssue(number, "claim_index", f"{index_text!r} is not a whole number"))
+        try:
+            index = whole_number(index_text, maximum=MAX_SMALL_NUMBER)
+        except CellError as error:
+            issues.append(ImportIssue(number, "claim_index", str(error)))
     ids = [item.strip() for item in _cell(record.get("citations")).split(",") if item.strip()]
     spans = _spans(_cell(record.get("span"), strip=False), ids, number, issues)
     judgments = _spans(_cell(record.get("judgments"), strip=False), ids, number, issues, column="judgments")

@@ -49,6 +49,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import IO, Any
 
+from labeling.importers.cells import MAX_WHOLE_NUMBER, CellError, whole_number
 from labeling.importers.content import HEAD_BYTES, content_problem, max_rows, not_utf8, too_many_rows
 from labeling.importers.records import ImportIssue
 from labeling.importers.tabular import FileProblem, csv_rows, xlsx_rows
@@ -59,8 +60,7 @@ from scoring.labels import LABEL_VALUES
 
 FORMATS = ("xlsx", "csv", "jsonl")
 FILE_FIELDS = ("(file)", "(header)")  # issue fields that mean nothing in the file could be read
-MAX_INTEGER = 2**63 - 1  # the database's BIGINT; larger ids overflow SQLite and PostgreSQL
-_DIGITS = re.compile(r"[0-9]+")
+MAX_INTEGER = MAX_WHOLE_NUMBER
 _SHOWN_COLUMNS = 12
 
 
@@ -404,29 +404,8 @@ def _time(value: Any, column: str, problem) -> datetime | None:
 def _integer(value: Any, column: str, problem) -> int | None:
     if value is None or (isinstance(value, str) and not value.strip()):
         return None
-    if isinstance(value, bool):
-        problem(column, "expected a whole number")
+    try:
+        return whole_number(value, maximum=MAX_INTEGER)
+    except CellError as error:
+        problem(column, str(error))
         return None
-    if isinstance(value, int):
-        number = value
-    elif isinstance(value, float) and value.is_integer():
-        number = int(value)
-    elif isinstance(value, str) and _DIGITS.fullmatch(value.strip()):
-        digits = value.strip().lstrip("0") or "0"
-        if len(digits) > 40:  # int() refuses thousands of digits; no id is anywhere near that long
-            problem(column, f"expected a whole number from 0 to {MAX_INTEGER}, got {digits[:20]}… "
-                            f"({len(digits)} digits)")
-            return None
-        number = int(digits)
-    else:
-        shown = value if not isinstance(value, str) or len(value) <= 40 else value[:40] + "…"
-        problem(column, f"expected a whole number, got {shown!r}")
-        return None
-    if number < 0:
-        problem(column, f"expected a whole number ≥ 0, got {number}")
-        return None
-    if number > MAX_INTEGER:
-        shown = str(number) if number < 10**40 else f"{str(number)[:20]}… ({len(str(number))} digits)"
-        problem(column, f"expected a whole number from 0 to {MAX_INTEGER}, got {shown}")
-        return None
-    return number

@@ -45,6 +45,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from labeling.importers.cells import MAX_SMALL_NUMBER, CellError, whole_number
 from labeling.importers.records import ImportIssue
 from labeling.importers.tabular import FileProblem, csv_rows
 from labeling.limits import MAX_JUSTIFICATION_CHARS
@@ -154,15 +155,10 @@ def _question_id(item: dict[str, Any], *sources: dict[str, Any]) -> str:
 
 
 def _index(value: Any, field: str) -> int:
-    if isinstance(value, bool):
-        raise _Bad(field, f"{value!r} is not a whole number")
     try:
-        number = float(value)
-    except (TypeError, ValueError):
-        raise _Bad(field, f"{value!r} is not a whole number") from None
-    if not number.is_integer() or number < 1 or number > 2**31:
-        raise _Bad(field, f"{value!r} is not a claim number (1, 2, …)")
-    return int(number)
+        return whole_number(value, minimum=1, maximum=MAX_SMALL_NUMBER)
+    except CellError as error:
+        raise _Bad(field, f"{error}: a claim number (1, 2, …)") from None
 
 
 def _text(value: Any, field: str, *, limit: int = 1_000_000) -> str:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from django.core.management.base import CommandError
 
-from labeling.models import Project, Run
+from labeling.models import Project, Reviewer, Run
 from labeling.names import normalize_name
 
 
@@ -35,3 +35,10 @@ def find_run(project: Project, name: str) -> Run:
     except Run.DoesNotExist:
         names = ", ".join(project.runs.values_list("name", flat=True)) or "none"
         raise CommandError(f"project {project.slug!r} has no run {name!r} (runs: {names})") from None
+
+
+def reviewer_name(value: str) -> str:
+    """argparse ``type`` of every ``--reviewer``/``--author``/``--judge`` option: the name
+    in the normal form login uses (``Reviewer.normalize_username``: NFKC, format
+    characters removed, stripped), so ``--reviewer ｒｅｖ０１`` finds ``rev01``."""
+    return Reviewer.normalize_username(value)

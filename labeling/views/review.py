@@ -304,14 +304,16 @@ def _after_label(request: HttpRequest, run: Run, claim: Claim, label: Any, *, fi
     notice = f"Saved {label.value} on claim {claim.index}."
     # How far the run progress bar moves: a first label on this (cited) claim adds one.
     labeled = 1 if first else 0
-    # Most saves move on within the answer: its review (3 queries) finds the next
-    # claim. The form's more_in_answer says what the page knew: "0" = no claim after
-    # this one was left, so skip that review (a claim another tab brought back into
-    # the queue meanwhile is reached when the queue wraps around). Only a hint: any
-    # other value, or none, means look.
+    # Most saves move on within the answer: the queue (its one home of the order)
+    # names the next claim, and its review follows. The form's more_in_answer says
+    # what the page knew: "0" = no claim after this one was left, so skip the look
+    # (a claim another tab brought back into the queue meanwhile is reached when
+    # the queue wraps around). Only a hint: any other value, or none, means look.
     review = None
     if request.POST.get("more_in_answer") != "0":
-        review = selectors.review_context(answer=claim.answer, reviewer=request.user, after_index=claim.index)
+        following = queue.next_claim_in_answer(run=run, reviewer=request.user, after=claim)
+        if following is not None:
+            review = selectors.review_context(answer=claim.answer, reviewer=request.user, claim_id=following.pk)
     if review is not None and review.current is not None:
         following = review.current.claim
         if not request.htmx:

@@ -24,7 +24,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from labeling.agreement import CATEGORIES, run_agreement
 from labeling.judge_grades import claim_texts, judge_labels
-from labeling.management.lookup import find_project, find_run
+from labeling.management.lookup import find_project, find_run, reviewer_name
 from labeling.models import Claim, Reviewer, ReviewerKind, Run
 from labeling.names import normalize_name
 from scoring.agreement import Agreement, Coefficient, Interval, pairwise_agreement
@@ -53,7 +53,7 @@ class Command(BaseCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--run", required=True)
         parser.add_argument("--project")
-        parser.add_argument("--reviewer", action="append", default=[],
+        parser.add_argument("--reviewer", type=reviewer_name, action="append", default=[],
                             help="give none (every reviewer) or exactly two (one pair)")
         parser.add_argument("--format", choices=["json", "table"], default="table")
         parser.add_argument("--min-alpha", type=float, help="exit 1 when Krippendorff's alpha is below this")

@@ -25,7 +25,7 @@ from labeling.judge_protocol import (
     base_url_from_env,
 )
 from labeling.judges import judge_run_create, judge_run_execute
-from labeling.management.lookup import find_project, find_run
+from labeling.management.lookup import find_project, find_run, reviewer_name
 from labeling.models import JudgeRun, JudgeRunStatus
 
 
@@ -54,7 +54,8 @@ class Command(BaseCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--run", required=True)
         parser.add_argument("--project")
-        parser.add_argument("--reviewer", required=True, help="the judge's reviewer name (kind 'model')")
+        parser.add_argument("--reviewer", type=reviewer_name, required=True,
+                            help="the judge's reviewer name (kind 'model')")
         parser.add_argument("--model", required=True, help="the model name the endpoint serves")
         parser.add_argument("--base-url", default=None,
                             help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1 "

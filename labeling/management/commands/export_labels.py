@@ -15,7 +15,7 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from labeling.label_tables import EXPORT_FORMATS, VersionIntegrityError, label_table_export
-from labeling.management.lookup import find_project, find_run
+from labeling.management.lookup import find_project, find_run, reviewer_name
 from labeling.models import LabelTableVersion
 
 
@@ -32,7 +32,8 @@ class Command(BaseCommand):
         parser.add_argument("--run", required=True, help="run name")
         parser.add_argument("--project", help="project slug (default: the only project)")
         parser.add_argument("--version", type=int, help="version number (default: the current table)")
-        parser.add_argument("--reviewer", help="show this reviewer's labels instead of the agreed ones")
+        parser.add_argument("--reviewer", type=reviewer_name,
+                            help="show this reviewer's labels instead of the agreed ones")
         parser.add_argument("--format", choices=EXPORT_FORMATS,
                             help="file format (default: from the suffix of -o)")
         parser.add_argument("-o", "--output", required=True, type=Path, help="file to write")

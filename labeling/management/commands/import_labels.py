@@ -28,7 +28,7 @@ from labeling.label_tables import (
     label_table_import_apply,
     label_table_import_preview,
 )
-from labeling.management.lookup import find_project, find_run
+from labeling.management.lookup import find_project, find_run, reviewer_name
 from labeling.models import Reviewer
 
 
@@ -40,7 +40,7 @@ class Command(BaseCommand):
         parser.add_argument("file", type=Path)
         parser.add_argument("--run", required=True, help="run name")
         parser.add_argument("--project", help="project slug (default: the only project)")
-        parser.add_argument("--reviewer", required=True, help="whose labels the file's rows become")
+        parser.add_argument("--reviewer", type=reviewer_name, required=True, help="whose labels the file's rows become")
         parser.add_argument("--format", choices=["xlsx", "csv", "jsonl"], help="default: from the file name")
         parser.add_argument("--apply", action="store_true", help="write the changes (default: preview only)")
         newer = parser.add_mutually_exclusive_group()

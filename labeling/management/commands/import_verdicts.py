@@ -19,7 +19,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from labeling.importers.records import ImportFailed
 from labeling.importers.verdicts import FORMATS, read_verdicts
 from labeling.judges import verdicts_import
-from labeling.management.lookup import find_project, find_run
+from labeling.management.lookup import find_project, find_run, reviewer_name
 
 SHOWN_UNMATCHED = 200
 
@@ -32,7 +32,8 @@ class Command(BaseCommand):
         parser.add_argument("file")
         parser.add_argument("--run", required=True)
         parser.add_argument("--project")
-        parser.add_argument("--reviewer", required=True, help="the judge's reviewer name (kind 'model')")
+        parser.add_argument("--reviewer", type=reviewer_name, required=True,
+                            help="the judge's reviewer name (kind 'model')")
         parser.add_argument("--format", choices=FORMATS, default="auto")
         parser.add_argument("--threshold", type=float,
                             help="turn scores into labels: score >= T is SUPPORTED, below is UNSUPPORTED")

@@ -20,7 +20,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from labeling.exports.summary import summary_xlsx
-from labeling.management.lookup import find_project, find_run
+from labeling.management.lookup import find_project, find_run, reviewer_name
 from labeling.metrics import DEFAULT_MATCH_METHOD, RunScores, project_summary, run_scores
 from labeling.models import Project, Question, Reviewer, Run
 from scoring.judgments import DEFAULT_RULE, RULES
@@ -80,7 +80,7 @@ class Command(BaseCommand):
                             help="one row per run of the project and their unweighted mean (SPEC §4.3b)")
         parser.add_argument("-o", "--output", help="write to this file (required for --format xlsx)")
         parser.add_argument("--project", help="project slug (default: the only project)")
-        parser.add_argument("--reviewer", help="count only this reviewer's labels")
+        parser.add_argument("--reviewer", type=reviewer_name, help="count only this reviewer's labels")
         parser.add_argument("--format", choices=["json", "table", "xlsx"], default="table",
                             help="xlsx: with --all-runs only, written to -o PATH")
         parser.add_argument("--match-method", default=DEFAULT_MATCH_METHOD,

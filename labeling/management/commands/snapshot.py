@@ -6,7 +6,7 @@ from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from labeling.label_tables import label_table_snapshot
-from labeling.management.lookup import find_project, find_run
+from labeling.management.lookup import find_project, find_run, reviewer_name
 from labeling.models import Reviewer
 
 
@@ -17,7 +17,7 @@ class Command(BaseCommand):
         parser.add_argument("--run", required=True, help="run name")
         parser.add_argument("--project", help="project slug (default: the only project)")
         parser.add_argument("--note", required=True, help="what this version is (e.g. 'after adjudication')")
-        parser.add_argument("--author", help="reviewer name recorded as the version's author")
+        parser.add_argument("--author", type=reviewer_name, help="reviewer name recorded as the version's author")
 
     def handle(self, *args, run: str, project: str | None, note: str, author: str | None, **options) -> None:
         target = find_run(find_project(project), run)
