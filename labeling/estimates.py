@@ -198,3 +198,53 @@ def run_estimates(run: Run, *, judge: Reviewer | None, confidence: float = DEFAU
         estimates[name] = estimate if judge is not None else replace(estimate, judge_only=None)
     return RunEstimates(judge.username if judge is not None else None, status, estimates["support"],
                         estimates["supported_rate"], len(answer_ids))
+
+
+def command_estimates(run: Run, *, judge_name: str | None, reviewer: str | None,
+                      confidence: float = DEFAULT_CONFIDENCE) -> RunEstimates | None:
+    """The estimates ``score`` reports for ``run`` (issue 23 §2), ``None`` when
+    there are none to report: no sample, no judge, or one reviewer's labels
+    asked for (estimates use the humans' agreed labels). Raises
+    :class:`EstimateError` naming the flag: ``--judge`` without a sample, with
+    ``--reviewer``, naming no judge of the run, or missing where several judges
+    and none promoted would be picked from."""
+    if reviewer is not None:
+        if judge_name is not None:
+            raise EstimateError("--judge: the estimates use the humans' agreed labels, not one reviewer's: "
+                                "drop --reviewer")
+        return None
+    if samples.sample_of(run) is None:
+        if judge_name is not None:
+            raise EstimateError(f"--judge: run {run.name!r} has no probability sample, so there is no estimate: "
+                                f"draw one with manage.py sample --run {run.name} --answers N")
+        return None
+    judge = pick_judge(run, judge_name)
+    if judge is None:
+        return None
+    return run_estimates(run, judge=judge, confidence=confidence)
+
+
+def _interval_text(low: float | None, high: float | None) -> str:
+    return f" ({low:.2f}–{high:.2f})" if low is not None and high is not None else ""
+
+
+def estimates_lines(estimates: RunEstimates) -> list[str]:
+    """The estimates as ``score --format table`` prints them, in the run page's words."""
+    status = estimates.sample
+    lines = ["", f"  estimates (PPI++, judge {estimates.judge}; sample {status.size} answers: "
+                 f"{status.fully_labeled} fully labeled, seed {status.seed})"]
+    for name in METRICS:
+        e: PPIEstimate = getattr(estimates, name)
+        title = name.replace("_", " ")
+        if e.estimate is None:
+            lines.append(f"  {title}: no sampled answer is fully labeled yet")
+            continue
+        human, judge = e.human_only, e.judge_only
+        lines.append(
+            f"  {title} {e.estimate:.2f}{_interval_text(e.low, e.high)} — {e.n_human_answers} answers by humans + "
+            f"judge on {e.n_human_answers + e.n_judge_answers}; humans alone "
+            f"{human.estimate:.2f}{_interval_text(human.low, human.high)}; judge alone "
+            + (f"{judge:.2f}" if judge is not None else "—")
+            + (f"; λ̂ {e.lam:.2f}" if e.judge_helps else f"; λ̂ {e.lam:.2f}: the judge does not help, the estimate "
+               "is the humans' alone"))
+    return lines

@@ -268,7 +268,8 @@ def ppi_answers_needed(
 
     The rectifier's variance shrinks as ``1/n`` with the labeled answers, the
     imputed term does not: ``n' = ⌈n·V_rectifier / ((h/z)² − V_imputed)⌉``
-    answers in all. A half-width below the imputed term's alone, or ``n'`` above
+    answers in all. A half-width below the imputed term's alone (``needed``
+    ``None``: the judge's own sampling error is wider), or ``n'`` above
     ``available`` (the run's answers), is not ``reachable``; ``more`` is then
     the answers still labelable. ``None`` without an interval.
     """
@@ -290,7 +291,7 @@ def ppi_answers_needed(
             budgets.append(Budget(h, needed, max(0, needed - n), True))
         else:
             cap = available if available is not None else n
-            budgets.append(Budget(h, needed if needed is not None else cap, max(0, cap - n), False))
+            budgets.append(Budget(h, needed, max(0, cap - n), False))
     return budgets
 
 

@@ -267,7 +267,7 @@ def test_budget_keeps_the_imputed_variance():
     exact = ppi_mean([1, 0, 1, 0], [1, 0, 1, 0], [1] * 4, [1.0] * 90 + [0.0] * 10, [1] * 100)
     b_wide, b_narrow = ppi_answers_needed(exact, half_widths=(0.06, 0.02), available=104)
     assert (b_wide.needed, b_wide.more, b_wide.reachable) == (4, 0, True)
-    assert (b_narrow.reachable, b_narrow.more) == (False, 100)
+    assert (b_narrow.reachable, b_narrow.more, b_narrow.needed) == (False, 100, None)
 
 
 def test_independent_runs_add_variances():

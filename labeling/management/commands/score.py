@@ -19,6 +19,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from labeling.estimates import EstimateError, command_estimates, estimates_lines
 from labeling.exports.summary import summary_xlsx
 from labeling.management.lookup import find_project, find_run, reviewer_name
 from labeling.metrics import DEFAULT_MATCH_METHOD, RunScores, project_summary, run_scores
@@ -89,6 +90,9 @@ class Command(BaseCommand):
         parser.add_argument("--citation-precision-rule", choices=RULES, default=DEFAULT_RULE,
                             help="which judged citations are precise (SPEC §4.3b): strict (FULL only), union "
                                  "(FULL, or PARTIAL on a SUPPORTED claim; default) or lenient (FULL or PARTIAL)")
+        parser.add_argument("--judge", type=reviewer_name,
+                            help="the judge whose labels the estimates use (SPEC §4.6; default: the promoted "
+                                 "judge, else the run's only judge)")
         parser.add_argument("--baseline", help="baseline run to gate against (CI)")
         parser.add_argument("--max-drop", action="append", default=[], metavar="METRIC=X",
                             help="fail when METRIC falls more than X below the baseline (repeatable)")
@@ -129,10 +133,12 @@ class Command(BaseCommand):
                 raise CommandError(f"runs {run.name!r} and {baseline_run.name!r} answer no question in common: "
                                    "nothing to gate on")
         scores = self._scores(run, options, shared)
+        estimates = self._estimates(run, options)
         if options["format"] == "json":
-            self.stdout.write(json.dumps(scores.to_dict(), indent=2, ensure_ascii=False))
+            self.stdout.write(json.dumps(with_estimates(scores.to_dict(), estimates), indent=2, ensure_ascii=False))
         else:
-            self.stdout.write(render_table(scores))
+            self.stdout.write(render_table(scores) + ("\n" + "\n".join(estimates_lines(estimates))
+                                                      if estimates is not None else ""))
         if options["baseline"]:
             baseline = self._scores(baseline_run, options, shared)
             failures = gate(baseline.to_dict(), scores.to_dict(), drops)
@@ -145,9 +151,17 @@ class Command(BaseCommand):
                 raise CommandError(f"CI gate failed {note}:\n" + "\n".join(failures), returncode=1)
             self.stderr.write(self.style.SUCCESS(f"CI gate passed: {run.name} vs baseline {baseline_run.name} {note}"))
 
+    def _estimates(self, run: Run, options: dict[str, Any]):
+        """The run's judge-assisted estimates (SPEC §4.6), or ``None``; CommandError naming a bad ``--judge``."""
+        try:
+            return command_estimates(run, judge_name=options["judge"], reviewer=options["reviewer"],
+                                     confidence=options.get("confidence") or 0.95)
+        except EstimateError as exc:
+            raise CommandError(str(exc)) from None
+
     def _all_runs(self, project: Project, options: dict[str, Any]) -> None:
-        if options["run"] or options["baseline"] or options["max_drop"]:
-            raise CommandError("--all-runs scores every run: drop --run, --baseline and --max-drop")
+        if options["run"] or options["baseline"] or options["max_drop"] or options["judge"]:
+            raise CommandError("--all-runs scores every run: drop --run, --baseline, --max-drop and --judge")
         if options["format"] == "xlsx" and not options["output"]:
             raise CommandError("--format xlsx needs -o PATH")
         reviewer = options["reviewer"]
@@ -180,6 +194,16 @@ class Command(BaseCommand):
                               citation_precision_rule=options.get("citation_precision_rule") or DEFAULT_RULE)
         except (ValueError, ImportError) as exc:
             raise CommandError(str(exc)) from None
+
+
+def with_estimates(scores: dict[str, Any], estimates) -> dict[str, Any]:
+    """``scores`` (``RunScores.to_dict()``) with ``estimates`` (issue 23 §2) before ``per_answer``."""
+    if estimates is None:
+        return scores
+    out = {key: value for key, value in scores.items() if key != "per_answer"}
+    out["estimates"] = estimates.to_dict()
+    out["per_answer"] = scores["per_answer"]
+    return out
 
 
 def shared_question_ids(a: Run, b: Run) -> set[str]:

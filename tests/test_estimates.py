@@ -1,0 +1,300 @@
+"""Judge-assisted estimates of a run (SPEC §4.6, issue 23 §2–3): ``score``'s
+``estimates`` and the run page's headline, by hand, against ppi-python and on
+the real ExpertQA answers."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import numpy as np
+import pytest
+from django.core.management import CommandError, call_command
+from django.urls import reverse
+from ppi_py import ppi_mean_ci
+
+from labeling.estimates import pick_judge
+from labeling.models import Answer, Claim, Label, LabelValue, Membership, ReviewerKind, Role, Run, SampleMember
+from labeling.samples import sample_draw
+from labeling.services import label_save
+from scoring.ppi import ppi_mean
+from tests.conftest import EXPERTQA_PATH
+from tests.factories import LabelFactory, ReviewerFactory
+from tests.test_samples import make_run
+
+HX = {"HTTP_HX_REQUEST": "true"}
+KEYS = ["method", "estimate", "ci95", "lambda", "n_human_units", "n_human_answers", "n_judge_units",
+        "effective_human_labels", "judge", "human_only", "judge_only"]
+
+
+def score_json(run: Run, *args: str) -> dict:
+    out = io.StringIO()
+    call_command("score", "--project", run.project.slug, "--run", run.name, "--format", "json", *args, stdout=out)
+    return json.loads(out.getvalue())
+
+
+def human(claim: Claim, reviewer, value: str) -> None:
+    label_save(claim=claim, reviewer=reviewer, value=value, justification="" if value == "SUPPORTED" else "no",
+               base_revision=claim.revision, base_label_id=None)
+
+
+def judge_label(claim: Claim, judge, value: str) -> None:
+    LabelFactory(claim=claim, reviewer=judge, value=value)
+
+
+def sampled_answers(run: Run) -> list[Answer]:
+    return [m.answer for m in SampleMember.objects.filter(sample__run=run).order_by("position")]
+
+
+@pytest.fixture
+def small(db):
+    """4 answers of 2 cited claims and 1 uncited; a sample of 2 (seed 42) labeled by
+    alice: S1 SUPPORTED, SUPPORTED; S2 SUPPORTED, UNSUPPORTED. Judge ``j`` agrees on
+    S1 and S2; on the other two answers it says O1 SUPPORTED, UNSUPPORTED and O2
+    UNSUPPORTED, (no verdict)."""
+    run = make_run(answers=4)
+    alice = ReviewerFactory(username="alice")
+    judge = ReviewerFactory(username="j", kind=ReviewerKind.MODEL)
+    sample_draw(run=run, answers=2, seed=42)
+    s1, s2 = sampled_answers(run)
+    o1, o2 = Answer.objects.filter(run=run).exclude(pk__in=[s1.pk, s2.pk]).order_by("question_key")
+    for answer, humans, verdicts in ((s1, "SS", "SS"), (s2, "SU", "SU"), (o1, "", "SU"), (o2, "", "U")):
+        for index, value in enumerate(humans, start=1):
+            human(answer.claims.get(index=index), alice, "SUPPORTED" if value == "S" else "UNSUPPORTED")
+        for index, value in enumerate(verdicts, start=1):
+            judge_label(answer.claims.get(index=index), judge, "SUPPORTED" if value == "S" else "UNSUPPORTED")
+    return run
+
+
+def test_score_json_gains_the_estimates_with_the_issues_keys(small):
+    """Support, per answer (human 1s, judge's predictions, cited claims): labeled S1 (2, 2, 2),
+    S2 (1, 1, 2); judge only O1 (1, 2), O2 (0 + 0.5 for the claim without a verdict, 2).
+    ȳ = 3/4 = ŷ; residuals a = b = ±0.5: C = 0.5/16. Judge sums 2, 1, 1, 0.5 over 8 claims:
+    p̄ = 0.5625, residuals .875, −.125, −.125, −.625, Σ² = 1.1875, τ² = 1.1875/3;
+    λ̂ = (0.5/16) / (1.1875/3 · (2/16 + 2/16)) = 6/19. Estimate = λ̂·1.5/4 + (3 − 3λ̂)/4
+    = 0.75 − 0.375·6/19 = 12/19. Judge alone: 2 + 1 + 1 + 0 = 4 SUPPORTED of the 7 claims it labeled."""
+    data = score_json(small)
+
+    support = data["estimates"]["support"]
+    assert list(support) == KEYS and list(data["estimates"]) == ["support", "supported_rate"]
+    assert list(data)[-2:] == ["estimates", "per_answer"]
+    assert support["method"] == "ppi++" and support["judge"] == "j"
+    assert support["lambda"] == pytest.approx(6 / 19, rel=1e-12)
+    assert support["estimate"] == pytest.approx(12 / 19, rel=1e-12)
+    assert (support["n_human_units"], support["n_human_answers"], support["n_judge_units"]) == (4, 2, 4)
+    assert support["judge_only"] == pytest.approx(4 / 7)
+    assert support["human_only"]["estimate"] == 0.75
+    reference = ppi_mean([2, 1], [2, 1], [2, 2], [1, 0.5], [2, 2])
+    assert support["ci95"] == pytest.approx([reference.low, reference.high], rel=1e-12)
+    assert support["human_only"]["ci95"] == pytest.approx([reference.human_only.low, reference.human_only.high])
+    assert support["effective_human_labels"] == pytest.approx(reference.effective_human_labels)
+    # Supported rate: each answer's uncited claim is a unit too (0 for humans and judge).
+    rate = data["estimates"]["supported_rate"]
+    expected = ppi_mean([2, 1], [2, 1], [3, 3], [1, 0.5], [3, 3])
+    assert (rate["n_human_units"], rate["n_judge_units"]) == (6, 6)
+    assert rate["estimate"] == pytest.approx(expected.estimate, rel=1e-12)
+    assert rate["ci95"] == pytest.approx([expected.low, expected.high], rel=1e-12)
+    assert rate["judge_only"] == pytest.approx(4 / 11)
+    assert rate["human_only"]["estimate"] == pytest.approx(3 / 6)
+
+
+def test_one_claim_per_answer_through_the_whole_stack_equals_ppi_python(db):
+    """40 answers of one cited claim (seeded: 60% SUPPORTED); a sample of 20 labeled by
+    alice; the judge on all 40, wrong on one in eight: ``score``'s support interval
+    is ppi_py.ppi_mean_ci's on the labels read back from the database, to 1e-9."""
+    run = make_run(answers=40, claims=1)
+    alice = ReviewerFactory(username="alice")
+    judge = ReviewerFactory(username="j", kind=ReviewerKind.MODEL)
+    sample_draw(run=run, answers=20, seed=5)
+    rng = np.random.default_rng(3)
+    ids = list(Answer.objects.filter(run=run).order_by("question_key").values_list("pk", flat=True))
+    truth = dict(zip(ids, np.where(rng.random(40) < 0.6, "S", "U"), strict=True))
+    wrong = {pk for pk, flip in zip(ids, rng.random(40) < 0.125, strict=True) if flip}
+    sampled = [a.pk for a in sampled_answers(run)]
+    for answer_id, value in truth.items():
+        claim = Claim.objects.get(answer_id=answer_id, index=1)
+        verdict = value if answer_id not in wrong else ("U" if value == "S" else "S")
+        judge_label(claim, judge, "SUPPORTED" if verdict == "S" else "UNSUPPORTED")
+        if answer_id in sampled:
+            human(claim, alice, "SUPPORTED" if value == "S" else "UNSUPPORTED")
+
+    support = score_json(run)["estimates"]["support"]
+
+    def judged(answer_id):
+        return float(Label.objects.get(claim__answer_id=answer_id, reviewer=judge).value == "SUPPORTED")
+
+    y = np.array([float(truth[a] == "S") for a in sampled])
+    yhat = np.array([judged(a) for a in sampled])
+    rest = np.array([judged(a) for a in truth if a not in sampled])
+    (low,), (high,) = ppi_mean_ci(y, yhat, rest, alpha=0.05)
+    assert 0 < low < high < 1 and wrong
+    assert support["ci95"] == pytest.approx([low, high], abs=1e-9)
+    assert (support["n_human_units"], support["n_judge_units"]) == (20, 20)
+
+
+def _verdict(expert: str | None, index: int) -> str:
+    """The test judge: the experts' label (SUPPORTED where they gave none), flipped on
+    every third claim of an answer."""
+    value = "UNSUPPORTED" if expert == "UNSUPPORTED" else "SUPPORTED"
+    if index % 3 == 0:
+        value = "SUPPORTED" if value == "UNSUPPORTED" else "UNSUPPORTED"
+    return value
+
+
+def _expertqa_expected(run_name: str, sampled_keys: list[str]):
+    """The support estimate recomputed from fixtures/expertqa_dev.jsonl itself: the
+    experts' labels as the humans', the judge of :func:`_verdict`."""
+    per_answer = {}
+    for line in EXPERTQA_PATH.read_text(encoding="utf-8").splitlines():
+        row = json.loads(line)
+        if row["run"] != run_name:
+            continue
+        cited = [(i, c) for i, c in enumerate(row["claims"], start=1) if c["citations"]]
+        per_answer[row["question_id"]] = (
+            sum(c["label"] == "SUPPORTED" for _i, c in cited),
+            sum(_verdict(c["label"], i) == "SUPPORTED" for i, c in cited),
+            len(cited),
+            any(c["label"] not in ("SUPPORTED", "UNSUPPORTED") for _i, c in cited),
+        )
+    labeled = [k for k in sampled_keys if not per_answer[k][3]]
+    rest = [k for k in per_answer if k not in labeled]
+    return ppi_mean([per_answer[k][0] for k in labeled], [per_answer[k][1] for k in labeled],
+                    [per_answer[k][2] for k in labeled], [per_answer[k][1] for k in rest],
+                    [per_answer[k][2] for k in rest]), len(labeled)
+
+
+def test_real_expertqa_answers_give_the_estimate_recomputed_from_the_file(expertqa_project):
+    """Run post_hoc_sphere_gpt4 (30 answers, 180 cited claims, experts' support 92/171 = 0.538);
+    a sample of 12 (seed 2024); a judge that gives the experts' label but for every
+    third claim of an answer. The estimate is the one recomputed from the answers file."""
+    run = Run.objects.get(project=expertqa_project, name="post_hoc_sphere_gpt4")
+    judge = ReviewerFactory(username="flip-judge", kind=ReviewerKind.MODEL)
+    expert = dict(Label.objects.filter(claim__answer__run=run, is_current=True).values_list("claim_id", "value"))
+    for claim in Claim.objects.filter(answer__run=run, citations__isnull=False).distinct():
+        judge_label(claim, judge, _verdict(expert.get(claim.pk), claim.index))
+    sample_draw(run=run, answers=12, seed=2024)
+    keys = [a.question_key for a in sampled_answers(run)]
+
+    support = score_json(run)["estimates"]["support"]
+
+    expected, labeled = _expertqa_expected("post_hoc_sphere_gpt4", keys)
+    assert support["n_human_answers"] == labeled == expected.n_human_answers
+    assert support["n_human_units"] + support["n_judge_units"] == 180
+    assert support["estimate"] == pytest.approx(expected.estimate, rel=1e-12)
+    assert support["ci95"] == pytest.approx([expected.low, expected.high], rel=1e-12)
+    assert support["lambda"] == pytest.approx(expected.lam, rel=1e-12)
+    assert 0.2 < support["lambda"] < 1 and expected.n_human_answers >= 8
+    low, high = support["ci95"]
+    assert low < 92 / 171 < high  # the experts' figure on every labeled claim of the run
+    human_low, human_high = support["human_only"]["ci95"]
+    assert high - low < human_high - human_low
+
+
+# -- which judge --------------------------------------------------------------------------------
+
+def test_judge_is_the_promoted_one_else_the_only_one_else_named(small):
+    second = ReviewerFactory(username="k", kind=ReviewerKind.MODEL)
+    assert pick_judge(small).username == "j"
+    judge_label(Claim.objects.filter(answer__run=small).first(), second, "SUPPORTED")
+
+    with pytest.raises(CommandError, match=r"run 'r' has 2 judges \(j, k\) and none is promoted: name the one"):
+        score_json(small)
+    assert score_json(small, "--judge", "k")["estimates"]["support"]["judge"] == "k"
+    small.promoted_judge = second
+    small.save()
+    assert score_json(small)["estimates"]["support"]["judge"] == "k"
+    assert score_json(small, "--judge", "j")["estimates"]["supported_rate"]["judge"] == "j"
+    with pytest.raises(CommandError, match=r"'alice' is not a judge with labels on run 'r' \(its judges: j, k\)"):
+        score_json(small, "--judge", "alice")
+
+
+def test_promoted_judge_labels_never_count_as_the_humans_in_the_estimate(small):
+    """Promoting j makes its labels count in ``claims`` (coverage, support), never as Y."""
+    small.promoted_judge = ReviewerFactory(username="j")
+    small.save()
+    data = score_json(small)
+    assert data["claims"]["labeled_cited"] == 7  # the humans' 4 and the judge's on O1, O2
+    assert data["estimates"]["support"]["n_human_units"] == 4
+    assert data["estimates"]["support"]["estimate"] == pytest.approx(12 / 19, rel=1e-12)
+
+
+def test_no_sample_no_judge_or_one_reviewer_give_no_estimates(db):
+    run = make_run(answers=3)
+    judge = ReviewerFactory(username="j", kind=ReviewerKind.MODEL)
+    judge_label(Claim.objects.filter(answer__run=run).first(), judge, "SUPPORTED")
+    assert "estimates" not in score_json(run)
+    with pytest.raises(CommandError, match=r"^--judge: run 'r' has no probability sample"):
+        score_json(run, "--judge", "j")
+    sample_draw(run=run, answers=2, seed=1)
+    assert "estimates" in score_json(run)
+    assert "estimates" not in score_json(run, "--reviewer", "j")
+    with pytest.raises(CommandError, match=r"^--judge: the estimates use the humans' agreed labels"):
+        score_json(run, "--reviewer", "j", "--judge", "j")
+    Label.objects.filter(reviewer=judge).delete()
+    assert "estimates" not in score_json(run)
+
+
+def test_nothing_fully_labeled_is_an_estimate_of_nothing(db):
+    run = make_run(answers=3)
+    judge = ReviewerFactory(username="j", kind=ReviewerKind.MODEL)
+    for claim in Claim.objects.filter(answer__run=run, index__lte=2):
+        judge_label(claim, judge, "SUPPORTED")
+    sample_draw(run=run, answers=2, seed=1)
+    support = score_json(run)["estimates"]["support"]
+    assert (support["estimate"], support["ci95"], support["n_human_answers"], support["n_judge_units"]) == (
+        None, None, 0, 6)
+    assert support["judge_only"] == 1.0
+
+
+def test_table_format_prints_the_estimates_in_the_run_pages_words(small):
+    out = io.StringIO()
+    call_command("score", "--run", "r", stdout=out)
+    text = out.getvalue()
+    assert "estimates (PPI++, judge j; sample 2 answers: 2 fully labeled, seed 42)" in text
+    assert "support 0.63 (" in text and "— 2 answers by humans + judge on 4; humans alone 0.75 (" in text
+    assert "judge alone 0.57; λ̂ 0.32" in text
+
+
+# -- the run page -------------------------------------------------------------------------------
+
+@pytest.fixture
+def lead_client(client, small):
+    lead = ReviewerFactory(username="lead")
+    Membership.objects.create(project=small.project, reviewer=lead, role=Role.LEAD)
+    client.force_login(lead)
+    return client
+
+
+def test_run_page_headline_is_the_estimate_in_the_issues_words(lead_client, small):
+    body = lead_client.get(reverse("run_sample", args=["sampling", "r"]), **HX).content.decode()
+    support = score_json(small)["estimates"]["support"]
+    low, high = support["ci95"]
+    human_low, human_high = support["human_only"]["ci95"]
+    assert (f"support <strong class=\"metric\" data-value=\"{support['estimate']!r}\">0.63</strong>") in body
+    assert f'data-low="{low!r}" data-high="{high!r}">({low:.2f}–{high:.2f})</span>' in body
+    text = " ".join(body.split())
+    assert (f"— 2 answers by humans + judge on 4; humans alone 0.75 ({human_low:.2f}–{human_high:.2f}); "
+            "judge alone 0.57") in text
+    assert "λ̂ = 0.32: the humans' 4 labels with judge <strong>j</strong>'s on 4 other cited claims weigh" in text
+    assert "sample 2 answers: 2 fully labeled" in text
+
+
+def test_run_page_says_plainly_when_the_judge_does_not_help(lead_client, small):
+    """Judge labels changed so that on S1 and S2 it says SUPPORTED everywhere (the humans:
+    S, S and S, U): b = 0, C = 0, λ̂ = 0, the estimate is the humans' 3/4."""
+    s2 = sampled_answers(small)[1]
+    Label.objects.filter(claim=s2.claims.get(index=2), reviewer__username="j").update(value=LabelValue.SUPPORTED)
+    body = " ".join(lead_client.get(reverse("run_sample", args=["sampling", "r"])).content.decode().split())
+    assert "Judge j does not help here</strong> (λ̂ = 0.00, near 0): the estimate is the humans' alone" in body
+    assert score_json(small)["estimates"]["support"]["estimate"] == 0.75
+
+
+def test_several_judges_without_a_promoted_one_let_the_lead_pick(lead_client, small):
+    judge_label(Claim.objects.filter(answer__run=small).first(), ReviewerFactory(username="k", kind="model"),
+                "SUPPORTED")
+    url = reverse("run_sample", args=["sampling", "r"])
+    body = " ".join(lead_client.get(url).content.decode().split())
+    assert "has 2 judges (j, k) and none is promoted" in body and f'href="{url}?judge=k"' in body
+    assert "humans alone on 2 fully labeled sampled answers" in body
+    picked = " ".join(lead_client.get(url, {"judge": "k"}).content.decode().split())
+    assert "judge <strong>k</strong>" in picked or "Judge k does not help here" in picked
