@@ -248,3 +248,16 @@ def estimates_lines(estimates: RunEstimates) -> list[str]:
             + (f"; λ̂ {e.lam:.2f}" if e.judge_helps else f"; λ̂ {e.lam:.2f}: the judge does not help, the estimate "
                "is the humans' alone"))
     return lines
+
+
+def target_reached(run: Run) -> bool | None:
+    """Whether the support interval of ``run``'s sample is as narrow as its target
+    (the queue's "target reached", issue 23 §5), with the judge :func:`pick_judge`
+    finds (the humans' alone when none can be picked); ``None`` without a target
+    or an interval. Five queries."""
+    try:
+        judge = pick_judge(run)
+    except EstimateError:
+        judge = None
+    estimates = run_estimates(run, judge=judge)
+    return estimates.target_reached if estimates is not None else None

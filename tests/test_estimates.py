@@ -298,3 +298,94 @@ def test_several_judges_without_a_promoted_one_let_the_lead_pick(lead_client, sm
     assert "humans alone on 2 fully labeled sampled answers" in body
     picked = " ".join(lead_client.get(url, {"judge": "k"}).content.decode().split())
     assert "judge <strong>k</strong>" in picked or "Judge k does not help here" in picked
+
+
+# -- the label budget and the target ------------------------------------------------------------
+
+def test_run_page_gives_the_label_budget_of_both_estimates(lead_client, small):
+    """With the sample's target ±0.2 first, then ±0.05, ±0.03, ±0.02: the answers to
+    label for PPI++ (``ppi_answers_needed``) beside the humans' alone
+    (``answers_needed``), neither beyond the run's 4 answers."""
+    from labeling.samples import sample_target_set
+    from scoring.intervals import answers_needed
+    from scoring.ppi import ppi_answers_needed
+
+    sample_target_set(run=small, half_width=0.2)
+    estimate = ppi_mean([2, 1], [2, 1], [2, 2], [1, 0.5], [2, 2])
+    widths = [0.2, 0.05, 0.03, 0.02]
+    ppi = ppi_answers_needed(estimate, available=4, half_widths=widths)
+    human = answers_needed(estimate.human_only, available=4, half_widths=widths)
+    body = " ".join(lead_client.get(reverse("run_sample", args=["sampling", "r"])).content.decode().split())
+
+    def ppi_words(p):
+        if p.needed is None:
+            return "not reachable: the judge's own sampling error is wider"
+        if not p.reachable:
+            return f"not reachable: about {p.needed:,} answers needed, the run has 4"
+        return f"label about {p.more} more sampled answer{'s' if p.more != 1 else ''}" if p.more else "reached"
+
+    def human_words(h):
+        return f"about {h.needed:,} answers needed" if not h.reachable else f"about {h.more} more"
+
+    for p, h in zip(ppi, human, strict=True):
+        assert f"For ±{p.half_width}: {ppi_words(p)} <span class=\"muted\">(humans alone: {human_words(h)})" in body
+    assert "For ±0.2: label about 2 more sampled answers" in body
+    assert not human[0].reachable  # the humans alone would need more than the run's 4 answers
+    assert "target ±0.2: not yet" in body
+
+
+def test_budget_on_a_larger_sample_says_how_many_more_answers(client, db):
+    """One-claim answers, 40 in the run, 20 sampled and labeled: ±0.05 cannot be reached
+    whatever the sample (the 20 judge-only claims alone are too few), ±0.2 already is."""
+    from scoring.ppi import ppi_answers_needed
+
+    run = make_run(answers=40, claims=1, slug="budget", name="big")
+    lead = ReviewerFactory(username="lead")
+    Membership.objects.create(project=run.project, reviewer=lead, role=Role.LEAD)
+    client.force_login(lead)
+    alice = ReviewerFactory(username="alice")
+    judge = ReviewerFactory(username="j", kind=ReviewerKind.MODEL)
+    sample_draw(run=run, answers=20, seed=5)
+    sampled = {a.pk for a in sampled_answers(run)}
+    for i, claim in enumerate(Claim.objects.filter(answer__run=run, index=1).order_by("answer__question_key")):
+        value = "SUPPORTED" if i % 3 else "UNSUPPORTED"
+        judge_label(claim, judge, value if i % 7 else "SUPPORTED")
+        if claim.answer_id in sampled:
+            human(claim, alice, value)
+    support = score_json(run)["estimates"]["support"]
+    from labeling.estimates import run_estimates
+    est = run_estimates(run, judge=judge)
+    assert est.support.estimate == pytest.approx(support["estimate"], rel=1e-12)
+    (budget,) = ppi_answers_needed(est.support, available=40, half_widths=(0.05,))
+    body = " ".join(client.get(reverse("run_sample", args=["budget", "big"])).content.decode().split())
+    # 20 judge-only answers: the judge's own sampling error, z·√V_imputed, is wider than ±0.05.
+    assert 1.96 * est.support.variance_imputed ** 0.5 > 0.05
+    assert (budget.needed, budget.reachable, budget.more) == (None, False, 20)
+    assert "For ±0.05: not reachable: the judge's own sampling error is wider" in body
+    (wide,) = ppi_answers_needed(est.support, available=40, half_widths=(0.2,))
+    assert wide.reachable and wide.needed <= 20 and wide.more == 0
+
+
+def test_queue_says_target_reached_when_the_interval_is_that_narrow(client, small):
+    """The review page of a sampled answer names its place in the sample and, with a
+    target, whether the support interval is as narrow."""
+    from labeling.samples import sample_target_set
+
+    alice = ReviewerFactory(username="alice")
+    Membership.objects.create(project=small.project, reviewer=alice, role=Role.REVIEWER)
+    client.force_login(alice)
+    s1 = sampled_answers(small)[0]
+    url = reverse("answer_review", args=["sampling", "r", s1.pk])
+    page = " ".join(client.get(url).content.decode().split())
+    assert "sampled answer 1 of 2" in page and "sample-target" not in page
+    half_width = (lambda e: (e[1] - e[0]) / 2)(score_json(small)["estimates"]["support"]["ci95"])
+
+    sample_target_set(run=small, half_width=round(half_width - 0.01, 3))
+    below = " ".join(client.get(url).content.decode().split())
+    assert f"target ±{round(half_width - 0.01, 3)}: not reached yet" in below
+    sample_target_set(run=small, half_width=round(half_width + 0.01, 3))
+    reached = " ".join(client.get(url, **HX).content.decode().split())
+    assert '<strong class="badge SUPPORTED">target reached</strong>' in reached
+    other = Answer.objects.filter(run=small).exclude(pk__in=[a.pk for a in sampled_answers(small)]).first()
+    outside = client.get(reverse("answer_review", args=["sampling", "r", other.pk])).content.decode()
+    assert "sampled answer" not in outside
