@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import pandas as pd
@@ -210,14 +210,28 @@ class TrendMarker:
 
 
 @dataclass(frozen=True)
+class TrendWhisker:
+    """A lone run's interval: a vertical line at ``x`` from ``y1`` (high) to ``y2`` (low)."""
+
+    x: float
+    y1: float
+    y2: float
+
+
+@dataclass(frozen=True)
 class TrendSeries:
     """One metric across runs: ``segments`` are SVG ``points`` strings of the
-    runs in a row whose value is defined (an undefined value breaks the line)."""
+    runs in a row whose value is defined (an undefined value breaks the line);
+    ``bands`` the SVG ``points`` of the polygons of their intervals (SPEC §4.5:
+    the upper bounds left to right, then the lower bounds back) over runs in a
+    row that have one, ``whiskers`` the interval of a run with no neighbour."""
 
     key: str
     label: str
     segments: list[str]
     markers: list[TrendMarker]
+    bands: list[str] = field(default_factory=list)
+    whiskers: list[TrendWhisker] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -299,7 +313,9 @@ def trend_chart(rows: Iterable[Mapping[str, Any]]) -> TrendChart:
     """Line-chart geometry from one row per run, oldest first.
 
     ``rows``: mappings with ``run`` (name), ``coverage``, ``support``, ``gap``
-    (floats or ``None``; coverage and support in [0, 1], gap in [−1, 1]).
+    (floats or ``None``; coverage and support in [0, 1], gap in [−1, 1]) and
+    optionally each one's interval as ``<key>_low``/``<key>_high`` (drawn as a
+    band around the line, its bounds in the tooltips).
     The y axis runs from 1 down to 0, or lower in steps of 0.25 when a gap is
     negative. Run names longer than 16 characters are shortened on the axis
     (full in the tooltips); with more than 8 runs every k-th name is shown,
@@ -314,7 +330,7 @@ def trend_chart(rows: Iterable[Mapping[str, Any]]) -> TrendChart:
     every = max(1, math.ceil(len(rows) / 8))
     shown = {i: _shorten(str(row["run"])) for i, row in enumerate(rows) if i % every == 0}
 
-    values = [_number(row.get(key)) for row in rows for key, _ in TREND_SERIES]
+    values = [_number(row.get(f"{key}{end}")) for row in rows for key, _ in TREND_SERIES for end in ("", "_low")]
     lowest = min([value for value in values if value is not None] + [0.0])
     y_min = math.floor(lowest * 4) / 4
     y_max = 1.0
@@ -360,10 +376,14 @@ def trend_chart(rows: Iterable[Mapping[str, Any]]) -> TrendChart:
                 continue
             y = y_of(value)
             current.append(f"{x},{y}")
-            markers.append(TrendMarker(x, y, f"{row['run']}: {label.lower()} {format_value(value)}"))
+            low, high = _number(row.get(f"{key}_low")), _number(row.get(f"{key}_high"))
+            interval = "" if low is None or high is None else f" ({_bound(low)}–{_bound(high)})"
+            markers.append(TrendMarker(x, y, f"{row['run']}: {label.lower()} {format_value(value)}{interval}"))
         if current:
             segments.append(" ".join(current))
-        series.append(TrendSeries(key=key, label=label, segments=segments, markers=markers))
+        bands, whiskers = _bands(key, xs, rows, y_of)
+        series.append(TrendSeries(key=key, label=label, segments=segments, markers=markers, bands=bands,
+                                  whiskers=whiskers))
 
     x_ticks = [_run_label(xs[i], text, bottom=plot.bottom, rotate=rotate) for i, text in shown.items()]
     y_ticks = [Tick(y_of(v), format_value(v)) for v in y_values]
@@ -371,6 +391,38 @@ def trend_chart(rows: Iterable[Mapping[str, Any]]) -> TrendChart:
         width=width, height=height, plot=plot, x_ticks=x_ticks, y_ticks=y_ticks,
         zero_y=y_of(0.0) if y_min < 0 else None, series=series, runs=len(rows), rotate_labels=rotate,
     )
+
+
+def _bands(key: str, xs: list[float], rows: list[Mapping[str, Any]],
+           y_of: Callable[[float], float]) -> tuple[list[str], list[TrendWhisker]]:
+    """The interval bands of one series: a polygon over each run of rows in a row whose
+    value and interval are defined, a whisker for a lone one."""
+    bands: list[str] = []
+    whiskers: list[TrendWhisker] = []
+    stretch: list[tuple[float, float, float]] = []
+
+    def close() -> None:
+        if len(stretch) == 1:
+            x, high, low = stretch[0]
+            whiskers.append(TrendWhisker(x, high, low))
+        elif stretch:
+            upper = [f"{x},{high}" for x, high, _ in stretch]
+            lower = [f"{x},{low}" for x, _, low in reversed(stretch)]
+            bands.append(" ".join(upper + lower))
+        stretch.clear()
+
+    for x, row in zip(xs, rows, strict=False):
+        value, low, high = (_number(row.get(f"{key}{end}")) for end in ("", "_low", "_high"))
+        if value is None or low is None or high is None:
+            close()
+            continue
+        stretch.append((x, y_of(high), y_of(low)))
+    close()
+    return bands, whiskers
+
+
+def _bound(value: float) -> str:
+    return format_value(value) if value >= 0 else "−" + format_value(-value)
 
 
 def run_scatter(run: Run, *, metrics: ClaimMetrics | None = None) -> ScatterChart:
@@ -391,14 +443,21 @@ def run_scatter(run: Run, *, metrics: ClaimMetrics | None = None) -> ScatterChar
 
 def trend_rows(run_rows: Iterable[Any]) -> list[dict[str, Any]]:
     """Rows for :func:`trend_chart` from the project page's run rows
-    (``labeling.selectors.RunRow``: ``.run`` and ``.counts`` with ``coverage``,
-    ``support`` Ratios and ``gap``), so the chart shows the very figures of the
-    runs table, in its order (``Run.created_at``), without another query."""
-    return [
-        {"run": row.run.name, "coverage": row.counts.coverage.value, "support": row.counts.support.value,
-         "gap": row.counts.gap}
-        for row in run_rows
-    ]
+    (``labeling.selectors.RunRow``: ``.run``, ``.counts`` with ``coverage``,
+    ``support`` Ratios and ``gap``, and ``.intervals``), so the chart shows the
+    very figures of the runs table with their intervals (SPEC §4.5), in its order
+    (``Run.created_at``), without another query."""
+    rows = []
+    for row in run_rows:
+        shown = {"run": row.run.name, "coverage": row.counts.coverage.value, "support": row.counts.support.value,
+                 "gap": row.counts.gap}
+        intervals = row.intervals
+        for key, _label in TREND_SERIES:
+            interval = intervals[key].interval if key in intervals else None
+            if interval is not None and interval.defined:
+                shown[f"{key}_low"], shown[f"{key}_high"] = interval.low, interval.high
+        rows.append(shown)
+    return rows
 
 
 def _answer_url_for(project_slug: str, run_name: str) -> Callable[[Any], str]:

@@ -26,7 +26,8 @@ from labeling.exports import frames
 from labeling.exports.cells import spreadsheet_text, text_cell
 from labeling.models import Run
 from scoring.compare import DEFAULT_THRESHOLD, Comparison, RunFrames, compare_runs
-from scoring.deltas import format_delta
+from scoring.deltas import MetricDelta, format_delta
+from scoring.intervals import DEFAULT_CONFIDENCE
 from scoring.ratio import format_value
 
 # How many rows each list of the comparison page shows; the xlsx has them all.
@@ -100,8 +101,9 @@ class RunComparison:
         return answer_review_url(project_slug=self.project.slug, run_name=self.run_b.name, answer_id=answer_id)
 
     def to_dict(self) -> dict[str, Any]:
-        """``Comparison.to_dict()`` with ``project`` added."""
-        return {"project": self.project.slug, **self.result.to_dict()}
+        """``Comparison.to_dict(intervals=True)`` with ``project`` added: each summary
+        entry carries its delta's paired interval and ``n_questions`` (SPEC §4.5)."""
+        return {"project": self.project.slug, **self.result.to_dict(intervals=True)}
 
     def per_question_rows(self, limit: int | None = PAGE_LIMIT) -> list[dict[str, Any]]:
         """Per-question rows for the page: ids, links, ``cells`` (one (a text,
@@ -170,14 +172,17 @@ class RunComparison:
         return rows
 
 
-def run_comparison(*, run_a: Run, run_b: Run, threshold: float = DEFAULT_THRESHOLD) -> RunComparison:
-    """Compare ``run_b`` against ``run_a`` on the questions both answered (SPEC §5).
+def run_comparison(*, run_a: Run, run_b: Run, threshold: float = DEFAULT_THRESHOLD,
+                   confidence: float = DEFAULT_CONFIDENCE) -> RunComparison:
+    """Compare ``run_b`` against ``run_a`` on the questions both answered (SPEC §5),
+    each delta with its paired interval at ``confidence`` (SPEC §4.5).
 
     ``threshold``: fuzzy claim alignment similarity in (0, 1] (see
     ``scoring.compare``). 12 queries. Raises ValidationError when the runs are
-    the same run, belong to different projects, or the threshold is out of range,
-    and (code ``NO_SHARED_QUESTIONS``) when they answer no question in common:
-    there is nothing to compare, and empty tables would read as "no change".
+    the same run, belong to different projects, the threshold or the level is
+    out of range, and (code ``NO_SHARED_QUESTIONS``) when they answer no
+    question in common: there is nothing to compare, and empty tables would
+    read as "no change".
     """
     if run_a.pk == run_b.pk:
         raise ValidationError("Choose two different runs to compare.")
@@ -187,7 +192,9 @@ def run_comparison(*, run_a: Run, run_b: Run, threshold: float = DEFAULT_THRESHO
         )
     if not 0 < threshold <= 1:
         raise ValidationError(f"The alignment threshold must be above 0 and at most 1, not {threshold}.")
-    result = compare_runs(run_frames(run_a), run_frames(run_b), threshold=threshold)
+    if not 0 < confidence < 1:
+        raise ValidationError(f"The confidence level must be between 0 and 1, not {confidence}.")
+    result = compare_runs(run_frames(run_a), run_frames(run_b), threshold=threshold, confidence=confidence)
     if not result.shared_questions:
         def answered(count: int) -> str:
             return f"{count} question{'' if count == 1 else 's'}"
@@ -229,6 +236,7 @@ def comparison_xlsx(comparison: RunComparison) -> bytes:
             worksheet.append([_cell(worksheet, value) for value in row])
 
     a, b = comparison.run_a.name, comparison.run_b.name
+    level = interval_label(result.confidence)
     sheet(
         "Summary",
         ["metric", f"A: {a}", f"B: {b}", "delta (B − A)", f"A: {a} (counts)", f"B: {b} (counts)"],
@@ -236,7 +244,12 @@ def comparison_xlsx(comparison: RunComparison) -> bytes:
         + [[], ["project", comparison.project.slug], ["shared questions", len(result.shared_questions)],
            ["questions only in A", len(result.only_a)], ["questions only in B", len(result.only_b)],
            ["alignment threshold", result.threshold]]
-        + [[name.replace("_", " "), count] for name, count in result.counts().items()],
+        + [[name.replace("_", " "), count] for name, count in result.counts().items()]
+        # SPEC §4.5: each delta with its paired interval, below the table the columns above keep.
+        + [[], [f"delta (B − A) with its {level}, paired by question"],
+           ["metric", "delta (B − A)", "ci_low", "ci_high", "questions", "verdict"]]
+        + [[row.label, row.delta, *_bounds(row), row.difference.n_questions if row.difference else 0,
+            noise_verdict(row)] for row in result.summary],
     )
     per_question = result.per_question
     sheet("Per question", list(per_question.columns), per_question.itertuples(index=False, name=None))
@@ -255,6 +268,11 @@ def comparison_xlsx(comparison: RunComparison) -> bytes:
     buffer = io.BytesIO()
     workbook.save(buffer)
     return buffer.getvalue()
+
+
+def _bounds(row: MetricDelta) -> list[float | None]:
+    difference = row.difference
+    return [difference.low, difference.high] if difference is not None and difference.defined else [None, None]
 
 
 def _cell(worksheet, value: Any) -> Any:
@@ -277,6 +295,28 @@ def _clean(value: Any) -> Any:
     if isinstance(value, float) and value != value:
         return None
     return value
+
+
+def noise_verdict(row: MetricDelta) -> str:
+    """Whether the change of ``row`` is distinguishable from noise, in words (the
+    comparison page and table): from the paired interval of B − A (SPEC §4.5)."""
+    difference = row.difference
+    if row.delta is None:
+        return "undefined in a run"
+    if difference is None or not difference.defined:
+        return "too few questions to tell (an interval needs two)"
+    if difference.low > 0:
+        return "beyond noise: higher in B"
+    if difference.high < 0:
+        return "beyond noise: lower in B"
+    if difference.low == difference.high == 0:
+        return "no change on any question"
+    return "within noise"
+
+
+def interval_label(confidence: float) -> str:
+    """The column title of the deltas' interval: ``"95% interval"``."""
+    return f"{format_value(confidence * 100, 0)}% interval"
 
 
 def delta_class(metric: str, delta: Any) -> str:

@@ -28,11 +28,13 @@ from scoring.citation_ids import (
     citation_id_metrics,
 )
 from scoring.claims import ClaimMetrics, claim_metrics
+from scoring.figures import FigureInterval, RunFigures, intervals_dict, run_figures, run_intervals
 from scoring.gold import GoldMetrics, gold_metrics
+from scoring.intervals import DEFAULT_CONFIDENCE, check_confidence
 from scoring.judgments import DEFAULT_RULE, JudgmentMetrics, citation_judgments
 from scoring.matching import DEFAULT_MATCH_METHOD, get_matcher
 from scoring.ratio import Ratio
-from scoring.summary import RunSummary
+from scoring.summary import RATIO_COLUMNS, RunSummary
 
 
 @dataclass
@@ -53,9 +55,20 @@ class RunScores:
     claims_frame: pd.DataFrame
     disagreements: int
     judgments: JudgmentMetrics | None = None
+    confidence: float = DEFAULT_CONFIDENCE
+
+    def figures(self) -> RunFigures:
+        """Per-answer units and values of every figure of the run (``scoring.figures``)."""
+        return run_figures(claims=self.claims, citation_ids=self.citation_ids, abstention=self.abstention,
+                           judgments=self.judgments, gold=self.gold)
+
+    def intervals(self) -> dict[str, FigureInterval]:
+        """Every figure with its interval at ``confidence`` and its label budget (SPEC §4.5)."""
+        return run_intervals(self.figures(), confidence=self.confidence)
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON object of ``score --format json``."""
+        """The JSON object of ``score --format json`` (``intervals``: one entry per
+        figure, ``scoring.figures.FigureInterval.as_dict``)."""
         per_answer = self.per_answer_records()
         result: dict[str, Any] = {
             "run": self.run.name,
@@ -75,6 +88,7 @@ class RunScores:
             gold = self.gold.to_dict()
             result["context"] = gold["context"]
             result["source"] = gold["source"]
+        result["intervals"] = intervals_dict(self.intervals())
         result["per_answer"] = per_answer
         return result
 
@@ -109,7 +123,7 @@ class RunScores:
 def run_scores(
     run: Run, *, reviewer: str | None = None, match_method: str = DEFAULT_MATCH_METHOD,
     match_threshold: float | None = None, question_ids: set[str] | None = None,
-    citation_precision_rule: str = DEFAULT_RULE, with_gold: bool = True,
+    citation_precision_rule: str = DEFAULT_RULE, with_gold: bool = True, confidence: float = DEFAULT_CONFIDENCE,
 ) -> RunScores:
     """Compute every metric of ``run`` (SPEC §4.1–§4.3).
 
@@ -121,9 +135,11 @@ def run_scores(
     which judged citations are precise (SPEC §4.3b, ``scoring.judgments``).
     ``with_gold=False`` skips the passage/source metrics against gold
     references (``gold`` is ``None``): the project summary does not show them.
-    Raises ValueError for an unknown match method or rule, ImportError when the
-    method's optional extra is missing.
+    ``confidence``: the level of the intervals (SPEC §4.5).
+    Raises ValueError for an unknown match method or rule or a level outside
+    (0, 1), ImportError when the method's optional extra is missing.
     """
+    check_confidence(confidence)
     claims, disagreements = resolved_claims_frame(run, reviewer=reviewer)
     answers = frames.answers_frame(run)
     citations = frames.citations_frame(run)
@@ -155,7 +171,8 @@ def run_scores(
             matcher=matcher,
         )
     return RunScores(run=run, reviewer=reviewer, claims=claim_result, citation_ids=ids, abstention=abstention,
-                     gold=gold, claims_frame=claims, disagreements=disagreements, judgments=judgments)
+                     gold=gold, claims_frame=claims, disagreements=disagreements, judgments=judgments,
+                     confidence=confidence)
 
 
 def run_judgment_metrics(run: Run, claims: pd.DataFrame, citations: pd.DataFrame, *, reviewer: str | None,
@@ -184,22 +201,27 @@ def run_judgments(run: Run, *, reviewer: str | None = None, rule: str = DEFAULT_
 
 
 def project_summary(project: Project, *, reviewer: str | None = None, rule: str = DEFAULT_RULE,
-                    own_labels_runs: frozenset[int] = frozenset(), me: str | None = None) -> list[RunSummary]:
-    """Every run of ``project`` (creation order) with its pooled figures (``scoring.summary``):
-    the one row per run of the project summary page and ``score --all-runs``. About ten
-    queries per run (``run_scores`` without gold). ``reviewer``: only that reviewer's labels
-    count; on the runs of ``own_labels_runs`` (a blind reviewer's) only ``me``'s do.
-    Raises ValueError for an unknown rule."""
+                    own_labels_runs: frozenset[int] = frozenset(), me: str | None = None,
+                    confidence: float = DEFAULT_CONFIDENCE) -> list[RunSummary]:
+    """Every run of ``project`` (creation order) with its pooled figures (``scoring.summary``)
+    and their intervals at ``confidence`` (SPEC §4.5): the one row per run of the project
+    summary page and ``score --all-runs``. About ten queries per run (``run_scores`` without
+    gold). ``reviewer``: only that reviewer's labels count; on the runs of ``own_labels_runs``
+    (a blind reviewer's) only ``me``'s do. Raises ValueError for an unknown rule or level."""
     rows = []
     for run in Run.objects.filter(project=project).select_related("project").order_by("created_at", "name"):
         counted = me if run.pk in own_labels_runs else reviewer
-        scores = run_scores(run, reviewer=counted, citation_precision_rule=rule, with_gold=False)
+        scores = run_scores(run, reviewer=counted, citation_precision_rule=rule, with_gold=False,
+                            confidence=confidence)
         c = scores.claims
         judged = scores.judgments
+        intervals = scores.intervals()
+        intervals["citation_precision"] = intervals.get("judged_precision")
         rows.append(RunSummary(
             run=run.name, answers=c.answers, claims=c.claims, pending=c.pending, coverage=c.coverage,
             support=c.support, supported_rate=c.supported_rate,
             citation_precision=judged.precision if judged is not None else Ratio(0, 0), gap=c.gap,
+            intervals={name: intervals[name] for name in (*RATIO_COLUMNS, "gap") if intervals.get(name)},
         ))
     return rows
 
@@ -217,13 +239,16 @@ def run_has_gold(run: Run) -> bool:
 class GoldRow:
     """One line of the run page's gold panel: a metric with its pooled
     fraction (``Ratio`` or ``None`` for F1, which has none) and value, and its
-    per-answer mean (float or None) with the number of answers skipped."""
+    per-answer mean (float or None) with the number of answers skipped; each
+    with its interval where it has one (``scoring.figures``, SPEC §4.5)."""
 
     group: str
     metric: str
     fraction: Ratio | None
     value: float | None
     mean: float | None
+    interval: FigureInterval | None = None
+    mean_interval: FigureInterval | None = None
 
 
 def gold_rows(scores: RunScores) -> list[GoldRow]:
@@ -233,28 +258,36 @@ def gold_rows(scores: RunScores) -> list[GoldRow]:
     and abstention when any question is unanswerable."""
     rows: list[GoldRow] = []
     ids = scores.citation_ids
+    iv = scores.intervals()
+
+    def row(group: str, metric: str, fraction: Ratio | None, value: float | None, mean: float | None,
+            key: str) -> GoldRow:
+        return GoldRow(group, metric, fraction, value, mean, iv.get(key), iv.get(f"mean_{key}"))
+
     if ids.gold_answers:
         rows += [
-            GoldRow("Cited ids vs gold ids", "precision", ids.precision, ids.precision.value, ids.mean_precision),
-            GoldRow("Cited ids vs gold ids", "recall", ids.recall, ids.recall.value, ids.mean_recall),
+            row("Cited ids vs gold ids", "precision", ids.precision, ids.precision.value, ids.mean_precision,
+                "precision"),
+            row("Cited ids vs gold ids", "recall", ids.recall, ids.recall.value, ids.mean_recall, "recall"),
         ]
-    rows.append(GoldRow("Cited ids vs gold ids", "fabricated", ids.fabricated_rate, ids.fabricated_rate.value, None))
+    rows.append(row("Cited ids vs gold ids", "fabricated", ids.fabricated_rate, ids.fabricated_rate.value, None,
+                    "fabricated_rate"))
     if scores.gold is not None:
         gold = scores.gold.to_dict()
         c, s = gold["context"], gold["source"]
         rows += [
-            GoldRow("Passages (context)", "precision", Ratio(c["matched_citations"], c["citations"]),
-                    c["precision"], c["mean_precision"]),
-            GoldRow("Passages (context)", "recall", Ratio(c["matched_references"], c["references"]),
-                    c["recall"], c["mean_recall"]),
-            GoldRow("Passages (context)", "F1", None, c["f1"], c["mean_f1"]),
-            GoldRow("Sources", "precision", Ratio(s["matched_cited_sources"], s["cited_sources"]),
-                    s["precision"], s["mean_precision"]),
-            GoldRow("Sources", "recall", Ratio(s["matched_expected_sources"], s["expected_sources"]),
-                    s["recall"], s["mean_recall"]),
-            GoldRow("Sources", "F1", None, s["f1"], s["mean_f1"]),
+            row("Passages (context)", "precision", Ratio(c["matched_citations"], c["citations"]),
+                c["precision"], c["mean_precision"], "context_precision"),
+            row("Passages (context)", "recall", Ratio(c["matched_references"], c["references"]),
+                c["recall"], c["mean_recall"], "context_recall"),
+            row("Passages (context)", "F1", None, c["f1"], c["mean_f1"], "context_f1"),
+            row("Sources", "precision", Ratio(s["matched_cited_sources"], s["cited_sources"]),
+                s["precision"], s["mean_precision"], "source_precision"),
+            row("Sources", "recall", Ratio(s["matched_expected_sources"], s["expected_sources"]),
+                s["recall"], s["mean_recall"], "source_recall"),
+            row("Sources", "F1", None, s["f1"], s["mean_f1"], "source_f1"),
         ]
     if scores.abstention.unanswerable:
         rate = scores.abstention.rate
-        rows.append(GoldRow("Unanswerable questions", "abstention", rate, rate.value, None))
+        rows.append(row("Unanswerable questions", "abstention", rate, rate.value, None, "abstention"))
     return rows

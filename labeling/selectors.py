@@ -58,7 +58,9 @@ from labeling.models import (
 )
 from labeling.queue import exists_fence, unlabeled_claims
 from scoring import judgments as judgments_module
+from scoring.figures import FigureInterval, RunFigures, run_intervals
 from scoring.gold import answer_gold_matches
+from scoring.intervals import DEFAULT_CONFIDENCE, AnswerValues, Interval, Units, clustered_ratio
 from scoring.matching import DEFAULT_MATCH_METHOD, get_matcher
 from scoring.normalize import normalize_source
 from scoring.ratio import Ratio, gap
@@ -309,11 +311,61 @@ class RunRow:
     run: Run
     answers: int
     counts: ClaimCounts
+    # One ClaimCounts per answer with claims (its intervals and the trend's bands, SPEC §4.5).
+    answer_counts: list[ClaimCounts] = field(default_factory=list)
+
+    @property
+    def intervals(self) -> dict[str, FigureInterval]:
+        """Coverage, support, gap and supported rate with their intervals (``claim_count_intervals``)."""
+        return claim_count_intervals(self.answer_counts)
+
+
+def total_counts(answer_counts: list[ClaimCounts]) -> ClaimCounts:
+    """The run's ``ClaimCounts`` from its answers' (every count is of claims, and a
+    claim belongs to one answer, so they add up)."""
+    return ClaimCounts(**{name: sum(getattr(c, name) for c in answer_counts) for name in _COUNT_FIELDS})
+
+
+_COUNT_FIELDS = ("claims", "cited", "labeled", "supported", "unsupported", "disagreements", "fabricated",
+                 "adjudicated")
+
+
+def claim_count_figures(answer_counts: list[ClaimCounts]) -> RunFigures:
+    """Per-answer units and values of coverage, support and supported rate from one
+    run's per-answer ``ClaimCounts`` (``scoring.figures.RunFigures``; answers are
+    named by position, the figures of one run need no question ids)."""
+    names = tuple(str(i) for i in range(len(answer_counts)))
+
+    def units(numerator, denominator, available=None) -> Units:
+        return Units(names, tuple(numerator(c) for c in answer_counts), tuple(denominator(c) for c in answer_counts),
+                     available)
+
+    def values(ratio) -> AnswerValues:
+        return AnswerValues(names, tuple(ratio(c).value for c in answer_counts))
+
+    return RunFigures(
+        units={
+            "coverage": units(lambda c: c.cited, lambda c: c.claims),
+            "support": units(lambda c: c.supported, lambda c: c.supported + c.unsupported,
+                             available=sum(1 for c in answer_counts if c.cited)),
+            "supported_rate": units(lambda c: c.supported, lambda c: c.claims),
+        },
+        values={"coverage": values(lambda c: c.coverage), "support": values(lambda c: c.support),
+                "supported_rate": values(lambda c: c.supported_rate)},
+    )
+
+
+def claim_count_intervals(answer_counts: list[ClaimCounts], *,
+                          confidence: float = DEFAULT_CONFIDENCE) -> dict[str, FigureInterval]:
+    """Coverage, support, gap, supported rate and their per-answer means with their
+    intervals and label budgets (SPEC §4.5), from one run's per-answer counts."""
+    return run_intervals(claim_count_figures(answer_counts), confidence=confidence)
 
 
 def _runs_claim_counts(*, reviewer: Reviewer, run: Run | None = None, project: Project | None = None,
-                       blind_run_ids: frozenset[int] = frozenset()) -> dict[int, ClaimCounts]:
-    """``ClaimCounts`` per run id, for one run or every run of a project.
+                       blind_run_ids: frozenset[int] = frozenset()) -> dict[int, list[ClaimCounts]]:
+    """Per run id, one ``ClaimCounts`` per answer with claims, for one run or every
+    run of a project (sum them with ``total_counts``).
 
     Three grouped queries, each without fan-out or with one small DISTINCT
     (PostgreSQL sorts once per DISTINCT aggregate, so one query over claims ⋈
@@ -324,30 +376,32 @@ def _runs_claim_counts(*, reviewer: Reviewer, run: Run | None = None, project: P
     claims (``_adjudicated_counts``). A fifth query finds the
     claims of abstaining answers, only when unanswerable questions exist. On the
     runs of ``blind_run_ids`` only ``reviewer``'s own labels count (blind labeling).
+    Grouped by answer (the run's totals are their sum) so that every figure
+    gets its interval, answers being the clusters (SPEC §4.5).
     """
     scope = {"run": run} if run is not None else {"run__project": project}
     claims = {
-        row["answer__run_id"]: row
+        row["answer_id"]: row
         for row in Claim.objects.filter(**{f"answer__{k}": v for k, v in scope.items()}, factual=True)
-        .values("answer__run_id").order_by()
+        .values("answer__run_id", "answer_id").order_by()
         .annotate(n=Count("id"), unanswerable=Count("id", filter=Q(answer__question__answerable=False)))
     }
     citations = {
-        row["claim__answer__run_id"]: row
+        row["claim__answer_id"]: row
         for row in Citation.objects.filter(**{f"claim__answer__{k}": v for k, v in scope.items()},
                                            claim__factual=True)
-        .values("claim__answer__run_id").order_by()
+        .values("claim__answer_id").order_by()
         .annotate(cited=Count("claim", distinct=True), fabricated=Count("id", filter=Q(fabricated=True)))
     }
     labels = {
-        row["claim__answer__run_id"]: row
+        row["claim__answer_id"]: row
         for row in Label.objects.filter(**{f"claim__answer__{k}": v for k, v in scope.items()}, is_current=True,
                                         claim__factual=True,
                                         value__in=[LabelValue.SUPPORTED, LabelValue.UNSUPPORTED])
         .filter(Exists(Citation.objects.filter(claim=OuterRef("claim"))))
         .filter(Q(reviewer=reviewer) | ~Q(claim__answer__run_id__in=blind_run_ids))
         .filter(Q(reviewer__kind__in=COUNTED_KINDS) | Q(reviewer_id=F("claim__answer__run__promoted_judge_id")))
-        .values("claim__answer__run_id").order_by()
+        .values("claim__answer_id").order_by()
         .annotate(judged=Count("claim", distinct=True),
                   has_supported=Count("claim", distinct=True, filter=Q(value=LabelValue.SUPPORTED)),
                   has_unsupported=Count("claim", distinct=True, filter=Q(value=LabelValue.UNSUPPORTED)),
@@ -358,29 +412,30 @@ def _runs_claim_counts(*, reviewer: Reviewer, run: Run | None = None, project: P
         # SPEC §4.2: claims of an answer to an unanswerable question that cites nothing are not factual claims.
         answers = Answer.objects.filter(**scope, question__answerable=False).exclude(
             Exists(Citation.objects.filter(claim__answer=OuterRef("pk"))))
-        abstaining = dict(Claim.objects.filter(answer__in=answers, factual=True).values("answer__run_id").order_by()
-                          .annotate(n=Count("id")).values_list("answer__run_id", "n"))
+        abstaining = dict(Claim.objects.filter(answer__in=answers, factual=True).values("answer_id").order_by()
+                          .annotate(n=Count("id")).values_list("answer_id", "n"))
     # Blind labeling counts a reviewer's own labels only: no lead's verdict on those runs either.
     adjudicated = _adjudicated_counts(
         Adjudication.objects.filter(**{f"claim__answer__{k}": v for k, v in scope.items()}, claim__factual=True)
-        .exclude(claim__answer__run_id__in=blind_run_ids), "claim__answer__run_id")
-    counts = {}
-    for run_id, row in claims.items():
-        cited, judged = citations.get(run_id, {}), labels.get(run_id, {})
-        counts[run_id] = _counts(adjudicated=adjudicated.get(run_id), row={
-            "n_claims": row["n"], "n_abstaining": abstaining.get(run_id, 0), "n_cited": cited.get("cited", 0),
+        .exclude(claim__answer__run_id__in=blind_run_ids), "claim__answer_id")
+    counts: dict[int, list[ClaimCounts]] = {}
+    for answer_id, row in sorted(claims.items()):
+        cited, judged = citations.get(answer_id, {}), labels.get(answer_id, {})
+        counts.setdefault(row["answer__run_id"], []).append(_counts(adjudicated=adjudicated.get(answer_id), row={
+            "n_claims": row["n"], "n_abstaining": abstaining.get(answer_id, 0), "n_cited": cited.get("cited", 0),
             "n_fabricated": cited.get("fabricated", 0), "n_judged": judged.get("judged", 0),
             "n_has_supported": judged.get("has_supported", 0), "n_has_unsupported": judged.get("has_unsupported", 0),
             "n_labeled": judged.get("labeled", 0),
-        })
+        }))
     return counts
 
 
 def run_rows(*, project: Project, reviewer: Reviewer) -> list[RunRow]:
-    """Every run of ``project`` with its claim counts and the reviewer's progress.
+    """Every run of ``project`` with its claim counts (totals and per answer) and the
+    reviewer's progress.
 
     Four or five queries whatever the number of runs: the runs with their
-    answer counts, and ``_runs_claim_counts`` grouped by run.
+    answer counts, and ``_runs_claim_counts`` grouped by answer.
     """
     runs = list(Run.objects.filter(project=project).annotate(n_answers=Count("answers")).order_by("created_at", "name"))
     role = getattr(project, "my_role", None)
@@ -388,14 +443,21 @@ def run_rows(*, project: Project, reviewer: Reviewer) -> list[RunRow]:
     by_run = _runs_claim_counts(reviewer=reviewer, project=project, blind_run_ids=blind)
     for run in runs:
         run.project = project
-    return [RunRow(run=run, answers=run.n_answers, counts=by_run.get(run.pk, ClaimCounts())) for run in runs]
+    return [RunRow(run=run, answers=run.n_answers, counts=total_counts(by_run.get(run.pk, [])),
+                   answer_counts=by_run.get(run.pk, [])) for run in runs]
+
+
+def run_answer_counts(*, run: Run, reviewer: Reviewer) -> list[ClaimCounts]:
+    """Claim counts of each answer of one run that has claims (``ClaimCounts``; their
+    sum, ``total_counts``, is the run's). Three or four grouped queries
+    (``_runs_claim_counts``); on a run ``reviewer`` labels blind, from their own labels only."""
+    blind = frozenset({run.pk}) if _blind_for(run, reviewer) else frozenset()
+    return _runs_claim_counts(reviewer=reviewer, run=run, blind_run_ids=blind).get(run.pk, [])
 
 
 def run_counts(*, run: Run, reviewer: Reviewer) -> ClaimCounts:
-    """Claim counts of one run (``ClaimCounts``). Three or four grouped queries (``_runs_claim_counts``);
-    on a run ``reviewer`` labels blind, from their own labels only."""
-    blind = frozenset({run.pk}) if _blind_for(run, reviewer) else frozenset()
-    return _runs_claim_counts(reviewer=reviewer, run=run, blind_run_ids=blind).get(run.pk, ClaimCounts())
+    """Claim counts of one run (``ClaimCounts``): the sum of ``run_answer_counts``."""
+    return total_counts(run_answer_counts(run=run, reviewer=reviewer))
 
 
 def run_answer_count(*, run: Run) -> int:
@@ -640,6 +702,17 @@ class ReviewContext:
         factual = [v for v in self.claims if v.claim.factual]
         return Ratio(sum(1 for v in factual if v.cited and v.my_label is not None
                          and v.my_label.value == LabelValue.SUPPORTED), len(factual))
+
+    @property
+    def supported_rate_interval(self) -> Interval:
+        """``supported_rate`` with its interval: one answer, so Wilson's at its claims (SPEC §4.5)."""
+        rate = self.supported_rate
+        return clustered_ratio([rate.numerator], [rate.denominator])
+
+    @property
+    def judged_precision_interval(self) -> Interval:
+        """``judged_precision`` with its interval: Wilson's at this answer's judged citations (SPEC §4.5)."""
+        return clustered_ratio([self.judged_precision.numerator], [self.judged_precision.denominator])
 
     @property
     def more_after_current(self) -> bool:

@@ -26,7 +26,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from scoring.claims import mean_of_defined, native_records
+from scoring.claims import frame_units, frame_values, mean_of_defined, native_records
+from scoring.intervals import AnswerValues, Units
 from scoring.labels import require_columns, sort_by
 from scoring.ratio import Ratio
 
@@ -90,6 +91,27 @@ class CitationIdMetrics:
         """``per_answer`` as JSON-ready dicts (``pd.NA``/NaN as ``None``)."""
         return native_records(self.per_answer)
 
+    def units(self) -> dict[str, Units]:
+        """Per-answer units (SPEC §4.5): ``precision`` (tp / tp + fp) and ``recall``
+        (tp / tp + fn) over the answers with gold, ``fabricated_rate`` (fabricated /
+        distinct cited ids) over every answer."""
+        frame = self.per_answer
+        with_gold = frame["has_gold"].to_numpy(dtype=bool)
+        scored = frame.assign(
+            cited_ids=pd.to_numeric(frame["tp"]) + pd.to_numeric(frame["fp"]),
+            gold_ids=pd.to_numeric(frame["tp"]) + pd.to_numeric(frame["fn"]),
+        )
+        return {
+            "precision": frame_units(scored, "tp", "cited_ids", rows=with_gold),
+            "recall": frame_units(scored, "tp", "gold_ids", rows=with_gold),
+            "fabricated_rate": frame_units(frame, "fabricated", "cited"),
+        }
+
+    def answer_values(self) -> dict[str, AnswerValues]:
+        """Per-answer ``precision`` and ``recall`` of the answers with gold."""
+        with_gold = self.per_answer["has_gold"].to_numpy(dtype=bool)
+        return {name: frame_values(self.per_answer, name, rows=with_gold) for name in ("precision", "recall")}
+
 
 @dataclass(frozen=True)
 class AbstentionMetrics:
@@ -111,6 +133,15 @@ class AbstentionMetrics:
     abstained: int
     rate: Ratio
     per_answer: pd.DataFrame = field(repr=False, compare=False)
+
+    def units(self) -> dict[str, Units]:
+        """Per-answer units of ``abstention`` (abstained / unanswerable: one unit per
+        answer to an unanswerable question, SPEC §4.5)."""
+        frame = self.per_answer.assign(
+            abstained_units=self.per_answer["abstained"].astype("int64"),
+            unanswerable_units=self.per_answer["unanswerable"].astype("int64"),
+        )
+        return {"abstention": frame_units(frame, "abstained_units", "unanswerable_units")}
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready figures: ``{"unanswerable", "abstained", "rate"}``."""

@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from scoring.intervals import AnswerValues, Units
 from scoring.labels import (
     LABEL_VALUES,
     SUPPORTED,
@@ -122,6 +123,24 @@ class ClaimMetrics:
             "supported_rate_skipped": self.supported_rate_skipped,
             "non_factual": self.non_factual,
         }
+
+    def units(self) -> dict[str, Units]:
+        """Per-answer units of the pooled ratios (SPEC §4.5): ``coverage`` (cited /
+        claims), ``support`` (SUPPORTED / labeled cited; its label budget is capped
+        by the answers with a cited claim) and ``supported_rate`` (SUPPORTED /
+        claims). Abstentions carry no unit."""
+        frame = self.per_answer
+        could_be_labeled = int((frame["cited"] > 0).sum())
+        return {
+            "coverage": frame_units(frame, "cited", "claims"),
+            "support": frame_units(frame, "supported", "labeled_cited", available=could_be_labeled),
+            "supported_rate": frame_units(frame, "supported", "claims"),
+        }
+
+    def answer_values(self) -> dict[str, AnswerValues]:
+        """Per-answer ``coverage``, ``support`` and ``supported_rate`` (``None`` where
+        undefined), whose means are ``mean_*`` (SPEC §4)."""
+        return {name: frame_values(self.per_answer, name) for name in ("coverage", "support", "supported_rate")}
 
     def per_answer_records(self) -> list[dict[str, Any]]:
         """One JSON-ready dict per answer (keys ``question_id, answer_id, claims,
@@ -239,6 +258,29 @@ def to_native(value: Any) -> Any:
     if value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value)):
         return None
     return value
+
+
+def frame_units(frame: pd.DataFrame, numerator: str, denominator: str, *, available: int | None = None,
+                rows: np.ndarray | None = None) -> Units:
+    """:class:`~scoring.intervals.Units` of one ratio from a per-answer frame with
+    ``question_id`` and the two count columns (NA counts read as 0: no unit).
+    ``rows``: an optional bool mask of the answers in scope."""
+    if rows is not None:
+        frame = frame[rows]
+    y = pd.to_numeric(frame[numerator]).fillna(0).astype("int64").tolist()
+    x = pd.to_numeric(frame[denominator]).fillna(0).astype("int64").tolist()
+    # A pending answer may know its denominator (context citations) but not its numerator.
+    missing = frame[numerator].isna().to_numpy()
+    x = [0 if gone else count for count, gone in zip(x, missing, strict=True)]
+    return Units(tuple(str(q) for q in frame["question_id"].tolist()), tuple(y), tuple(x), available)
+
+
+def frame_values(frame: pd.DataFrame, column: str, *, rows: np.ndarray | None = None) -> AnswerValues:
+    """:class:`~scoring.intervals.AnswerValues` of a per-answer ratio column (``None``/NA: undefined)."""
+    if rows is not None:
+        frame = frame[rows]
+    return AnswerValues(tuple(str(q) for q in frame["question_id"].tolist()),
+                        tuple(to_native(v) for v in frame[column].tolist()))
 
 
 def native_records(frame: pd.DataFrame) -> list[dict[str, Any]]:

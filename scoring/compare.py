@@ -42,7 +42,7 @@ claim at most once. Unpaired claims of A are *removed*, of B *added*.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from typing import Any
 
@@ -54,7 +54,9 @@ from rapidfuzz.process import cdist
 from scoring.citation_ids import citation_id_metrics
 from scoring.claims import ClaimMetrics, claim_metrics, to_native
 from scoring.deltas import MetricDelta, per_question_deltas, summary_deltas
-from scoring.judgments import DEFAULT_RULE, citation_judgments
+from scoring.figures import paired_differences, run_figures
+from scoring.intervals import DEFAULT_CONFIDENCE, PairedDifference, check_confidence
+from scoring.judgments import DEFAULT_RULE, JudgmentMetrics, citation_judgments
 from scoring.labels import require_columns
 from scoring.normalize import normalize_source, normalize_text, strip_markers
 from scoring.ratio import Ratio
@@ -103,7 +105,8 @@ class Comparison:
     - ``shared_questions``: the question ids both runs answered, sorted;
       ``only_a``/``only_b``: answered by one run only (left out of everything).
     - ``summary``: pooled coverage, support, gap (and citation precision and
-      recall when gold exists), then the per-answer means, as :class:`MetricDelta`.
+      recall when gold exists), then the per-answer means, as :class:`MetricDelta`,
+      each with its paired difference and interval at ``confidence`` (SPEC §4.5).
     - ``per_question``: one row per shared question (sorted by
       ``question_id``): ``question_id``, per side ``s`` in ``a``/``b``:
       ``answer_id_s, claims_s, cited_s, labeled_cited_s, supported_s,
@@ -141,6 +144,7 @@ class Comparison:
     citation_changes: pd.DataFrame = field(repr=False)
     added: pd.DataFrame = field(repr=False)
     removed: pd.DataFrame = field(repr=False)
+    confidence: float = DEFAULT_CONFIDENCE
 
     def metric(self, key: str) -> MetricDelta:
         """The summary row named ``key`` (``coverage``, ``support``, ``gap``,
@@ -164,19 +168,21 @@ class Comparison:
             "removed": len(self.removed),
         }
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self, *, intervals: bool = False) -> dict[str, Any]:
         """The JSON object of ``compare --format json``: keys ``run_a, run_b,
         threshold, questions {shared, only_a, only_b}, has_gold, summary
         {metric: {a, b, delta, a_text, b_text}}, claims (counts), per_question,
         label_flips, citation_changes, added, removed`` (lists of records;
-        undefined values are ``None``)."""
+        undefined values are ``None``). ``intervals``: each summary entry also
+        carries its delta's paired interval, ``ci95`` (or ``ci`` with ``level``),
+        ``n_questions`` and ``method`` (SPEC §4.5; the command prints them)."""
         return {
             "run_a": self.run_a,
             "run_b": self.run_b,
             "threshold": self.threshold,
             "questions": {"shared": len(self.shared_questions), "only_a": self.only_a, "only_b": self.only_b},
             "has_gold": self.has_gold,
-            "summary": {row.key: row.to_dict() for row in self.summary},
+            "summary": {row.key: row.to_dict(interval=intervals) for row in self.summary},
             "claims": self.counts(),
             "per_question": records(self.per_question),
             "label_flips": records(self.label_flips[_FLIP_COLUMNS]),
@@ -205,18 +211,20 @@ _REMOVED_COLUMNS = ["question_id", "answer_id_a", "claim_index_a", "claim_a", "l
 
 
 def compare_runs(a: RunFrames, b: RunFrames, *, threshold: float = DEFAULT_THRESHOLD,
-                 rule: str = DEFAULT_RULE) -> Comparison:
+                 rule: str = DEFAULT_RULE, confidence: float = DEFAULT_CONFIDENCE) -> Comparison:
     """Compare run ``b`` against run ``a`` (SPEC §5): metric deltas and the claim diff.
 
     ``threshold`` is the fuzzy alignment similarity in (0, 1] (module
-    docstring). Returns a :class:`Comparison`.
+    docstring); ``confidence`` the level of the deltas' paired intervals (SPEC
+    §4.5). Returns a :class:`Comparison`.
 
-    Raises ``ValueError`` on a threshold outside (0, 1], a missing column, a
-    duplicated ``claim_id``, a run with two answers to one question, or a label
-    breaking SPEC §3 (as :func:`scoring.claims.claim_metrics`).
+    Raises ``ValueError`` on a threshold outside (0, 1], a level outside (0, 1),
+    a missing column, a duplicated ``claim_id``, a run with two answers to one
+    question, or a label breaking SPEC §3 (as :func:`scoring.claims.claim_metrics`).
     """
     if not (isinstance(threshold, (int, float)) and 0 < threshold <= 1):
         raise ValueError(f"threshold must be in (0, 1], got {threshold!r}")
+    check_confidence(confidence)
     side_a, side_b = _Side.build(a), _Side.build(b)
     questions_a, questions_b = set(side_a.answers["question_id"]), set(side_b.answers["question_id"])
     shared = sorted(questions_a & questions_b)
@@ -237,15 +245,28 @@ def compare_runs(a: RunFrames, b: RunFrames, *, threshold: float = DEFAULT_THRES
         alignment=alignment,
     )
     judged = None
+    judged_a = judged_b = None
     if side_a.judgments is not None or side_b.judgments is not None:
-        judged = (side_a.judged_precision(rule), side_b.judged_precision(rule), rule)
+        judged_a, judged_b = side_a.judgment_metrics(rule), side_b.judgment_metrics(rule)
+        judged = (_precision(judged_a), _precision(judged_b), rule)
     summary = summary_deltas(claims_a, claims_b, ids_a, ids_b, fractions, judged=judged)
+    differences = paired_differences(
+        run_figures(claims=claims_a, citation_ids=ids_a, judgments=judged_a),
+        run_figures(claims=claims_b, citation_ids=ids_b, judgments=judged_b),
+        questions=shared, keys=[row.key for row in summary], confidence=confidence,
+    )
+    summary = [replace(row, difference=differences.get(row.key) or PairedDifference(
+        row.a, row.b, row.delta, None, None, confidence, 0)) for row in summary]
     return Comparison(
         run_a=a.name, run_b=b.name, threshold=float(threshold), shared_questions=shared,
         only_a=sorted(questions_a - questions_b), only_b=sorted(questions_b - questions_a),
         has_gold=has_gold, summary=summary, per_question=per_question, alignment=alignment,
-        label_flips=flips, citation_changes=changes, added=added, removed=removed,
+        label_flips=flips, citation_changes=changes, added=added, removed=removed, confidence=confidence,
     )
+
+
+def _precision(metrics: JudgmentMetrics | None) -> Ratio:
+    return metrics.precision if metrics is not None else Ratio(0, 0)
 
 
 def align_claims(claims_a: pd.DataFrame, claims_b: pd.DataFrame, *, threshold: float) -> pd.DataFrame:
@@ -377,13 +398,14 @@ class _Side:
             judgments=self.judgments,
         )
 
-    def judged_precision(self, rule: str) -> Ratio:
-        """Citation precision of this side's judgments on its (kept) claims (SPEC §4.3b)."""
+    def judgment_metrics(self, rule: str) -> JudgmentMetrics | None:
+        """Citation precision of this side's judgments on its (kept) claims (SPEC §4.3b),
+        ``None`` when the run has no judgments."""
         if self.judgments is None:
-            return Ratio(0, 0)
+            return None
         columns = [c for c in ("claim_id", "answer_id", "question_id", "label", "factual", "abstention")
                    if c in self.claims.columns]
-        return citation_judgments(self.claims[columns], self.judgments, rule=rule).precision
+        return citation_judgments(self.claims[columns], self.judgments, rule=rule)
 
     def claim_metrics(self) -> ClaimMetrics:
         columns = ["answer_id", "question_id", "claim_index", "n_citations", "label"]

@@ -18,6 +18,7 @@ from typing import Any
 import pandas as pd
 
 from scoring.claims import ClaimMetrics, to_native
+from scoring.intervals import PairedDifference, interval_key
 from scoring.ratio import Ratio, exact_gap, format_value
 
 
@@ -28,6 +29,8 @@ class MetricDelta:
     ``a``/``b`` are values in [0, 1] (``gap`` in [−1, 1]) or ``None`` when
     undefined; ``delta`` = b − a or ``None``. ``a_text``/``b_text`` are display
     forms with the fraction where there is one (``"3/5 = 0.60"``, ``"—"``).
+    ``difference``: the paired difference with its interval (SPEC §4.5), when
+    computed.
     """
 
     key: str
@@ -37,14 +40,25 @@ class MetricDelta:
     delta: float | None
     a_text: str
     b_text: str
+    difference: PairedDifference | None = None
 
     @property
     def delta_text(self) -> str:
         """``"+0.15"``, ``"−0.20"``, ``"0.00"`` or ``"—"``."""
         return format_delta(self.delta)
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"a": self.a, "b": self.b, "delta": self.delta, "a_text": self.a_text, "b_text": self.b_text}
+    def to_dict(self, *, interval: bool = False) -> dict[str, Any]:
+        """``{"a", "b", "delta", "a_text", "b_text"}``; with ``interval`` and a
+        ``difference``, also its interval (``ci95``, or ``ci`` with ``level``),
+        ``n_questions`` and ``method`` (SPEC §4.5)."""
+        out = {"a": self.a, "b": self.b, "delta": self.delta, "a_text": self.a_text, "b_text": self.b_text}
+        if interval and self.difference is not None:
+            shown = self.difference.as_dict()
+            key = interval_key(self.difference.level)
+            out |= {key: shown[key], "n_questions": shown["n_questions"], "method": shown["method"]}
+            if "level" in shown:
+                out["level"] = shown["level"]
+        return out
 
 
 def format_delta(delta: float | None, digits: int = 2) -> str:

@@ -63,7 +63,8 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 
-from scoring.claims import mean_of_defined, native_records
+from scoring.claims import frame_units, frame_values, mean_of_defined, native_records
+from scoring.intervals import AnswerValues, Units
 from scoring.labels import require_columns, sort_by
 from scoring.matching import Matcher, Verdict
 from scoring.normalize import normalize_source, normalize_text
@@ -175,6 +176,34 @@ class GoldMetrics:
     def per_answer_records(self) -> list[dict[str, Any]]:
         """``per_answer`` as JSON-ready dicts (``pd.NA``/NaN as ``None``)."""
         return native_records(self.per_answer)
+
+    def units(self) -> dict[str, Units]:
+        """Per-answer units of the pooled (micro) figures (SPEC §4.5):
+        ``context_precision`` (matched / distinct citations), ``context_recall``
+        (matched / distinct references) over the scored answers (with references,
+        not pending), ``source_precision`` and ``source_recall`` over the answers
+        with expected sources."""
+        frame = self.per_answer
+        scored = (frame["has_references"] & ~frame["context_pending"]).to_numpy(dtype=bool)
+        sourced = frame["has_expected_sources"].to_numpy(dtype=bool)
+        return {
+            "context_precision": frame_units(frame, "matched_citations", "citations", rows=scored),
+            "context_recall": frame_units(frame, "matched_references", "references", rows=scored),
+            "source_precision": frame_units(frame, "matched_cited_sources", "cited_sources", rows=sourced),
+            "source_recall": frame_units(frame, "matched_expected_sources", "expected_sources", rows=sourced),
+        }
+
+    def answer_values(self) -> dict[str, AnswerValues]:
+        """Per-answer context and source precision, recall and F1 (``None`` where
+        undefined), over the answers each mean is taken on."""
+        frame = self.per_answer
+        scored = (frame["has_references"] & ~frame["context_pending"]).to_numpy(dtype=bool)
+        sourced = frame["has_expected_sources"].to_numpy(dtype=bool)
+        values = {}
+        for level, rows in (("context", scored), ("source", sourced)):
+            for metric in ("precision", "recall", "f1"):
+                values[f"{level}_{metric}"] = frame_values(frame, f"{level}_{metric}", rows=rows)
+        return values
 
 
 @dataclass(frozen=True)

@@ -342,3 +342,154 @@ def answers_needed(
         more = max(0, needed - n) if reachable else max(0, available - n)
         budgets.append(Budget(h, needed, more, reachable))
     return budgets
+
+
+# --- per-answer units, contrasts and the gate's budget --------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Units:
+    """Per-answer units of one pooled ratio ``R = Σyᵢ / Σxᵢ`` (SPEC §4.5).
+
+    Entry i is one answer, named by its ``question_ids[i]`` (a run answers a
+    question once, so the question pairs two runs' answers); ``numerators`` and
+    ``denominators`` are its integer counts (e.g. SUPPORTED and labeled cited
+    claims). ``available``: the answers of the run that could carry a unit once
+    labeled (the label budget's cap); ``None`` = the answers listed.
+    """
+
+    question_ids: tuple[str, ...]
+    numerators: tuple[int, ...]
+    denominators: tuple[int, ...]
+    available: int | None = None
+
+    def interval(self, *, confidence: float = DEFAULT_CONFIDENCE) -> Interval:
+        """:func:`clustered_ratio` of these units."""
+        return clustered_ratio(self.numerators, self.denominators, confidence=confidence)
+
+    def aligned(self, question_ids: Sequence[str]) -> tuple[list[int], list[int]]:
+        """Numerators and denominators in the order of ``question_ids`` (0/0 for a
+        question this run did not answer)."""
+        at = {q: i for i, q in enumerate(self.question_ids)}
+        ys = [self.numerators[at[q]] if q in at else 0 for q in question_ids]
+        xs = [self.denominators[at[q]] if q in at else 0 for q in question_ids]
+        return ys, xs
+
+
+@dataclass(frozen=True, slots=True)
+class AnswerValues:
+    """Per-answer values of a ratio whose per-answer mean is reported (SPEC §4):
+    ``values[i]`` for the answer to ``question_ids[i]``, ``None`` where undefined."""
+
+    question_ids: tuple[str, ...]
+    values: tuple[float | None, ...]
+
+    def interval(self, *, confidence: float = DEFAULT_CONFIDENCE) -> Interval:
+        """:func:`mean_interval` of the defined values."""
+        return mean_interval(self.values, confidence=confidence)
+
+    def as_units(self, question_ids: Sequence[str]) -> tuple[list[float], list[int]]:
+        """The mean as a ratio over ``question_ids``: numerator the value (0 when
+        undefined or unanswered), denominator 1 where defined, else 0; Σy/Σx is then
+        the mean of the defined values, so means pair like ratios."""
+        at = dict(zip(self.question_ids, self.values, strict=True))
+        values = [at.get(q) for q in question_ids]
+        return [0.0 if v is None else float(v) for v in values], [0 if v is None else 1 for v in values]
+
+
+Term = tuple[int, Sequence[float], Sequence[float]]
+
+
+def _contrast(terms: Sequence[Term]) -> tuple[float | None, float | None, int]:
+    """``Σ sign·R_k`` over aligned per-question units with its linearized variance.
+
+    ``terms``: ``(sign, y, x)`` with ``y``/``x`` aligned by question; ``R_k =
+    Σy/Σx``. The influence of question q is ``d_q = Σ sign·(y_kq − R_k·x_kq)/X_k``
+    and ``Var = n/(n−1)·Σd_q²`` over the ``n`` questions with a unit in any term
+    (SPEC §4.5's paired difference is the two-term case). Returns (estimate or
+    ``None`` when a denominator is 0, variance or ``None`` when n < 2, n).
+    """
+    lengths = {len(y) for _, y, _ in terms} | {len(x) for _, _, x in terms}
+    if len(lengths) > 1:
+        raise ValueError(f"contrast terms must be aligned by question, got lengths {sorted(lengths)}")
+    size = lengths.pop() if lengths else 0
+    for _, ys, xs in terms:
+        for y, x in zip(ys, xs, strict=True):
+            if x < 0 or y < 0 or y > x:
+                raise ValueError(f"counts must satisfy 0 ≤ numerator ≤ denominator, not {y}/{x}")
+    n = sum(1 for q in range(size) if any(xs[q] > 0 for _, _, xs in terms))
+    totals = [math.fsum(xs) for _, _, xs in terms]
+    if any(total == 0 for total in totals):
+        return None, None, n
+    ratios = [math.fsum(ys) / total for (_, ys, _), total in zip(terms, totals, strict=True)]
+    estimate = math.fsum(sign * r for (sign, _, _), r in zip(terms, ratios, strict=True))
+    if n < 2:
+        return estimate, None, n
+    influence = [
+        math.fsum(sign * (ys[q] - r * xs[q]) / total
+                  for (sign, ys, xs), r, total in zip(terms, ratios, totals, strict=True))
+        for q in range(size)
+    ]
+    return estimate, n / (n - 1) * math.fsum(d * d for d in influence), n
+
+
+def contrast_interval(terms: Sequence[Term], *, confidence: float = DEFAULT_CONFIDENCE,
+                      n_units: int = 0) -> Interval:
+    """``Σ sign·R_k`` of one run's pooled ratios over the same answers, with its
+    normal interval clipped to [−1, 1] (SPEC §4.5, linearized as the paired
+    difference): the gap ``coverage − support`` is ``[(1, cited, claims),
+    (−1, supported, labeled cited)]``. ``n_answers`` = answers with a unit in any
+    term; ``n_units`` as given; ``n_eff`` ``None``; method ``paired-clustered``.
+    Estimate and interval ``None`` when a denominator is 0; interval ``None`` for
+    fewer than two answers.
+    """
+    check_confidence(confidence)
+    estimate, variance, n = _contrast(terms)
+    if estimate is None or variance is None:
+        return Interval(estimate, None, None, confidence, n, n_units, None, PAIRED_CLUSTERED)
+    spread = z_value(confidence) * math.sqrt(variance)
+    return Interval(estimate, max(-1.0, estimate - spread), min(1.0, estimate + spread), confidence, n, n_units,
+                    None, PAIRED_CLUSTERED)
+
+
+def paired_contrast(a_terms: Sequence[Term], b_terms: Sequence[Term], *,
+                    confidence: float = DEFAULT_CONFIDENCE) -> PairedDifference:
+    """``b − a`` where each side is ``Σ sign·R_k`` of its terms, all aligned by the
+    questions both runs answered (SPEC §4.5). One ratio a side is
+    :func:`paired_difference`; two give the change of a gap; a per-answer mean
+    enters as :meth:`AnswerValues.as_units`. Interval ``Δ ± z·√Var(Δ)`` clipped
+    to [−1, 1]; ``None`` when either side is undefined or fewer than two
+    questions carry a unit.
+    """
+    check_confidence(confidence)
+    a, _, _ = _contrast(a_terms)
+    b, _, _ = _contrast(b_terms)
+    flipped = [(-sign, y, x) for sign, y, x in a_terms]
+    delta, variance, n = _contrast([*flipped, *b_terms])
+    if a is None or b is None:
+        return PairedDifference(a, b, None, None, None, confidence, n)
+    if variance is None:
+        return PairedDifference(a, b, delta, None, None, confidence, n)
+    spread = z_value(confidence) * math.sqrt(variance)
+    return PairedDifference(a, b, delta, max(-1.0, delta - spread), min(1.0, delta + spread), confidence, n)
+
+
+def settle_budget(difference: PairedDifference, max_drop: float, *, available: int | None = None) -> Budget | None:
+    """Questions to label, at the current variance, for the gate's interval to leave
+    the bound ``−max_drop`` on one side (SPEC §4.5 "Label budget" with ``h`` the
+    distance from ``delta`` to the bound and ``w`` the interval's reach from
+    ``delta`` before clipping to [−1, 1]: the larger of its two sides).
+    ``None`` without an interval, or when ``delta`` sits exactly on the bound (no
+    number of answers settles it).
+    """
+    if not difference.defined or difference.delta is None:
+        return None
+    distance = abs(difference.delta + max_drop)
+    n = difference.n_questions
+    if distance == 0 or n == 0:
+        return None
+    reach = max(difference.high - difference.delta, difference.delta - difference.low)
+    needed = math.ceil(n * (reach / distance) ** 2)
+    reachable = available is None or needed <= available
+    more = max(0, needed - n) if reachable else max(0, available - n)
+    return Budget(distance, needed, more, reachable)

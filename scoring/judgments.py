@@ -40,7 +40,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from scoring.claims import mean_of_defined, to_native
+from scoring.claims import frame_units, frame_values, mean_of_defined, to_native
+from scoring.intervals import AnswerValues, Units
 from scoring.labels import SUPPORTED, UNSUPPORTED, require_columns, sort_by
 from scoring.ratio import Ratio
 
@@ -180,6 +181,15 @@ class JudgmentMetrics:
             "mean_precision": self.mean_precision,
             "precision_skipped": self.precision_skipped,
         }
+
+    def units(self, *, available: int | None = None) -> dict[str, Units]:
+        """Per-answer units of ``judged_precision`` (precise / judged citations, SPEC
+        §4.5); ``available``: answers that could be judged (the label budget's cap)."""
+        return {"judged_precision": frame_units(self.per_answer, "precise", "judged", available=available)}
+
+    def answer_values(self) -> dict[str, AnswerValues]:
+        """Per-answer ``judged_precision`` (``None`` where nothing is judged)."""
+        return {"judged_precision": frame_values(self.per_answer, "precision")}
 
     def per_answer_records(self) -> list[dict[str, Any]]:
         """One dict per answer: ``answer_id, judged, precise, precision``."""

@@ -13,9 +13,10 @@ This module never imports Django.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
+from scoring.figures import FigureInterval
 from scoring.ratio import Ratio
 
 # The ratio columns of a summary row, in display order.
@@ -30,7 +31,8 @@ class RunSummary:
     ``pending`` are counts; ``coverage``, ``support``, ``supported_rate`` and
     ``citation_precision`` (from per-citation judgments under ``rule``; 0/0
     when nothing is judged) are exact :class:`Ratio`; ``gap`` = coverage −
-    support (``None`` if either is undefined).
+    support (``None`` if either is undefined). ``intervals``: each of those
+    figures (ratio columns and ``gap``) with its interval (SPEC §4.5), by name.
     """
 
     run: str
@@ -42,10 +44,16 @@ class RunSummary:
     supported_rate: Ratio
     citation_precision: Ratio
     gap: float | None
+    intervals: dict[str, FigureInterval] = field(default_factory=dict, compare=False)
+
+    def interval(self, name: str) -> FigureInterval | None:
+        """The interval of figure ``name`` (a ratio column or ``gap``), ``None`` when not computed."""
+        return self.intervals.get(name)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready: counts, each ratio's value (``None`` when undefined) and its
-        exact fraction as ``"n/d"`` under ``<name>_fraction``."""
+        exact fraction as ``"n/d"`` under ``<name>_fraction``, the gap, and
+        ``intervals`` ({figure: ``FigureInterval.as_dict()``}) when computed."""
         row: dict[str, Any] = {"run": self.run, "answers": self.answers, "claims": self.claims,
                                "pending": self.pending}
         for name in RATIO_COLUMNS:
@@ -53,6 +61,8 @@ class RunSummary:
             row[name] = ratio.value
             row[f"{name}_fraction"] = f"{ratio.numerator}/{ratio.denominator}"
         row["gap"] = self.gap
+        if self.intervals:
+            row["intervals"] = {name: entry.as_dict() for name, entry in self.intervals.items()}
         return row
 
 

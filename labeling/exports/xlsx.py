@@ -9,7 +9,8 @@ Sheets:
 - ``Answers``: one row per answer: counts (claims, cited, labeled cited,
   supported, unsupported, pending) and coverage/support as fractions in
   [0, 1] (blank when undefined) beside the ratio text ``"3/5 = 0.60"``.
-- ``Summary``: pooled and per-answer mean metrics, the table (current or
+- ``Summary``: pooled and per-answer mean metrics with their 95% intervals
+  (columns ``ci_low``, ``ci_high``; SPEC §4.5), the table (current or
   version N), its SHA-256, the reviewer view and the export time.
 - ``Passages``: the passages sent with each answer.
 
@@ -35,6 +36,7 @@ from openpyxl.worksheet.datavalidation import DataValidation
 from labeling.exports.cells import text_cell
 from labeling.exports.label_table import INT_COLUMNS, LABEL_TABLE_COLUMNS
 from scoring.claims import ClaimMetrics
+from scoring.figures import run_figures, run_intervals
 from scoring.labels import LABEL_VALUES, SUPPORTED, UNCITED, UNSUPPORTED
 from scoring.ratio import Ratio, format_value
 
@@ -230,6 +232,12 @@ def _summary_sheet(workbook: Workbook, metrics: ClaimMetrics, info: WorkbookInfo
         return [fraction(value), format_value(value),
                 f"mean of per-answer values; {skipped} answer(s) skipped (undefined)"]
 
+    intervals = run_intervals(run_figures(claims=metrics))
+
+    def bounds(key: str) -> list[Any]:
+        interval = intervals[key].interval
+        return [fraction(interval.low), fraction(interval.high)] if interval.defined else [None, None]
+
     lines: list[list[Any]] = [
         ["project", info.project, "", ""],
         ["run", info.run, "", ""],
@@ -246,17 +254,23 @@ def _summary_sheet(workbook: Workbook, metrics: ClaimMetrics, info: WorkbookInfo
         [SUPPORTED, metrics.supported, "", ""],
         [UNSUPPORTED, metrics.unsupported, "", ""],
         ["pending (cited, no agreed label)", metrics.pending, "", "support is provisional while this is > 0"],
-        ["coverage (pooled)", fraction(metrics.coverage.value), str(metrics.coverage), "cited claims / claims"],
+        ["coverage (pooled)", fraction(metrics.coverage.value), str(metrics.coverage), "cited claims / claims",
+         *bounds("coverage")],
         ["support (pooled)", fraction(metrics.support.value), str(metrics.support),
-         "SUPPORTED / labeled cited claims"],
-        ["gap (pooled)", fraction(metrics.gap), format_value(metrics.gap), "coverage − support"],
-        ["coverage (per-answer mean)", *mean(metrics.mean_coverage, metrics.coverage_skipped)],
-        ["support (per-answer mean)", *mean(metrics.mean_support, metrics.support_skipped)],
+         "SUPPORTED / labeled cited claims", *bounds("support")],
+        ["gap (pooled)", fraction(metrics.gap), format_value(metrics.gap), "coverage − support", *bounds("gap")],
+        ["coverage (per-answer mean)", *mean(metrics.mean_coverage, metrics.coverage_skipped),
+         *bounds("mean_coverage")],
+        ["support (per-answer mean)", *mean(metrics.mean_support, metrics.support_skipped),
+         *bounds("mean_support")],
         ["answers", metrics.answers, "", ""],
         ["abstentions", metrics.abstentions, "", "answers to unanswerable questions citing nothing"],
     ]
-    sheet = _Sheet(workbook, "Summary", ["item", "value", "fraction", "note"],
-                   {"item": 34, "value": 68, "fraction": 18, "note": 54}, rows=len(lines))
+    lines.append(["ci_low, ci_high", "95% interval of the figure, answers as clusters (SPEC §4.5): Wilson at the "
+                  "effective size for pooled ratios, Student t for per-answer means", "", ""])
+    sheet = _Sheet(workbook, "Summary", ["item", "value", "fraction", "note", "ci_low", "ci_high"],
+                   {"item": 34, "value": 68, "fraction": 18, "note": 54, "ci_low": 10, "ci_high": 10},
+                   rows=len(lines))
     for line in lines:
         sheet.append([sheet.fraction(float(v)) if isinstance(v, _Fraction) else sheet.cell(v) for v in line])
     sheet.finish(autofilter=False)

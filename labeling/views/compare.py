@@ -8,7 +8,7 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.utils.http import content_disposition_header
-from django.utils.text import get_valid_filename
+from django.utils.text import get_valid_filename, slugify
 from django.views.decorators.http import require_GET
 
 from labeling import selectors
@@ -19,6 +19,8 @@ from labeling.comparison import (
     comparison_xlsx,
     delta_class,
     display_minus,
+    interval_label,
+    noise_verdict,
     run_comparison,
 )
 from labeling.models import Project, Run
@@ -104,9 +106,15 @@ def run_compare(request: HttpRequest, project_slug: str) -> HttpResponse:
             "result": result,
             "summary": [
                 ({"label": row.label, "a_text": display_minus(row.a_text), "b_text": display_minus(row.b_text),
-                  "delta_text": row.delta_text}, delta_class(row.key, row.delta))
+                  "delta_text": row.delta_text, "difference": row.difference, "verdict": noise_verdict(row),
+                  # A wider gap is no better or worse by itself (delta_class): its verdict stays uncoloured.
+                  "verdict_class": "changed" if row.key.endswith("gap") else slugify(noise_verdict(row))},
+                 delta_class(row.key, row.delta))
                 for row in result.summary
             ],
+            "interval_label": interval_label(result.confidence),
+            "headline": [(row.label, row.delta_text, row.difference, noise_verdict(row)) for row in result.summary
+                         if row.key in ("coverage", "support")],
             "counts": result.counts(),
             "per_question": comparison.per_question_rows(),
             "label_flips": comparison.claim_rows("label_flips"),

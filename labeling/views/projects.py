@@ -13,7 +13,8 @@ from django.views.decorators.http import require_GET
 from labeling import assignments, charts, metrics, selectors
 from labeling.models import Project, Run
 from labeling.services import run_manage_allowed
-from scoring.judgments import DEFAULT_RULE, RULES
+from scoring.figures import figure_interval
+from scoring.judgments import DEFAULT_RULE, RULES, JudgmentMetrics
 from scoring.matching import DEFAULT_MATCH_METHOD
 from scoring.summary import mean_row
 
@@ -110,7 +111,8 @@ def run_detail(request: HttpRequest, project_slug: str, run_name: str) -> HttpRe
                                  page_number=request.GET.get("page", 1))
     answers = page.page.paginator.count if not answer_filter else selectors.run_answer_count(run=run)
     inline = answers <= RUN_INLINE_MAX_ANSWERS
-    counts = selectors.run_counts(run=run, reviewer=request.user) if inline else None
+    answer_counts = selectors.run_answer_counts(run=run, reviewer=request.user) if inline else None
+    counts = selectors.total_counts(answer_counts) if inline else None
     has_gold = metrics.run_has_gold(run)
     gold = _gold_context(request, run) if has_gold and inline else None
     scatter_metrics = gold["claims"] if gold else None
@@ -125,6 +127,7 @@ def run_detail(request: HttpRequest, project_slug: str, run_name: str) -> HttpRe
               if inline else None)
     return render(request, "labeling/run_detail.html", {
         "judged": judged,
+        "intervals": _run_intervals(answer_counts, judged) if inline else None,
         "team": team,
         "project": run.project, "run": run, "counts": counts, "answers": page, "filters": selectors.ANSWER_FILTERS,
         "filter_title": selectors.ANSWER_FILTERS.get(answer_filter, ""),
@@ -139,13 +142,27 @@ def run_summary(request: HttpRequest, project_slug: str, run_name: str) -> HttpR
     """The run's totals (progress, coverage, support, gap) alone: the lazy part of a
     large run's page (htmx fragment), or a page without JS."""
     run = run_for(request, project_slug, run_name)
-    context = {"project": run.project, "run": run, "counts": selectors.run_counts(run=run, reviewer=request.user)}
+    answer_counts = selectors.run_answer_counts(run=run, reviewer=request.user)
+    context = {"project": run.project, "run": run, "counts": selectors.total_counts(answer_counts),
+               "intervals": _run_intervals(answer_counts, None)}
     if request.htmx:
         # With the "Start labeling" button out of band: it depends on the totals too.
         return HttpResponse(render_to_string("labeling/run_detail.html#run-summary", context, request=request)
                             + render_to_string("labeling/run_detail.html#start-labeling", {**context, "oob": True},
                                                request=request))
     return render(request, "labeling/run_summary.html", context)
+
+
+def _run_intervals(answer_counts: list[selectors.ClaimCounts], judged: JudgmentMetrics | None) -> dict:
+    """The run page's figures with their intervals and label budgets (SPEC §4.5): coverage,
+    support, gap and supported rate from the per-answer counts, and the judged citation
+    precision when the run has judgments."""
+    intervals = selectors.claim_count_intervals(answer_counts)
+    if judged is not None:
+        could_be_judged = sum(1 for counts in answer_counts if counts.cited)
+        intervals["judged_precision"] = figure_interval(
+            "judged_precision", judged.units(available=could_be_judged)["judged_precision"])
+    return intervals
 
 
 def _gold_context(request: HttpRequest, run: Run) -> dict:

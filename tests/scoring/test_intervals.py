@@ -12,13 +12,18 @@ from statsmodels.stats.weightstats import DescrStatsW
 
 from scoring.intervals import (
     Z_95,
+    AnswerValues,
+    Units,
     answers_needed,
     clustered_ratio,
+    contrast_interval,
     interval_key,
     mean_interval,
     non_inferior,
+    paired_contrast,
     paired_difference,
     ratio_variance,
+    settle_budget,
     wilson,
     z_value,
 )
@@ -202,3 +207,63 @@ def test_coverage_of_clustered_population():
         interval = clustered_ratio(supported[pick], sizes[pick])
         covered += interval.low <= truth <= interval.high
     assert covered >= 930
+
+
+# --- contrasts, per-answer means as units, the gate's budget (extensions of SPEC §4.5) --------------------------
+
+
+def test_two_term_contrast_is_the_paired_difference():
+    """paired_contrast with one ratio a side is SPEC §4.5's paired difference, on random counts."""
+    rng = np.random.default_rng(11)
+    xa, xb = rng.integers(0, 7, 25), rng.integers(0, 7, 25)
+    ya, yb = rng.binomial(xa, 0.6), rng.binomial(xb, 0.8)
+    assert paired_contrast([(1, ya, xa)], [(1, yb, xb)]) == paired_difference(ya, xa, yb, xb)
+
+
+def test_gap_interval_by_hand():
+    """Two answers. Coverage: cited 2/2 and 1/2 → R_c = 3/4; support: SUPPORTED 1/2 and 1/1 →
+    R_s = 2/3; gap = 3/4 − 2/3 = 1/12. Residuals: coverage (2 − 1.5, 1 − 1.5) = (0.5, −0.5),
+    support (1 − 4/3, 1 − 2/3) = (−1/3, 1/3). d₁ = 0.5/4 − (−1/3)/3 = 0.125 + 0.1111 = 0.2361,
+    d₂ = −0.2361; Var = 2/1 · 2 · 0.2361² = 0.22299, sd 0.47222 → 1/12 ± 1.96·0.47222 =
+    (−0.8422, 1.0089), the high end clipped to 1."""
+    interval = contrast_interval([(1, [2, 1], [2, 2]), (-1, [1, 1], [2, 1])], n_units=4)
+    d = 0.125 + 1 / 9
+    assert interval.estimate == pytest.approx(1 / 12)
+    assert interval.low == pytest.approx(max(-1, 1 / 12 - Z_95 * math.sqrt(4 * d * d)))
+    assert interval.low == pytest.approx(-0.8422, abs=1e-4) and interval.high == 1.0
+    assert (interval.n_answers, interval.n_units, interval.method) == (2, 4, "paired-clustered")
+
+
+def test_mean_as_units_pairs_like_a_ratio():
+    """Per-answer support A = (1, 0.5, None), B = (0.5, 0.5, 1) over q1..q3: as units the
+    means are (1 + 0.5)/2 = 0.75 and (0.5 + 0.5 + 1)/3 = 2/3, Δ = −1/12; influence
+    d = (v_B − m_B·1_B)/n_B − (v_A − m_A·1_A)/n_A: q1 (0.5 − 2/3)/3 − 0.25/2 = −0.18056,
+    q2 (−1/6)/3 − (−0.25)/2 = 0.06944, q3 (1/3)/3 − 0 = 0.11111; Var = 3/2 · Σd²."""
+    a = AnswerValues(("q1", "q2", "q3"), (1.0, 0.5, None))
+    b = AnswerValues(("q1", "q2", "q3"), (0.5, 0.5, 1.0))
+    questions = ["q1", "q2", "q3"]
+    difference = paired_contrast([(1, *a.as_units(questions))], [(1, *b.as_units(questions))])
+    d = np.array([(0.5 - 2 / 3) / 3 - 0.25 / 2, (0.5 - 2 / 3) / 3 + 0.25 / 2, (1 - 2 / 3) / 3])
+    half = Z_95 * math.sqrt(1.5 * (d**2).sum())
+    assert (difference.a, difference.b) == (pytest.approx(0.75), pytest.approx(2 / 3))
+    assert difference.delta == pytest.approx(-1 / 12)
+    assert (difference.low, difference.high) == pytest.approx((-1 / 12 - half, -1 / 12 + half))
+    assert difference.n_questions == 3
+
+
+def test_units_align_by_question_and_leave_unanswered_questions_empty():
+    units = Units(("q2", "q1"), (1, 2), (3, 2))
+    assert units.aligned(["q1", "q2", "q9"]) == ([2, 1, 0], [2, 3, 0])
+    assert units.interval() == clustered_ratio([1, 2], [3, 2])
+
+
+def test_settle_budget_by_hand():
+    """The hand example above: Δ = −0.25, reach 1.96 · 0.25 = 0.49 on n = 2 questions.
+    Bound −0.05: distance |−0.25 + 0.05| = 0.2, questions needed ⌈2 · (0.49/0.2)²⌉ =
+    ⌈12.005⌉ = 13; with 40 questions shared that is 11 more; with 2 it cannot be reached.
+    Bound −0.25: the delta sits on it, no number of answers settles it."""
+    difference = paired_difference([1, 2], [2, 2], [0, 2], [2, 2])
+    budget = settle_budget(difference, 0.05, available=40)
+    assert (budget.half_width, budget.needed, budget.more, budget.reachable) == (pytest.approx(0.2), 13, 11, True)
+    assert settle_budget(difference, 0.05, available=2).reachable is False
+    assert settle_budget(difference, 0.25) is None

@@ -1,5 +1,6 @@
 """``python manage.py compare --run A --run B [--project SLUG] [--format json|table|xlsx] [-o PATH]
-[--threshold 0.85]``: run B against run A on the questions both answered (SPEC §5)."""
+[--threshold 0.85] [--confidence 0.95]``: run B against run A on the questions both answered
+(SPEC §5), each delta with its paired interval (SPEC §4.5)."""
 
 from __future__ import annotations
 
@@ -9,11 +10,13 @@ from pathlib import Path
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from labeling.comparison import RunComparison, comparison_xlsx, run_comparison
+from labeling.comparison import RunComparison, comparison_xlsx, interval_label, noise_verdict, run_comparison
 from labeling.management.lookup import find_project, find_run
 from labeling.models import Run
 from scoring.compare import DEFAULT_THRESHOLD
 from scoring.deltas import format_delta
+from scoring.figures import interval_text
+from scoring.intervals import DEFAULT_CONFIDENCE
 
 # How many claims of each list the table format prints; json and xlsx have all.
 TABLE_LIMIT = 50
@@ -56,6 +59,9 @@ class Command(BaseCommand):
         parser.add_argument("-o", "--output", help="write to this file (required for xlsx)")
         parser.add_argument("--threshold", type=float, default=DEFAULT_THRESHOLD,
                             help=f"fuzzy claim alignment similarity in (0, 1] (default {DEFAULT_THRESHOLD})")
+        parser.add_argument("--confidence", type=float, default=DEFAULT_CONFIDENCE, metavar="LEVEL",
+                            help="level of the deltas' paired intervals (default 0.95; JSON key ci95 at 0.95, "
+                                 "else ci with level)")
 
     def handle(self, *args, **options) -> None:
         names = options["run"]
@@ -65,7 +71,8 @@ class Command(BaseCommand):
             raise CommandError("--format xlsx needs -o PATH")
         run_a, run_b = find_runs(names, options["project"])
         try:
-            comparison = run_comparison(run_a=run_a, run_b=run_b, threshold=options["threshold"])
+            comparison = run_comparison(run_a=run_a, run_b=run_b, threshold=options["threshold"],
+                                        confidence=options["confidence"])
         except ValidationError as error:
             raise CommandError(" ".join(error.messages)) from None
         if options["format"] == "xlsx":
@@ -89,10 +96,11 @@ def render_table(comparison: RunComparison) -> str:
         f"shared questions {len(result.shared_questions)} (only A: {len(result.only_a)}, only B: "
         f"{len(result.only_b)}); alignment threshold {result.threshold}",
         "",
-        f"{'metric':<28} {'A':>30} {'B':>30} {'delta':>8}",
+        f"{'metric':<28} {'A':>30} {'B':>30} {'delta':>8} {interval_label(result.confidence):>22}  verdict",
     ]
     for row in result.summary:
-        lines.append(f"{row.label:<28} {row.a_text:>30} {row.b_text:>30} {format_delta(row.delta):>8}")
+        lines.append(f"{row.label:<28} {row.a_text:>30} {row.b_text:>30} {format_delta(row.delta):>8} "
+                     f"{interval_text(row.difference):>22}  {noise_verdict(row)}")
     counts = result.counts()
     lines += [
         "",

@@ -7,7 +7,12 @@ naming the metric and the numbers, when the run falls more than the allowed
 drop below the baseline run. ``--baseline`` needs at least one ``--max-drop``:
 a gate without a bound would pass whatever the run scored, and a silent
 default bound would pass or fail on a number the CI file never states. The
-verdict names every bound it applied.
+verdict names every bound it applied, and each gated metric's paired
+difference B − A with its interval (SPEC §4.5), warning "within noise" when
+the interval straddles the bound. With ``--confidence C`` the gate is a
+non-inferiority test instead: it passes only when the lower bound of the
+C-interval of B − A is at or above −max_drop, and a failure says how many more
+labeled answers would settle it.
 """
 
 from __future__ import annotations
@@ -24,6 +29,9 @@ from labeling.exports.summary import summary_xlsx
 from labeling.management.lookup import find_project, find_run, reviewer_name
 from labeling.metrics import DEFAULT_MATCH_METHOD, RunScores, project_summary, run_scores
 from labeling.models import Project, Question, Reviewer, Run
+from scoring.deltas import format_delta
+from scoring.figures import FigureInterval, interval_text, paired_differences
+from scoring.intervals import DEFAULT_CONFIDENCE, PairedDifference, check_confidence, non_inferior, settle_budget
 from scoring.judgments import DEFAULT_RULE, RULES
 from scoring.ratio import Ratio, format_value
 from scoring.summary import RATIO_COLUMNS, RunSummary, mean_row, summary_table
@@ -67,6 +75,20 @@ def parse_max_drop(values: list[str]) -> dict[str, float]:
     return drops
 
 
+# Gate metrics without an interval (F1 of pooled figures is not a ratio of counts).
+NO_INTERVAL = frozenset({"context_f1", "source_f1"})
+
+
+def parse_confidence(value: float | None) -> float | None:
+    """``--confidence`` checked: a level strictly between 0 and 1, or ``None`` when not given."""
+    if value is None:
+        return None
+    try:
+        return check_confidence(value)
+    except ValueError as exc:
+        raise CommandError(f"--confidence {value}: {exc}") from None
+
+
 def metric_value(scores: dict[str, Any], name: str) -> float | None:
     section, key = GATE_METRICS[name]
     return scores.get(section, {}).get(key)
@@ -96,9 +118,15 @@ class Command(BaseCommand):
         parser.add_argument("--baseline", help="baseline run to gate against (CI)")
         parser.add_argument("--max-drop", action="append", default=[], metavar="METRIC=X",
                             help="fail when METRIC falls more than X below the baseline (repeatable)")
+        parser.add_argument("--confidence", type=float, default=None, metavar="LEVEL",
+                            help="level of the intervals (default 0.95; JSON key ci95 at 0.95, else ci with "
+                                 "level); with --baseline the gate passes only when the lower bound of B − A "
+                                 "is at or above −max_drop (non-inferiority)")
 
     def handle(self, *args, **options) -> None:
         project = find_project(options["project"])
+        confidence = parse_confidence(options["confidence"])
+        options["level"] = confidence if confidence is not None else DEFAULT_CONFIDENCE
         if options["all_runs"]:
             self._all_runs(project, options)
             return
@@ -116,6 +144,10 @@ class Command(BaseCommand):
         if options["baseline"] == options["run"]:
             raise CommandError("--baseline names the run itself: gate against another run")
         drops = parse_max_drop(options["max_drop"])
+        if confidence is not None and NO_INTERVAL & set(drops):
+            names = ", ".join(sorted(NO_INTERVAL & set(drops)))
+            raise CommandError(f"--max-drop {names} with --confidence: F1 of pooled figures has no interval (it is "
+                               "not a ratio of counts); gate it without --confidence")
         if drops and not options["baseline"]:
             raise CommandError("--max-drop needs --baseline RUN")
         if options["baseline"] and not drops:
@@ -134,28 +166,48 @@ class Command(BaseCommand):
                                    "nothing to gate on")
         scores = self._scores(run, options, shared)
         estimates = self._estimates(run, options)
-        if options["format"] == "json":
-            self.stdout.write(json.dumps(with_estimates(scores.to_dict(), estimates), indent=2, ensure_ascii=False))
-        else:
-            self.stdout.write(render_table(scores) + ("\n" + "\n".join(estimates_lines(estimates))
-                                                      if estimates is not None else ""))
+        baseline = differences = None
         if options["baseline"]:
             baseline = self._scores(baseline_run, options, shared)
-            failures = gate(baseline.to_dict(), scores.to_dict(), drops)
+            differences = paired_differences(baseline.figures(), scores.figures(), questions=sorted(shared),
+                                             confidence=options["level"])
+        if options["format"] == "json":
+            result = with_estimates(scores.to_dict(), estimates)
+            if differences is not None:
+                result["baseline"] = baseline_run.name
+                result["differences"] = {key: d.as_dict() for key, d in differences.items()}
+            self.stdout.write(json.dumps(result, indent=2, ensure_ascii=False))
+        else:
+            self.stdout.write(render_table(scores))
+            if estimates is not None:
+                self.stdout.write("\n".join(estimates_lines(estimates)))
+            if differences is not None:
+                self.stdout.write(render_differences(baseline_run.name, run.name, differences, len(shared)))
+        if options["baseline"]:
             bounds = ", ".join(f"{name} may drop ≤ {drop:g}" for name, drop in drops.items())
             note = f"on the {len(shared)} question(s) both runs answered ({bounds})"
             for name, result in ((run.name, scores), (baseline_run.name, baseline)):
                 if result.claims.pending and any(m in drops for m in ("support", "mean_support")):
                     note += f"; support of {name} is provisional ({result.claims.pending} cited claim(s) pending)"
+            if confidence is not None:
+                failures = interval_gate(baseline_run.name, run.name, differences, drops, available=len(shared))
+                note += f"; {format_value(confidence * 100, 0)}% interval of B − A must stay above −max drop"
+            else:
+                failures = gate(baseline.to_dict(), scores.to_dict(), drops)
+            # The point rule's verdict keeps its words; beside it, each gated metric's interval.
+            lines = noise_lines(differences, drops)
             if failures:
+                if confidence is None and lines:
+                    self.stderr.write("\n".join(lines))
                 raise CommandError(f"CI gate failed {note}:\n" + "\n".join(failures), returncode=1)
-            self.stderr.write(self.style.SUCCESS(f"CI gate passed: {run.name} vs baseline {baseline_run.name} {note}"))
+            self.stderr.write(self.style.SUCCESS(f"CI gate passed: {run.name} vs baseline {baseline_run.name} {note}"
+                                                 + "".join(f"\n{line}" for line in lines)))
 
     def _estimates(self, run: Run, options: dict[str, Any]):
         """The run's judge-assisted estimates (SPEC §4.6), or ``None``; CommandError naming a bad ``--judge``."""
         try:
             return command_estimates(run, judge_name=options["judge"], reviewer=options["reviewer"],
-                                     confidence=options.get("confidence") or 0.95)
+                                     confidence=options.get("level", DEFAULT_CONFIDENCE))
         except EstimateError as exc:
             raise CommandError(str(exc)) from None
 
@@ -169,7 +221,7 @@ class Command(BaseCommand):
             raise CommandError(f"no reviewer {reviewer!r}")
         rule = options.get("citation_precision_rule") or DEFAULT_RULE
         try:
-            runs = project_summary(project, reviewer=reviewer, rule=rule)
+            runs = project_summary(project, reviewer=reviewer, rule=rule, confidence=options["level"])
         except ValueError as exc:
             raise CommandError(str(exc)) from None
         if options["format"] == "xlsx":
@@ -191,7 +243,8 @@ class Command(BaseCommand):
         try:
             return run_scores(run, reviewer=options["reviewer"], match_method=options["match_method"],
                               match_threshold=options["match_threshold"], question_ids=question_ids,
-                              citation_precision_rule=options.get("citation_precision_rule") or DEFAULT_RULE)
+                              citation_precision_rule=options.get("citation_precision_rule") or DEFAULT_RULE,
+                              confidence=options.get("level", DEFAULT_CONFIDENCE))
         except (ValueError, ImportError) as exc:
             raise CommandError(str(exc)) from None
 
@@ -234,31 +287,128 @@ def gate(baseline: dict[str, Any], candidate: dict[str, Any], drops: dict[str, f
     return failures
 
 
+def difference_text(difference: PairedDifference | None) -> str:
+    """``"−0.0200 (95% interval −0.1000 to +0.0600, 12 questions)"`` for a verdict."""
+    if difference is None or difference.delta is None:
+        return "undefined"
+    level = f"{format_value(difference.level * 100, 0)}% interval"
+    if not difference.defined:
+        return (f"{format_delta(difference.delta, 4)} (no {level}: {difference.n_questions} question(s) with a "
+                "unit, it takes two)")
+    return (f"{format_delta(difference.delta, 4)} ({level} {format_delta(difference.low, 4)} to "
+            f"{format_delta(difference.high, 4)}, {difference.n_questions} questions)")
+
+
+def noise_lines(differences: dict[str, PairedDifference], drops: dict[str, float]) -> list[str]:
+    """One line per gated metric: its B − A with the interval, and "within noise" when
+    the interval straddles the bound −max_drop (the point verdict could go either way)."""
+    lines = []
+    for name, max_drop in drops.items():
+        difference = differences.get(name)
+        if name in NO_INTERVAL or difference is None:
+            continue
+        line = f"  {name}: B − A {difference_text(difference)}"
+        if difference.defined and difference.low < -max_drop < difference.high:
+            line += f"; within noise: the interval straddles the bound −{max_drop:g}"
+        lines.append(line)
+    return lines
+
+
+def interval_gate(baseline: str, candidate: str, differences: dict[str, PairedDifference],
+                  drops: dict[str, float], *, available: int) -> list[str]:
+    """Failures of the non-inferiority gate (SPEC §4.5): a metric fails unless the
+    lower bound of its B − A interval is ≥ −max_drop. A failure names the metric,
+    the delta, its interval and how many more labeled answers (per run, at the
+    current variance) would settle it; ``available``: the questions both runs answered."""
+    failures = []
+    for name, max_drop in drops.items():
+        difference = differences.get(name)
+        label = f"{name}: {candidate} vs baseline {baseline}: B − A {difference_text(difference)}"
+        if difference is None or difference.delta is None:
+            failures.append(label + " (undefined on a run; cannot gate)")
+            continue
+        if non_inferior(difference, max_drop):
+            continue
+        if not difference.defined:
+            failures.append(label + "; label answers of at least two shared questions to get an interval")
+            continue
+        verdict = "lies below" if difference.high < -max_drop else "reaches below"
+        settle = settle_text(difference, max_drop, available)
+        failures.append(f"{label}: the interval {verdict} −{max_drop:g}; {settle}")
+    return failures
+
+
+def settle_text(difference: PairedDifference, max_drop: float, available: int) -> str:
+    """How many more labeled answers would settle the gate, in words."""
+    if difference.high < -max_drop:
+        return "the drop is beyond noise: more answers would not change the verdict"
+    budget = settle_budget(difference, max_drop, available=available)
+    if budget is None:
+        return "the delta sits on the bound: no number of answers settles it"
+    if not budget.reachable:
+        return (f"settling it takes about {budget.needed} questions labeled in both runs at the current variance, "
+                f"more than the runs share ({available})")
+    return (f"about {budget.more} more labeled answer(s) in each run ({budget.needed} questions in all, at the "
+            "current variance) would settle it")
+
+
+def render_differences(baseline: str, candidate: str, differences: dict[str, PairedDifference],
+                       shared: int) -> str:
+    """B − A of every figure on the shared questions, each with its paired interval."""
+    lines = ["", f"  B {candidate} − A {baseline}, paired by question on the {shared} question(s) both answered",
+             f"  {'metric':<26}{'A':>10}{'B':>10}{'delta (interval)':>34}{'questions':>11}"]
+    for key, difference in differences.items():
+        shown = f"{format_delta(difference.delta)} {interval_text(difference)}".strip()
+        lines.append(f"  {key:<26}{format_value(difference.a):>10}{format_value(difference.b):>10}"
+                     f"{shown:>34}{difference.n_questions:>11}")
+    return "\n".join(lines)
+
+
+def _with_interval(fraction: Any, entry: FigureInterval | None) -> str:
+    """``"133/175 = 0.76 (0.64–0.85)"``: the fraction (or value) and its interval."""
+    text = str(fraction) if not isinstance(fraction, float | type(None)) else format_value(fraction)
+    ci = interval_text(entry.interval) if entry is not None else ""
+    return f"{text} {ci}" if ci else text
+
+
 def render_table(scores: RunScores) -> str:
-    """Plain-text report of a run's metrics for a person (fractions beside ratios)."""
+    """Plain-text report of a run's metrics for a person: fractions beside ratios and,
+    beside each figure, its interval (SPEC §4.5), then the label budget."""
     c = scores.claims
     ids = scores.citation_ids
+    iv = scores.intervals()
+    level = f"{format_value(scores.confidence * 100, 0)}%"
+
+    def row(name: str, key: str, pooled: Any, mean: str | None = None) -> str:
+        return f"  {name:<22}{_with_interval(pooled, iv.get(key)):>34}{mean or '':>32}"
+
+    def mean(key: str, skipped: int | None) -> str:
+        entry = iv.get(f"mean_{key}")
+        text = _with_interval(entry.interval.estimate if entry else None, entry)
+        return f"{text} ({skipped} skipped)" if skipped else text
+
     lines = [
         f"Run {scores.run.name} (project {scores.run.project.slug})"
         + (f", labels of {scores.reviewer}" if scores.reviewer else ", agreed labels"),
         f"  answers {c.answers}, claims {c.claims}, cited {c.cited}, labeled cited {c.labeled_cited}, "
         f"pending {c.pending}, reviewer disagreements {scores.disagreements}",
+        f"  ({level} intervals; pooled ratios: Wilson at the effective size, answers as clusters; "
+        "per-answer means: Student t)",
         "",
-        f"  {'metric':<22}{'pooled':>22}{'per-answer mean':>22}",
-        f"  {'coverage':<22}{str(c.coverage):>22}{_mean(c.mean_coverage, c.coverage_skipped):>22}",
-        f"  {'support':<22}{str(c.support):>22}{_mean(c.mean_support, c.support_skipped):>22}",
-        f"  {'gap':<22}{format_value(c.gap):>22}",
-        f"  {'supported rate':<22}{str(c.supported_rate):>22}"
-        f"{_mean(c.mean_supported_rate, c.supported_rate_skipped):>22}",
-        f"  {'citation precision':<22}{str(ids.precision):>22}{_mean(ids.mean_precision, None):>22}",
-        f"  {'citation recall':<22}{str(ids.recall):>22}{_mean(ids.mean_recall, None):>22}",
-        f"  {'fabricated':<22}{str(ids.fabricated_rate):>22}",
-        f"  {'abstention':<22}{str(scores.abstention.rate):>22}",
+        f"  {'metric':<22}{'pooled':>34}{'per-answer mean':>32}",
+        row("coverage", "coverage", c.coverage, mean("coverage", c.coverage_skipped)),
+        row("support", "support", c.support, mean("support", c.support_skipped)),
+        row("gap", "gap", c.gap),
+        row("supported rate", "supported_rate", c.supported_rate, mean("supported_rate", c.supported_rate_skipped)),
+        row("citation precision", "precision", ids.precision, mean("precision", None)),
+        row("citation recall", "recall", ids.recall, mean("recall", None)),
+        row("fabricated", "fabricated_rate", ids.fabricated_rate),
+        row("abstention", "abstention", scores.abstention.rate),
     ]
     j = scores.judgments
     if j is not None and j.judged:
-        lines.append(f"  {'judged precision':<22}{str(j.precision):>22}"
-                     f"{_mean(j.mean_precision, j.precision_skipped):>22}")
+        lines.append(row("judged precision", "judged_precision", j.precision,
+                         mean("judged_precision", j.precision_skipped)))
         lines.append(f"    rule {j.rule}; judged {j.judged} of {j.citations} citation(s): "
                      + ", ".join(f"{value} {count}" for value, count in j.counts.items())
                      + (f"; {j.disputed} disputed" if j.disputed else ""))
@@ -276,11 +426,16 @@ def render_table(scores: RunScores) -> str:
             "source f1": None,
         }
         for name, fraction in fractions.items():
-            level, metric = name.split()
-            pooled = str(fraction) if fraction is not None else format_value(gold[level][metric])
-            lines.append(f"  {name:<22}{pooled:>22}{format_value(gold[level]['mean_' + metric]):>22}")
+            group, metric = name.split()
+            key = f"{group}_{metric}"
+            pooled = fraction if fraction is not None else gold[group][metric]
+            lines.append(row(name, key, pooled, mean(key, None)))
         if context["pending"]:
             lines.append(f"  context metrics leave out {context['pending']} answer(s) the matcher could not judge")
+    budgets = [(key, entry) for key, entry in iv.items() if key in BUDGET_FIGURES and entry.budgets]
+    if budgets:
+        lines += ["", "  answers to label for a narrower interval, at the current variance:"]
+        lines += [f"    {key}: {entry.budget_text}" for key, entry in budgets]
     if c.pending:
         disputed = scores.disagreements
         detail = f"{c.pending - disputed} unlabeled, {disputed} disputed" if disputed else "unlabeled"
@@ -289,11 +444,17 @@ def render_table(scores: RunScores) -> str:
     return "\n".join(lines)
 
 
+# The figures whose label budget the table prints (every one is under intervals in the JSON).
+BUDGET_FIGURES = ("coverage", "support", "supported_rate", "judged_precision")
+
+
 def render_summary_table(project: Project, runs: list[RunSummary], rule: str) -> str:
-    """Every run of the project side by side, the unweighted mean last (fractions beside ratios)."""
+    """Every run of the project side by side, the unweighted mean last (fractions beside ratios,
+    each with its interval)."""
     header = ["run", "answers", "claims", "coverage", "support", "supported rate", f"precision ({rule})", "gap"]
-    rows = [[r.run, str(r.answers), str(r.claims), str(r.coverage), str(r.support), str(r.supported_rate),
-             str(r.citation_precision), format_value(r.gap)] for r in runs]
+    rows = [[r.run, str(r.answers), str(r.claims),
+             *(_with_interval(getattr(r, name), r.interval(name)) for name in RATIO_COLUMNS),
+             _with_interval(r.gap, r.interval("gap"))] for r in runs]
     mean = mean_row(runs)
     rows.append([mean["run"], format_value(mean["answers"], 1), format_value(mean["claims"], 1),
                  *(format_value(mean[name]) for name in RATIO_COLUMNS), format_value(mean["gap"])])
