@@ -28,8 +28,15 @@ from django.db.models import Exists, OuterRef, Subquery
 from labeling import samples
 from labeling.db import consistent_read
 from labeling.models import Answer, Citation, Claim, Label, LabelValue, Reviewer, ReviewerKind, Run
-from scoring.intervals import DEFAULT_CONFIDENCE, Budget, answers_needed
-from scoring.ppi import PPIEstimate, ppi_answers_needed, ppi_mean
+from scoring.intervals import (
+    DEFAULT_CONFIDENCE,
+    Budget,
+    PairedDifference,
+    answers_needed,
+    non_inferior,
+    settle_budget,
+)
+from scoring.ppi import PPIEstimate, independent_difference, ppi_answers_needed, ppi_mean
 
 METRICS = ("support", "supported_rate")
 # A cited claim the judge left unlabeled: a prediction that favours neither label (module docstring).
@@ -261,3 +268,72 @@ def target_reached(run: Run) -> bool | None:
         judge = None
     estimates = run_estimates(run, judge=judge)
     return estimates.target_reached if estimates is not None else None
+
+
+ESTIMATE_CHOICES = ("ppi",)
+
+
+def require_estimates(run: Run, estimates: RunEstimates | None) -> RunEstimates:
+    """``estimates`` when they hold an interval for every metric; else
+    :class:`EstimateError` saying what the run lacks (a sample, a judge, two fully
+    labeled sampled answers)."""
+    if estimates is None:
+        raise EstimateError(f"--estimate ppi: run {run.name!r} has no estimate: it needs a probability sample "
+                            f"(manage.py sample --run {run.name} --answers N) and a judge's labels on its claims")
+    if not estimates.support.defined:
+        raise EstimateError(f"--estimate ppi: run {run.name!r} has {estimates.sample.fully_labeled} fully labeled "
+                            "sampled answer(s): an interval needs two")
+    return estimates
+
+
+def estimate_differences(baseline: RunEstimates, candidate: RunEstimates) -> dict[str, PairedDifference]:
+    """``candidate − baseline`` of each estimate, from independent samples
+    (variances add, :func:`scoring.ppi.independent_difference`)."""
+    return {name: independent_difference(getattr(baseline, name), getattr(candidate, name)) for name in METRICS}
+
+
+def difference_words(difference: PairedDifference, baseline: RunEstimates, candidate: RunEstimates,
+                     name: str) -> str:
+    """``"−0.0200 (95% interval −0.1000 to +0.0600; PPI++ estimates on 143 and 150 sampled answers)"``."""
+    sizes = f"PPI++ estimates on {getattr(baseline, name).n_human_answers} and " \
+            f"{getattr(candidate, name).n_human_answers} sampled answers"
+    if difference.delta is None:
+        return f"undefined ({sizes})"
+    if not difference.defined:
+        return f"{difference.delta:+.4f} (no interval; {sizes})"
+    return (f"{difference.delta:+.4f} ({difference.level * 100:g}% interval {difference.low:+.4f} to "
+            f"{difference.high:+.4f}; {sizes})")
+
+
+def estimate_gate(baseline_name: str, candidate_name: str, baseline: RunEstimates, candidate: RunEstimates,
+                  drops: dict[str, float], *, interval: bool) -> list[str]:
+    """Failures of the gate on the estimates (issue 23 §4), in the words of the
+    human-only gate: with ``interval`` the non-inferiority rule (SPEC §4.5: the
+    lower bound of B − A at or above −max_drop), else the point rule (B − A at or
+    above −max_drop). A failure names the metric, B − A with its interval and
+    what more sampled answers would do."""
+    differences = estimate_differences(baseline, candidate)
+    failures = []
+    for name, max_drop in drops.items():
+        difference = differences[name]
+        label = (f"{name}: {candidate_name} vs baseline {baseline_name}: B − A "
+                 f"{difference_words(difference, baseline, candidate, name)}")
+        if difference.delta is None:
+            failures.append(label + " (undefined on a run; cannot gate)")
+            continue
+        if not interval:
+            if difference.delta < -max_drop - 1e-12:
+                failures.append(f"{label}: dropped {-difference.delta:.4f} > allowed {max_drop:.4f}")
+            continue
+        if non_inferior(difference, max_drop):
+            continue
+        if difference.high < -max_drop:
+            failures.append(f"{label}: the interval lies below −{max_drop:g}; the drop is beyond noise: more "
+                            "answers would not change the verdict")
+            continue
+        budget = settle_budget(difference, max_drop)
+        settle = ("the delta sits on the bound: no number of answers settles it" if budget is None else
+                  f"about {budget.more} more sampled answer(s) labeled in each run (at the current variance) "
+                  "would settle it")
+        failures.append(f"{label}: the interval reaches below −{max_drop:g}; {settle}")
+    return failures

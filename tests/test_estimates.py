@@ -389,3 +389,109 @@ def test_queue_says_target_reached_when_the_interval_is_that_narrow(client, smal
     other = Answer.objects.filter(run=small).exclude(pk__in=[a.pk for a in sampled_answers(small)]).first()
     outside = client.get(reverse("answer_review", args=["sampling", "r", other.pk])).content.decode()
     assert "sampled answer" not in outside
+
+
+# -- runs compared and gated on their estimates (issue 23 §4) ----------------------------------
+
+@pytest.fixture
+def pair(small):
+    """Run ``b`` answering the same 4 questions: a sample of 2 labeled S, U and U, U;
+    judge j agrees there and says U, U and S, U on the other two answers."""
+    run = make_run(answers=4, name="b")
+    alice = ReviewerFactory(username="alice")
+    judge = ReviewerFactory(username="j")
+    sample_draw(run=run, answers=2, seed=42)
+    s1, s2 = sampled_answers(run)
+    o1, o2 = Answer.objects.filter(run=run).exclude(pk__in=[s1.pk, s2.pk]).order_by("question_key")
+    for answer, humans, verdicts in ((s1, "SU", "SU"), (s2, "UU", "UU"), (o1, "", "UU"), (o2, "", "SU")):
+        for index, value in enumerate(humans, start=1):
+            human(answer.claims.get(index=index), alice, "SUPPORTED" if value == "S" else "UNSUPPORTED")
+        for index, value in enumerate(verdicts, start=1):
+            judge_label(answer.claims.get(index=index), judge, "SUPPORTED" if value == "S" else "UNSUPPORTED")
+    return small, run
+
+
+def _expected_difference():
+    """B − A from the per-answer sums of the two fixtures (support)."""
+    from scoring.ppi import independent_difference
+
+    a = ppi_mean([2, 1], [2, 1], [2, 2], [1, 0.5], [2, 2])
+    b = ppi_mean([1, 0], [1, 0], [2, 2], [0, 1], [2, 2])
+    return a, b, independent_difference(a, b)
+
+
+def gate(*args: str) -> tuple[int, str]:
+    out, err = io.StringIO(), io.StringIO()
+    try:
+        call_command("score", "--project", "sampling", "--run", "b", "--baseline", "r", *args, stdout=out, stderr=err)
+    except CommandError as exc:
+        return exc.returncode, str(exc)
+    return 0, err.getvalue()
+
+
+def test_gate_on_estimates_adds_the_variances_of_independent_samples(pair):
+    """B − A = b − a with the interval Δ ± z·√(V_A + V_B); non-inferiority passes when its
+    lower bound is at or above −max_drop (a bound just beyond it) and fails just inside it."""
+    a, b, difference = _expected_difference()
+    assert difference.delta == pytest.approx(b.estimate - a.estimate)
+    assert difference.high - difference.delta == pytest.approx(1.959963984540054 * (a.variance + b.variance) ** 0.5)
+    passing, failing = -difference.low + 0.01, -difference.low - 0.01
+    assert failing > -difference.delta  # the point rule alone would pass it
+
+    code, text = gate("--max-drop", f"support={passing:.4f}", "--confidence", "0.95", "--estimate", "ppi")
+    assert code == 0 and "CI gate passed: b vs baseline r on the runs' PPI++ estimates (judges j and j;" in text
+
+    code, text = gate("--max-drop", f"support={failing:.4f}", "--confidence", "0.95", "--estimate", "ppi")
+    assert code == 1
+    assert (f"support: b vs baseline r: B − A {difference.delta:+.4f} (95% interval {difference.low:+.4f} to "
+            f"{difference.high:+.4f}; PPI++ estimates on 2 and 2 sampled answers): the interval reaches below "
+            f"−{float(f'{failing:.4f}'):g}; about ") in text
+    assert "more sampled answer(s) labeled in each run (at the current variance) would settle it" in text
+
+    # Without --confidence the point rule: B − A against −max_drop.
+    assert gate("--max-drop", f"support={failing:.4f}", "--estimate", "ppi")[0] == 0
+    code, text = gate("--max-drop", f"support={-difference.delta - 0.01:.4f}", "--estimate", "ppi")
+    assert code == 1 and f"dropped {-difference.delta:.4f} > allowed" in text
+
+
+def test_gate_json_and_table_name_the_estimate_differences(pair):
+    a, b, difference = _expected_difference()
+    out = io.StringIO()
+    call_command("score", "--project", "sampling", "--run", "b", "--baseline", "r", "--max-drop", "support=0.9",
+                 "--estimate", "ppi", "--format", "json", stdout=out, stderr=io.StringIO())
+    data = json.loads(out.getvalue())
+    support = data["estimate_differences"]["support"]
+    assert support["method"] == "ppi++-independent" and support["delta"] == pytest.approx(difference.delta)
+    assert support["ci95"] == pytest.approx([difference.low, difference.high])
+    assert data["estimates"]["support"]["estimate"] == pytest.approx(b.estimate)
+
+    out = io.StringIO()
+    call_command("compare", "--run", "r", "--run", "b", "--estimate", "ppi", stdout=out)
+    text = out.getvalue()
+    assert "estimates (PPI++; judges j and j; independent samples: variances add)" in text
+    assert (f"support         A {a.estimate:.4f}  B {b.estimate:.4f}  B − A {difference.delta:+.4f} (95% interval "
+            f"{difference.low:+.4f} to {difference.high:+.4f}; PPI++ estimates on 2 and 2 sampled answers)") in text
+    out = io.StringIO()
+    call_command("compare", "--run", "r", "--run", "b", "--estimate", "ppi", "--format", "json", stdout=out)
+    assert json.loads(out.getvalue())["estimate_differences"]["support"]["delta"] == pytest.approx(difference.delta)
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--max-drop", "coverage=0.05", "--estimate", "ppi"], "--max-drop coverage with --estimate ppi: the estimates "
+                                                           "cover support and supported_rate only"),
+    (["--max-drop", "support=0.05", "--estimate", "ppi", "--reviewer", "alice"], "--estimate ppi: the estimates "
+                                                                                 "use the humans' agreed labels"),
+])
+def test_gate_on_estimates_refuses_what_it_cannot_gate(pair, args, message):
+    code, text = gate(*args)
+    assert code == 1 and message in text
+
+
+def test_gate_on_estimates_needs_both_runs_estimated(small):
+    make_run(answers=4, name="b")
+    code, text = gate("--max-drop", "support=0.05", "--estimate", "ppi")
+    assert "--estimate ppi: run 'b' has no estimate: it needs a probability sample" in text
+    with pytest.raises(CommandError, match="--estimate ppi gates on the runs' estimates: give --baseline"):
+        call_command("score", "--project", "sampling", "--run", "b", "--estimate", "ppi")
+    with pytest.raises(CommandError, match="--judge picks the judge of the estimates: give --estimate ppi too"):
+        call_command("compare", "--run", "r", "--run", "b", "--judge", "j")

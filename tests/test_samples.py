@@ -25,6 +25,7 @@ from labeling.models import (
     LabelValue,
     Membership,
     Project,
+    Question,
     ReviewerKind,
     Role,
     Run,
@@ -49,11 +50,14 @@ HX = {"HTTP_HX_REQUEST": "true"}
 
 def make_run(answers: int = 8, *, claims: int = 2, slug: str = "sampling", name: str = "r") -> Run:
     """Run ``name`` of project ``slug``: questions q01…q08 answered, each answer with
-    ``claims`` cited claims and one uncited claim."""
+    ``claims`` cited claims and one uncited claim (another run of the project answers the
+    same questions)."""
     project = ProjectFactory(slug=slug)
     run = RunFactory(project=project, name=name)
     for i in range(1, answers + 1):
-        answer = AnswerFactory(run=run, question=QuestionFactory(project=project, question_id=f"q{i:02d}"))
+        question = (Question.objects.filter(project=project, question_id=f"q{i:02d}").first()
+                    or QuestionFactory(project=project, question_id=f"q{i:02d}"))
+        answer = AnswerFactory(run=run, question=question)
         for index in range(1, claims + 1):
             CitationFactory(claim=ClaimFactory(answer=answer, index=index, text=f"Claim {index} of q{i:02d}."))
         ClaimFactory(answer=answer, index=claims + 1, text=f"Uncited claim of q{i:02d}.")
