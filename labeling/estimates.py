@@ -12,22 +12,25 @@ sampled one still pending (SPEC §4.6). A cited claim the judge did not label
 is a prediction of 0.5: PPI stays valid for any prediction, as the sample
 corrects it, and the judge-only figure counts only the judge's labels.
 
-Five queries whatever the size of the run, all read at one moment
-(``labeling.db.consistent_read``): the run's claims with the judge's label, its
-answers, the sample, the sampled answers' human labels, and the judges.
+Six queries whatever the size of the run, all read at one moment
+(``labeling.db.consistent_read``): the sample, the run's claims aggregated per
+answer with the judge's labels, its unanswerable questions, its answer count,
+the sample's members and their human labels.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, replace
 
-import numpy as np
 import pandas as pd
-from django.db.models import Exists, OuterRef, Subquery
+from django.db import connection
+from django.db.models import Exists, OuterRef
 
 from labeling import samples
 from labeling.db import consistent_read
 from labeling.models import Answer, Citation, Claim, Label, LabelValue, Reviewer, ReviewerKind, Run
+from labeling.queue import exists_fence
 from scoring.intervals import (
     DEFAULT_CONFIDENCE,
     Budget,
@@ -129,65 +132,132 @@ class RunEstimates:
         return [(h, ppi[i] if ppi else None) for i, h in enumerate(human)]
 
 
-def _claims_frame(run: Run, judge: Reviewer | None) -> pd.DataFrame:
-    """One row per claim of ``run``: ``answer_id``, ``claim_id``, ``factual``, ``cited``, ``judged``
-    (the judge's current label value, or None). One query."""
-    claims = Claim.objects.filter(answer__run=run).annotate(cited=Exists(Citation.objects.filter(claim=OuterRef("pk"))))
-    fields = ["answer_id", "pk", "factual", "cited"]
+# Per answer of a run: factual claims, cited factual claims, those the judge (%s) calls
+# SUPPORTED and those it labeled, and whether any claim (factual or not) is cited (an
+# abstention cites nothing, SPEC §4.2). Aggregated in the database: 10k rows for a
+# 50k-claim run instead of 50k (tests/bench/test_bench_estimates.py). On PostgreSQL
+# the fence (labeling.queue.exists_fence) keeps the derived table whole: inlined, its
+# EXISTS was planned once per use (4 subplans, a cost that switched JIT on: +1 s).
+_PER_ANSWER_SQL = """
+SELECT x.answer_id, SUM(x.factual), SUM(x.factual * x.cited),
+       SUM(CASE WHEN x.value = %s THEN x.factual * x.cited ELSE 0 END),
+       SUM(CASE WHEN x.value IS NOT NULL THEN x.factual * x.cited ELSE 0 END),
+       MAX(x.cited)
+FROM (
+  SELECT c.answer_id, CASE WHEN c.factual THEN 1 ELSE 0 END AS factual,
+         CASE WHEN EXISTS (SELECT 1 FROM {citation} ci WHERE ci.claim_id = c.id) THEN 1 ELSE 0 END AS cited,
+         l.value AS value
+  FROM {claim} c
+  JOIN {answer} a ON a.id = c.answer_id
+  LEFT JOIN {label} l ON l.claim_id = c.id AND l.reviewer_id = %s AND l.is_current
+  WHERE a.run_id = %s
+  {fence}
+) x
+GROUP BY x.answer_id
+"""
+_PER_ANSWER_COLUMNS = ["answer_id", "rate_units", "support_units", "judge_supported", "judge_labeled", "cites"]
+
+
+def _per_answer(run: Run, judge: Reviewer | None) -> pd.DataFrame:
+    """Per answer of ``run`` with a claim (index ``answer_id``): ``support_units``
+    (cited factual claims), ``rate_units`` (factual claims), ``judge_sum`` (the
+    judge's predictions on the cited factual claims: 1 SUPPORTED, 0 UNSUPPORTED,
+    ``NO_VERDICT`` without a label), ``judge_supported``, ``judge_labeled``; an
+    abstention's claims count nowhere. Two queries."""
+    quote = connection.ops.quote_name
+    tables = {name: quote(model._meta.db_table) for name, model in
+              (("claim", Claim), ("answer", Answer), ("citation", Citation), ("label", Label))}
+    judge_id = judge.pk if judge is not None else None
+    with connection.cursor() as cursor:
+        cursor.execute(_PER_ANSWER_SQL.format(fence=exists_fence(), **tables),
+                       [LabelValue.SUPPORTED.value, judge_id, run.pk])
+        rows = cursor.fetchall()
+    frame = pd.DataFrame.from_records(rows, columns=_PER_ANSWER_COLUMNS).set_index("answer_id").astype("int64")
+    unanswerable = set(Answer.objects.filter(run=run, question__answerable=False).values_list("pk", flat=True))
+    abstention = frame.index.isin(list(unanswerable)) & (frame["cites"] == 0).to_numpy()
+    frame.loc[abstention, ["rate_units", "support_units"]] = 0
+    frame["judge_sum"] = frame["judge_supported"] + NO_VERDICT * (frame["support_units"] - frame["judge_labeled"])
+    return frame.drop(columns="cites")
+
+
+# The judge's labels per answer on its cited factual claims (a judge labels only cited claims;
+# the EXISTS keeps a label that outlived its claim's citations out all the same).
+_JUDGE_PER_ANSWER_SQL = """
+SELECT c.answer_id, SUM(CASE WHEN l.value = %s THEN 1 ELSE 0 END), COUNT(*)
+FROM {label} l JOIN {claim} c ON c.id = l.claim_id JOIN {answer} a ON a.id = c.answer_id
+WHERE l.reviewer_id = %s AND l.is_current AND c.factual AND a.run_id = %s
+  AND EXISTS (SELECT 1 FROM {citation} ci WHERE ci.claim_id = c.id)
+GROUP BY c.answer_id
+"""
+
+
+def _per_answer_from(claims: pd.DataFrame, run: Run, judge: Reviewer | None) -> pd.DataFrame:
+    """:func:`_per_answer` from a claims frame the caller already read
+    (``labeling.exports.frames.claims_frame`` columns ``answer_id``, ``n_citations``,
+    ``factual``, ``abstention``: ``score`` holds one), and one query for the judge."""
+    scored = claims[claims["factual"].astype(bool) & ~claims["abstention"].astype(bool)]
+    frame = pd.DataFrame({"rate_units": scored.groupby("answer_id").size(),
+                          "support_units": scored[scored["n_citations"] > 0].groupby("answer_id").size()})
+    rows = []
     if judge is not None:
-        verdict = Label.objects.filter(claim=OuterRef("pk"), reviewer=judge, is_current=True).values("value")[:1]
-        claims = claims.annotate(judged=Subquery(verdict))
-        fields.append("judged")
-    frame = pd.DataFrame.from_records(list(claims.values_list(*fields)), columns=[
-        "answer_id", "claim_id", "factual", "cited", *(["judged"] if judge is not None else [])])
-    if judge is None:
-        frame["judged"] = None
-    frame["factual"] = frame["factual"].astype(bool)
-    frame["cited"] = frame["cited"].astype(bool)
+        quote = connection.ops.quote_name
+        tables = {name: quote(model._meta.db_table) for name, model in
+                  (("claim", Claim), ("answer", Answer), ("citation", Citation), ("label", Label))}
+        with connection.cursor() as cursor:
+            cursor.execute(_JUDGE_PER_ANSWER_SQL.format(**tables), [LabelValue.SUPPORTED.value, judge.pk, run.pk])
+            rows = cursor.fetchall()
+    judged = pd.DataFrame.from_records(rows, columns=["answer_id", "judge_supported", "judge_labeled"])
+    frame = frame.join(judged.set_index("answer_id"), how="left").fillna(0).astype("int64")
+    # The frame was read a moment earlier: a claim edited since must not give more verdicts than units.
+    frame["judge_labeled"] = frame["judge_labeled"].clip(upper=frame["support_units"])
+    frame["judge_supported"] = frame["judge_supported"].clip(upper=frame["judge_labeled"])
+    frame["judge_sum"] = frame["judge_supported"] + NO_VERDICT * (frame["support_units"] - frame["judge_labeled"])
     return frame
 
 
-def _per_answer(claims: pd.DataFrame, answer_ids: list[int], unanswerable: set[int]) -> pd.DataFrame:
-    """Per answer (index ``answer_id``, every answer of ``answer_ids``): ``support_units``,
-    ``rate_units``, ``judge_sum`` (the judge's predictions on the cited factual claims),
-    ``judge_supported``, ``judge_labeled``; an abstention's claims count nowhere."""
-    cites_any = set(claims.loc[claims["cited"], "answer_id"])
-    abstention = claims["answer_id"].isin({a for a in unanswerable if a not in cites_any})
-    scored = claims[claims["factual"] & ~abstention]
-    cited = scored[scored["cited"]]
-    supported = (cited["judged"] == LabelValue.SUPPORTED.value).to_numpy()
-    labeled = cited["judged"].notna().to_numpy()
-    prediction = np.where(labeled, supported.astype(float), NO_VERDICT)
-    per_cited = pd.DataFrame({"answer_id": cited["answer_id"].to_numpy(), "support_units": 1,
-                              "judge_sum": prediction, "judge_supported": supported.astype(int),
-                              "judge_labeled": labeled.astype(int)})
-    out = per_cited.groupby("answer_id").sum()
-    out["rate_units"] = scored.groupby("answer_id").size()
-    return out.reindex(answer_ids).fillna(0)
+def _labeled_units(human: list[samples.HumanClaim], unanswerable: set[int]) -> pd.DataFrame:
+    """``support_units`` and ``rate_units`` of the sampled answers as their human labels
+    were read (the same moment: a human sum never exceeds its units)."""
+    cites = {claim.answer_id for claim in human if claim.cited}
+    rows = [(claim.answer_id, int(claim.cited), 1) for claim in human
+            if not (claim.answer_id in unanswerable and claim.answer_id not in cites)]
+    frame = pd.DataFrame.from_records(rows, columns=["answer_id", "support_units", "rate_units"])
+    return frame.groupby("answer_id").sum()
 
 
-def run_estimates(run: Run, *, judge: Reviewer | None, confidence: float = DEFAULT_CONFIDENCE
-                  ) -> RunEstimates | None:
+def run_estimates(run: Run, *, judge: Reviewer | None, confidence: float = DEFAULT_CONFIDENCE,
+                  claims: pd.DataFrame | None = None) -> RunEstimates | None:
     """The estimates of ``run`` from its sample and ``judge``'s labels (module
-    docstring), ``None`` when the run has no sample. Raises ``ValueError`` for a
-    bad ``confidence``."""
+    docstring), ``None`` when the run has no sample. ``claims``: the run's whole
+    claims frame when the caller holds one (``score``), which saves reading the
+    claims again. Raises ``ValueError`` for a bad ``confidence``."""
     with consistent_read():
         sample = samples.sample_of(run)
         if sample is None:
             return None
-        claims = _claims_frame(run, judge)
-        answers = list(Answer.objects.filter(run=run).values_list("pk", "question__answerable"))
+        per_answer = _per_answer(run, judge) if claims is None else _per_answer_from(claims, run, judge)
+        answers = Answer.objects.filter(run=run).count()
         members = samples.member_answer_ids(sample)
         human = samples.human_claims(members)
-    answer_ids = [pk for pk, _answerable in answers]
-    per_answer = _per_answer(claims, answer_ids, {pk for pk, answerable in answers if answerable is False})
+        unanswerable = (set(Answer.objects.filter(pk__in=members, question__answerable=False)
+                            .values_list("pk", flat=True)) if claims is not None else set())
+    # A sampled answer without claims still counts as labeled (no unit: it adds nothing).
+    per_answer = per_answer.reindex(per_answer.index.union(members), fill_value=0)
+    if claims is not None:
+        units = _labeled_units(human, unanswerable).reindex(members, fill_value=0)
+        for column in ("support_units", "rate_units"):
+            per_answer.loc[members, column] = units[column].to_numpy()
+        inside = per_answer.loc[members]
+        labeled_count = inside["judge_labeled"].clip(upper=inside["support_units"])
+        per_answer.loc[members, "judge_labeled"] = labeled_count.to_numpy()
+        per_answer.loc[members, "judge_supported"] = inside["judge_supported"].clip(upper=labeled_count).to_numpy()
+        per_answer["judge_sum"] = (per_answer["judge_supported"]
+                                   + NO_VERDICT * (per_answer["support_units"] - per_answer["judge_labeled"]))
     pending = samples.pending_answer_ids(human)
     status = samples.SampleStatus(len(members), len(members) - len(pending), sample.seed, sample.target_half_width)
     labeled = [pk for pk in members if pk not in pending]
-    human_supported = pd.Series(0, index=labeled, dtype="int64")
-    for claim in human:
-        if claim.answer_id not in pending and claim.label == LabelValue.SUPPORTED.value:
-            human_supported[claim.answer_id] += 1
+    supported = Counter(claim.answer_id for claim in human if claim.label == LabelValue.SUPPORTED.value)
+    human_supported = [supported[pk] for pk in labeled]
     inside = per_answer.loc[labeled]
     outside = per_answer.drop(index=labeled)
     estimates = {}
@@ -198,23 +268,24 @@ def run_estimates(run: Run, *, judge: Reviewer | None, confidence: float = DEFAU
         judge_only = float(per_answer["judge_supported"].sum() / denominator) \
             if judge is not None and denominator else None
         estimate = ppi_mean(
-            human_supported.to_numpy(), inside["judge_sum"].to_numpy(), inside[units].to_numpy(),
+            human_supported, inside["judge_sum"].to_numpy(), inside[units].to_numpy(),
             outside["judge_sum"].to_numpy(), outside[units].to_numpy(), confidence=confidence,
             lam=0.0 if judge is None else None, judge_only=judge_only)
         # Without a judge there is nothing to say about one (its predictions were placeholders).
         estimates[name] = estimate if judge is not None else replace(estimate, judge_only=None)
     return RunEstimates(judge.username if judge is not None else None, status, estimates["support"],
-                        estimates["supported_rate"], len(answer_ids))
+                        estimates["supported_rate"], answers)
 
 
 def command_estimates(run: Run, *, judge_name: str | None, reviewer: str | None,
-                      confidence: float = DEFAULT_CONFIDENCE) -> RunEstimates | None:
+                      confidence: float = DEFAULT_CONFIDENCE, claims: pd.DataFrame | None = None
+                      ) -> RunEstimates | None:
     """The estimates ``score`` reports for ``run`` (issue 23 §2), ``None`` when
     there are none to report: no sample, no judge, or one reviewer's labels
     asked for (estimates use the humans' agreed labels). Raises
     :class:`EstimateError` naming the flag: ``--judge`` without a sample, with
     ``--reviewer``, naming no judge of the run, or missing where several judges
-    and none promoted would be picked from."""
+    and none promoted would be picked from. ``claims``: as :func:`run_estimates`."""
     if reviewer is not None:
         if judge_name is not None:
             raise EstimateError("--judge: the estimates use the humans' agreed labels, not one reviewer's: "
@@ -228,7 +299,7 @@ def command_estimates(run: Run, *, judge_name: str | None, reviewer: str | None,
     judge = pick_judge(run, judge_name)
     if judge is None:
         return None
-    return run_estimates(run, judge=judge, confidence=confidence)
+    return run_estimates(run, judge=judge, confidence=confidence, claims=claims)
 
 
 def _interval_text(low: float | None, high: float | None) -> str:

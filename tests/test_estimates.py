@@ -495,3 +495,25 @@ def test_gate_on_estimates_needs_both_runs_estimated(small):
         call_command("score", "--project", "sampling", "--run", "b", "--estimate", "ppi")
     with pytest.raises(CommandError, match="--judge picks the judge of the estimates: give --estimate ppi too"):
         call_command("compare", "--run", "r", "--run", "b", "--judge", "j")
+
+
+def test_the_claims_score_holds_give_the_same_estimates(small, expertqa_project):
+    """``score`` hands its claims frame to the estimates (one read of the claims fewer):
+    every figure is the one read from the database alone, on both fixtures."""
+    from labeling.estimates import run_estimates
+    from labeling.exports.frames import claims_frame
+
+    expert_run = Run.objects.get(project=expertqa_project, name="rr_sphere_gpt4")
+    judge = ReviewerFactory(username="flip-judge", kind=ReviewerKind.MODEL)
+    expert = dict(Label.objects.filter(claim__answer__run=expert_run, is_current=True)
+                  .values_list("claim_id", "value"))
+    for claim in Claim.objects.filter(answer__run=expert_run, citations__isnull=False).distinct():
+        if claim.index != 2:  # the judge leaves every second claim unlabeled: predictions of 0.5
+            judge_label(claim, judge, _verdict(expert.get(claim.pk), claim.index))
+    sample_draw(run=expert_run, answers=15, seed=9)
+    for run in (small, expert_run):
+        chosen = pick_judge(run)
+        alone, given = (run_estimates(run, judge=chosen, claims=frame)
+                        for frame in (None, claims_frame(run)))
+        assert given == alone
+        assert alone.support.n_human_answers >= 2 and alone.support.defined

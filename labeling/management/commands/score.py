@@ -180,7 +180,8 @@ class Command(BaseCommand):
                 raise CommandError(f"runs {run.name!r} and {baseline_run.name!r} answer no question in common: "
                                    "nothing to gate on")
         scores = self._scores(run, options, shared)
-        estimates = self._estimates(run, options)
+        # The claims score read already, when they are the whole run's (not cut to shared questions).
+        estimates = self._estimates(run, options, claims=scores.claims_frame if shared is None else None)
         baseline = differences = baseline_estimates = None
         if options["estimate"]:
             # Each run's estimate is of the whole run (its own sample): not cut to the shared questions.
@@ -250,11 +251,11 @@ class Command(BaseCommand):
             raise CommandError(f"CI gate failed {note}:\n" + "\n".join(failures), returncode=1)
         self.stderr.write(self.style.SUCCESS(f"CI gate passed: {run.name} vs baseline {baseline_run.name} {note}"))
 
-    def _estimates(self, run: Run, options: dict[str, Any]):
+    def _estimates(self, run: Run, options: dict[str, Any], claims=None):
         """The run's judge-assisted estimates (SPEC §4.6), or ``None``; CommandError naming a bad ``--judge``."""
         try:
             return command_estimates(run, judge_name=options["judge"], reviewer=options["reviewer"],
-                                     confidence=options.get("level", DEFAULT_CONFIDENCE))
+                                     confidence=options.get("level", DEFAULT_CONFIDENCE), claims=claims)
         except EstimateError as exc:
             raise CommandError(str(exc)) from None
 
