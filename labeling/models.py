@@ -595,6 +595,7 @@ class AuditAction(models.TextChoices):
     RENAME = "rename", "renamed the run"
     DELETE = "delete", "deleted the run"
     CREATE = "create", "created the run"
+    SAMPLE = "sample", "drew a sample"
 
 
 class AuditEvent(models.Model):
@@ -632,6 +633,51 @@ class AuditEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.at:%Y-%m-%d %H:%M:%S} {self.actor_name or 'command line'} {self.action} {self.target}"
+
+
+class Sample(models.Model):
+    """The run's probability sample of answers for human labels (SPEC §4.6):
+    ``members`` are the first answers of a permutation of the run's answers
+    (``question_id`` order) seeded with ``seed``, in that order. Growing it takes
+    the next answers of the same permutation: earlier members stay.
+    ``target_half_width``: a lead's stopping point for the support estimate's
+    interval (issue 23 §5), null when none is set."""
+
+    # One sample per run (a constraint, not a OneToOneField: the backup follows foreign keys).
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="samples")
+    seed = models.PositiveBigIntegerField()
+    target_half_width = models.FloatField(null=True, blank=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+                                   related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["run"], name="one_sample_per_run"),
+            models.CheckConstraint(condition=Q(target_half_width__gt=0, target_half_width__lt=0.5)
+                                   | Q(target_half_width__isnull=True), name="sample_target_half_width_range"),
+        ]
+
+    def __str__(self) -> str:
+        return f"sample of run {self.run_id} (seed {self.seed})"
+
+
+class SampleMember(models.Model):
+    """One answer of a run's sample, at 1-based ``position`` in sample order."""
+
+    sample = models.ForeignKey(Sample, on_delete=models.CASCADE, related_name="members")
+    answer = models.ForeignKey(Answer, on_delete=models.CASCADE, related_name="sample_memberships")
+    position = models.PositiveIntegerField()
+
+    class Meta:
+        ordering = ["sample_id", "position"]
+        constraints = [
+            models.UniqueConstraint(fields=["sample", "position"], name="sample_position_unique"),
+            models.UniqueConstraint(fields=["sample", "answer"], name="sample_answer_once"),
+        ]
+
+    def __str__(self) -> str:
+        return f"answer {self.answer_id} at {self.position} of sample {self.sample_id}"
 
 
 class JudgeRunStatus(models.TextChoices):

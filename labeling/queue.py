@@ -65,6 +65,8 @@ from labeling.models import (
     Reviewer,
     ReviewerKind,
     Run,
+    Sample,
+    SampleMember,
 )
 
 # Claims (or answers) a hand-out tries before it gives up: each failed try is a claim
@@ -114,7 +116,8 @@ def _tables() -> dict[str, str]:
     quote = connection.ops.quote_name
     return {name: quote(model._meta.db_table)
             for name, model in (("answer", Answer), ("claim", Claim), ("citation", Citation), ("label", Label),
-                                ("reviewer", Reviewer), ("assignment", Assignment), ("lease", ClaimLease))}
+                                ("reviewer", Reviewer), ("assignment", Assignment), ("lease", ClaimLease),
+                                ("sample", Sample), ("member", SampleMember))}
 
 
 # The first answer of a run, in question order from a key on, with a claim of the
@@ -140,13 +143,50 @@ LIMIT 1
 _KEY_CONDITIONS = {"": "", "gt": "AND a.question_key > %s", "lte": "AND a.question_key <= %s"}
 
 
-def _first_answer_id(run: Run, reviewer: Reviewer, op: str = "", key: str = "") -> int | None:
+# The first answer of the run's probability sample (SPEC §4.6), in sample order,
+# with a claim of the reviewer's queue (the test of _NEXT_ANSWER_SQL): sampled
+# answers are served first. {where} is one of _POSITION_CONDITIONS: from the
+# start, or after the sampled answer %s (none when it is not sampled).
+_NEXT_SAMPLED_SQL = """
+SELECT a.id FROM {member} m JOIN {sample} sa ON sa.id = m.sample_id JOIN {answer} a ON a.id = m.answer_id
+WHERE sa.run_id = %s {where}
+  AND (NOT EXISTS (SELECT 1 FROM {assignment} s WHERE s.run_id = a.run_id)
+       OR EXISTS (SELECT 1 FROM {assignment} s WHERE s.run_id = a.run_id AND s.reviewer_id = %s))
+  AND EXISTS (
+    SELECT 1 FROM {claim} c
+    WHERE c.answer_id = a.id AND c.factual
+      AND EXISTS (SELECT 1 FROM {citation} ci WHERE ci.claim_id = c.id)
+      AND NOT EXISTS (SELECT 1 FROM {label} l WHERE l.claim_id = c.id AND l.reviewer_id = %s AND l.is_current)
+      AND (SELECT COUNT(*) FROM {label} h JOIN {reviewer} r ON r.id = h.reviewer_id
+           WHERE h.claim_id = c.id AND h.is_current AND r.kind = %s)
+        + (SELECT COUNT(*) FROM {lease} e WHERE e.claim_id = c.id AND e.reviewer_id <> %s AND e.expires_at > %s)
+        < %s
+    {fence})
+ORDER BY m.position
+LIMIT 1
+"""
+_AFTER_POSITION = "(SELECT p.position FROM {member} p WHERE p.sample_id = sa.id AND p.answer_id = %s)"
+_POSITION_CONDITIONS = {"": "", "gt": f"AND m.position > {_AFTER_POSITION}"}
+
+
+def _first_answer_id(run: Run, reviewer: Reviewer, op: str = "", key: str = "",
+                     sampled: tuple[tuple[str, int | None], ...] = ()) -> int | None:
+    """The first answer of the walk ``op``/``key``; with ``sampled``, the sample's
+    walks (``(op, after answer id)``) are tried first, in the same statement."""
+    tables = _tables()
     now = connection.ops.adapt_datetimefield_value(timezone.now())
-    params = [run.pk, *([key] if op else []), reviewer.pk, reviewer.pk, ReviewerKind.HUMAN.value, reviewer.pk, now,
-              run.overlap]
+    queue_params = [reviewer.pk, reviewer.pk, ReviewerKind.HUMAN.value, reviewer.pk, now, run.overlap]
+    parts, params = [], []
+    for sample_op, after_id in sampled:
+        where = _POSITION_CONDITIONS[sample_op].format(**tables)
+        parts.append(_NEXT_SAMPLED_SQL.format(where=where, fence=exists_fence(), **tables))
+        params += [run.pk, *([after_id] if sample_op else []), *queue_params]
+    parts.append(_NEXT_ANSWER_SQL.format(where=_KEY_CONDITIONS[op], fence=exists_fence(), **tables))
+    params += [run.pk, *([key] if op else []), *queue_params]
+    # One round trip: COALESCE stops at the first walk that finds an answer.
+    sql = parts[0] if len(parts) == 1 else "SELECT COALESCE(" + ", ".join(f"({p})" for p in parts) + ")"
     with connection.cursor() as cursor:
-        cursor.execute(_NEXT_ANSWER_SQL.format(where=_KEY_CONDITIONS[op], fence=exists_fence(), **_tables()),
-                       params)
+        cursor.execute(sql, params)
         row = cursor.fetchone()
     return row[0] if row is not None else None
 
@@ -208,16 +248,20 @@ def _hand_out(run: Run, reviewer: Reviewer, candidates: QuerySet[Claim]) -> Clai
 def next_answer_to_label(*, run: Run, reviewer: Reviewer, after: Answer | None = None) -> Answer | None:
     """The first answer of ``run`` (``question_id`` order) with a cited claim
     ``reviewer`` has not labeled, with its question; ``None`` when there is none.
+    The answers of the run's probability sample come first, in sample order
+    (SPEC §4.6).
 
     With ``after``, the search starts at the answer after it and wraps around
-    to the start of the run (``after`` itself comes last). Two queries (three
-    on wrap-around): the answer's id, walking the ``(run, question_key)`` index
-    and stopping at the first answer with a claim to label; then the answer.
+    to the start of the run (``after`` itself comes last); in the sample, at the
+    sampled answer after it, else at the sample's start. Two queries (three on wrap-around): the answer's id,
+    walking the sample, then the ``(run, question_key)`` index and stopping at
+    the first answer with a claim to label; then the answer.
     """
     if after is None:
-        answer_id = _first_answer_id(run, reviewer)
+        answer_id = _first_answer_id(run, reviewer, sampled=(("", None),))
     else:
-        answer_id = (_first_answer_id(run, reviewer, "gt", after.question_key)
+        answer_id = (_first_answer_id(run, reviewer, "gt", after.question_key,
+                                      sampled=(("gt", after.pk), ("", None)))
                      or _first_answer_id(run, reviewer, "lte", after.question_key))
     if answer_id is None:
         return None
@@ -318,7 +362,11 @@ SELECT
   (SELECT id FROM {answer} WHERE run_id = %s AND question_key < %s ORDER BY question_key DESC LIMIT 1),
   (SELECT id FROM {answer} WHERE run_id = %s AND question_key > %s ORDER BY question_key LIMIT 1),
   (SELECT COUNT(*) FROM {answer} WHERE run_id = %s AND question_key < %s),
-  (SELECT COUNT(*) FROM {answer} WHERE run_id = %s)
+  (SELECT COUNT(*) FROM {answer} WHERE run_id = %s),
+  (SELECT m.position FROM {member} m JOIN {sample} sa ON sa.id = m.sample_id
+   WHERE sa.run_id = %s AND m.answer_id = %s),
+  (SELECT COUNT(*) FROM {member} m JOIN {sample} sa ON sa.id = m.sample_id WHERE sa.run_id = %s),
+  (SELECT sa.target_half_width FROM {sample} sa WHERE sa.run_id = %s)
 """
 
 
@@ -326,20 +374,27 @@ SELECT
 class AnswerNeighbours:
     """Where an answer sits in its run: the ids of the answers before and after
     it (``None`` at either end), its 1-based ``position`` and the run's answer
-    count ``total``."""
+    count ``total``; in the run's probability sample (SPEC §4.6): its
+    ``sample_position`` (``None`` when not sampled), the sample's size
+    ``sample_size`` (0 without one) and target half-width ``sample_target``."""
 
     previous_id: int | None
     next_id: int | None
     position: int
     total: int
+    sample_position: int | None = None
+    sample_size: int = 0
+    sample_target: float | None = None
 
 
 def answer_neighbours(*, answer: Answer) -> AnswerNeighbours:
     """The answers before and after ``answer`` in its run (``question_id``
-    order), its position and the run's answer count. One query: two index
-    lookups and two index-only counts on ``(run, question_key)``."""
+    order), its position and the run's answer count, and its place in the run's
+    sample. One query: two index lookups and two index-only counts on ``(run,
+    question_key)``, and three lookups in the sample."""
     run_id, key = answer.run_id, answer.question_key
     with connection.cursor() as cursor:
-        cursor.execute(_NEIGHBOURS_SQL.format(**_tables()), [run_id, key, run_id, key, run_id, key, run_id])
-        previous_id, next_id, before, total = cursor.fetchone()
-    return AnswerNeighbours(previous_id, next_id, before + 1, total)
+        cursor.execute(_NEIGHBOURS_SQL.format(**_tables()),
+                       [run_id, key, run_id, key, run_id, key, run_id, run_id, answer.pk, run_id, run_id])
+        previous_id, next_id, before, total, sample_position, sample_size, target = cursor.fetchone()
+    return AnswerNeighbours(previous_id, next_id, before + 1, total, sample_position, sample_size, target)

@@ -16,6 +16,7 @@ from labeling.views import members as member_views
 from labeling.views import projects, sso
 from labeling.views import review as review_views
 from labeling.views import runs as run_views
+from labeling.views import samples as sample_views
 from labeling.views import tokens as token_views
 from labeling.views import webhooks as webhook_views
 from labeling.views.params import IdConverter
@@ -40,6 +41,10 @@ run_urlpatterns = [
     path("judge-runs/promote/", judge_views.run_judge_promote_view, name="run_judge_promote"),
     path("judge-runs/queue-order/", judge_views.run_queue_judge_view, name="run_queue_judge"),
     path("judges/<str:judge_name>/", judge_views.judge_grade_page, name="judge_grade"),
+    # The probability sample and the judge-assisted estimates (SPEC §4.6)
+    path("sample/", sample_views.run_sample_panel, name="run_sample"),
+    path("sample/draw/", sample_views.run_sample_draw, name="run_sample_draw"),
+    path("sample/target/", sample_views.run_sample_target, name="run_sample_target"),
     # Team: who works on the run, and the lead's adjudication of disputed claims
     path("reviewers/", member_views.run_reviewers, name="run_reviewers"),
     path("adjudicate/", member_views.run_adjudicate, name="run_adjudicate"),

@@ -16,6 +16,7 @@ from tests.factories import ReviewerFactory
 # (command, option, the other required arguments)
 OPTIONS = [
     ("score", "--reviewer", ["--run", "r"]),
+    ("score", "--judge", ["--run", "r"]),
     ("import_labels", "--reviewer", ["f.csv", "--run", "r"]),
     ("snapshot", "--author", ["--run", "r", "--note", "n"]),
     ("agreement", "--reviewer", ["--run", "r"]),

@@ -324,6 +324,12 @@ RULES = {
     "run_queue_judge": {"GET": GET_ONLY, "POST": "L 404 404 404 404 R 403 403 R",
                         "data": lambda w: {"judge": "walk-judge"}},
     "judge_grade": {"GET": TEAM_READ, "POST": POST_ONLY, "values": lambda w: {"judge_name": "walk-judge"}},
+    # The probability sample and its estimates (SPEC §4.6): a lead draws it and sets its target.
+    "run_sample": {"GET": TEAM_READ, "HX": True, "POST": POST_ONLY},
+    "run_sample_draw": {"GET": GET_ONLY, "POST": "L 404 404 404 404 R 403 403 R",
+                        "data": lambda w: {"answers": "1", "seed": "3"}},
+    "run_sample_target": {"GET": GET_ONLY, "POST": "L 404 404 404 404 R 403 403 R",
+                          "data": lambda w: {"target": "0.05"}},
     "claim_edit": {"GET": "L 404 404 404 404 200 200 403 200", "HX": True,
                    "POST": "L 404 404 404 404 R R 403 R", "data": lambda w: _claim_bodies(w)["claim_edit"]},
     "version_list": {"GET": TEAM_READ, "HX": True, "POST": POST_ONLY},

@@ -48,6 +48,9 @@ adjudicated_by  the lead whose current adjudication is the row's label
 adjudicated_at  when that adjudication was recorded, as ``labeled_at``, or
                 ``None``
 adjudication_reason  the lead's reason ("" when none)
+in_sample       bool: the claim's answer is in the run's probability sample
+                (SPEC §4.6); ``None`` in a saved version (versions do not
+                record the sample: its draws are in the audit log)
 ==============  ==========================================================
 
 Besides those, the frame has ``reviewer_labels``: every current label on the
@@ -71,13 +74,14 @@ decide it (their labels stay in ``reviewer_labels``).
 
 The canonical serialization of a table (what a label table version stores and
 hashes) is :func:`canonical_bytes`: UTF-8 JSON Lines of ``CANONICAL_COLUMNS``
-(every column but ``passage``, which is answer content fixed at import, not
-labeling state, plus ``reviewer_labels``), one object per row, keys sorted, separators ``,`` and ``:``
-without spaces, non-ASCII kept as is, rows sorted by ``question_id``,
-``claim_index``, ``claim_id``, every line ending in ``\\n``. No value in it
-depends on when it is written except ``labeled_at``, so two snapshots of an
-unchanged table have the same SHA-256. Versions written before
-``reviewer_labels`` existed read back with ``reviewer_labels`` ``None``.
+(every column but ``passage``, which is answer content fixed at import, and
+``in_sample``, neither being labeling state, plus ``reviewer_labels``), one
+object per row, keys sorted, separators ``,`` and ``:`` without spaces,
+non-ASCII kept as is, rows sorted by ``question_id``, ``claim_index``,
+``claim_id``, every line ending in ``\\n``. No value in it depends on when it
+is written except ``labeled_at``, so two snapshots of an unchanged table have
+the same SHA-256. Versions written before ``reviewer_labels`` existed read
+back with ``reviewer_labels`` ``None``.
 """
 
 from __future__ import annotations
@@ -89,19 +93,21 @@ from typing import Any
 
 from labeling.db import consistent_read
 from labeling.exports import frames
-from labeling.models import COUNTED_KINDS, Citation, CitationJudgment, Claim, Passage, Run
+from labeling.models import COUNTED_KINDS, Citation, CitationJudgment, Claim, Passage, Run, SampleMember
 from scoring.claims import ClaimMetrics, claim_metrics, to_native
 from scoring.lazy import pd  # loaded on first use: keeps start-up fast (issue 24)
 
 LABEL_TABLE_COLUMNS = (
     "run", "question_id", "answer_id", "claim_index", "claim", "citations", "cited_span", "passage",
     "label", "justification", "reviewer", "labeled_at", "status", "claim_id", "claim_revision",
-    "factual", "judgments", "evidence", "adjudicated_by", "adjudicated_at", "adjudication_reason",
+    "factual", "judgments", "evidence", "adjudicated_by", "adjudicated_at", "adjudication_reason", "in_sample",
 )
 JUDGMENT_COLUMNS = frozenset({"factual", "judgments", "evidence"})
 ADJUDICATION_COLUMNS = frozenset({"adjudicated_by", "adjudicated_at", "adjudication_reason"})
 REVIEWER_LABELS = "reviewer_labels"
-CANONICAL_COLUMNS = (*(column for column in LABEL_TABLE_COLUMNS if column != "passage"), REVIEWER_LABELS)
+# The sample is not labeling state: drawing one leaves the table's SHA-256 as it was.
+CANONICAL_COLUMNS = (*(column for column in LABEL_TABLE_COLUMNS if column not in ("passage", "in_sample")),
+                     REVIEWER_LABELS)
 # The keys of the first versions: later ones added reviewer_labels, the judgments (SPEC §4.3b), then
 # the adjudications (issue 20).
 _EARLIEST_CANONICAL_COLUMNS = frozenset(CANONICAL_COLUMNS) - {REVIEWER_LABELS} - JUDGMENT_COLUMNS - ADJUDICATION_COLUMNS
@@ -136,14 +142,14 @@ def label_table_frame(run: Run, *, reviewer: str | None = None, with_passages: b
     """The label table of ``run`` as it stands now (module docstring for columns).
 
     ``reviewer`` shows that reviewer's labels instead of the agreed ones;
-    ``with_passages=False`` leaves the ``passage`` column empty and skips
-    reading passage texts (snapshots do not store it). Rows are sorted by
+    ``with_passages=False`` leaves the ``passage`` column empty and
+    ``in_sample`` ``None``, skipping their reads (snapshots store neither). Rows are sorted by
     ``question_id``, ``claim_index``. Text columns are object dtype, ""
     when empty; ``label``/``labeled_at`` are ``None`` when absent.
 
     Queries: 3 (claims, answers, labels in resolved_claims_frame) + labels
-    with times + claim revisions + citations + judgments (+ passages) = 7 or
-    8, whatever the number of claims; all as of one moment
+    with times + claim revisions + citations + judgments (+ passages and
+    sampled answers) = 7 or 9, whatever the number of claims; all as of one moment
     (``labeling.db.consistent_read``), so a split or merge committed
     meanwhile is in every part or in none.
     """
@@ -163,6 +169,8 @@ def _label_table_frame(run: Run, *, reviewer: str | None, with_passages: bool) -
     ):
         cited[claim_id].append((cited_id, span, fabricated, passage_pk))
     judged = _judgment_cells(run, reviewer=reviewer)
+    sampled = (set(SampleMember.objects.filter(sample__run=run).values_list("answer_id", flat=True))
+               if with_passages else None)
     passage_text: dict[int, str] = {}
     if with_passages:
         passage_text = dict(Passage.objects.filter(answer__run=run).values_list("id", "text"))
@@ -232,6 +240,7 @@ def _label_table_frame(run: Run, *, reviewer: str | None, with_passages: bool) -
         add["adjudicated_by"](adjudication[0] if adjudication else "")
         add["adjudicated_at"](adjudication[1] if adjudication else None)
         add["adjudication_reason"](adjudication[2] if adjudication else "")
+        add["in_sample"](answer_id in sampled if sampled is not None else None)
         add[REVIEWER_LABELS]([{"reviewer": name, "label": value, "justification": text, "labeled_at": at}
                               for name, value, text, at in everyone])
     return _frame(columns)
@@ -328,6 +337,7 @@ def table_from_canonical(data: bytes) -> pd.DataFrame:
         for column in CANONICAL_COLUMNS:
             columns[column].append(row.get(column, defaults.get(column)))
         columns["passage"].append("")
+        columns["in_sample"].append(None)
     return _frame(columns)
 
 

@@ -28,7 +28,7 @@ from django.utils.html import format_html
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import HttpResponseClientRedirect, push_url, reswap, retarget, trigger_client_event
 
-from labeling import judging, queue, selectors, services
+from labeling import estimates, judging, queue, selectors, services
 from labeling.highlight import suggest_split
 from labeling.models import Answer, Claim, LabelValue, Run
 from labeling.selectors import LABEL
@@ -152,7 +152,13 @@ def _page(request: HttpRequest, context: dict[str, Any]) -> HttpResponse:
     if not context["read_only"]:
         context["progress"] = selectors.run_progress(run=run, reviewer=request.user)
     context["neighbours"] = queue.answer_neighbours(answer=answer)
+    context["target_reached"] = _target_reached(run, context["neighbours"])
     return render(request, TEMPLATE, context)
+
+
+def _target_reached(run: Run, neighbours: queue.AnswerNeighbours) -> bool | None:
+    """The queue's "target reached" (issue 23 §5), only asked when a lead set a target."""
+    return estimates.target_reached(run) if neighbours.sample_target is not None else None
 
 
 def _fragment(request: HttpRequest, context: dict[str, Any], *, whole_review: bool) -> HttpResponse:
@@ -163,6 +169,7 @@ def _fragment(request: HttpRequest, context: dict[str, Any], *, whole_review: bo
     followed by the breadcrumb's question out of band."""
     if whole_review:
         context["neighbours"] = queue.answer_neighbours(answer=context["answer"])
+        context["target_reached"] = _target_reached(context["run"], context["neighbours"])
         # Already escaped by the template (a SafeString), so format_html leaves it as is.
         title = render_to_string(f"{TEMPLATE}#page-title", context, request=request)
         parts = [

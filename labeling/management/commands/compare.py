@@ -1,6 +1,8 @@
 """``python manage.py compare --run A --run B [--project SLUG] [--format json|table|xlsx] [-o PATH]
-[--threshold 0.85] [--confidence 0.95]``: run B against run A on the questions both answered
-(SPEC §5), each delta with its paired interval (SPEC §4.5)."""
+[--threshold 0.85] [--confidence 0.95] [--estimate ppi [--judge NAME]]``: run B against run A on the
+questions both answered (SPEC §5), each delta with its paired interval (SPEC §4.5); with
+``--estimate ppi`` also B − A of the runs' judge-assisted estimates (SPEC §4.6, independent
+samples: variances add)."""
 
 from __future__ import annotations
 
@@ -11,8 +13,16 @@ from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from labeling.comparison import RunComparison, comparison_xlsx, interval_label, noise_verdict, run_comparison
+from labeling.estimates import (
+    ESTIMATE_CHOICES,
+    EstimateError,
+    command_estimates,
+    difference_words,
+    estimate_differences,
+    require_estimates,
+)
 from labeling.management import DATA_COMMAND_CHECKS
-from labeling.management.lookup import find_project, find_run
+from labeling.management.lookup import find_project, find_run, reviewer_name
 from labeling.models import Run
 from scoring.compare import DEFAULT_THRESHOLD
 from scoring.deltas import format_delta
@@ -64,6 +74,12 @@ class Command(BaseCommand):
         parser.add_argument("--confidence", type=float, default=DEFAULT_CONFIDENCE, metavar="LEVEL",
                             help="level of the deltas' paired intervals (default 0.95; JSON key ci95 at 0.95, "
                                  "else ci with level)")
+        parser.add_argument("--estimate", choices=ESTIMATE_CHOICES,
+                            help="also compare the runs' judge-assisted estimates (PPI++ on each run's "
+                                 "probability sample, SPEC §4.6): JSON key estimate_differences")
+        parser.add_argument("--judge", type=reviewer_name,
+                            help="with --estimate: the judge whose labels both runs' estimates use (default: "
+                                 "each run's promoted judge, else its only judge)")
 
     def handle(self, *args, **options) -> None:
         names = options["run"]
@@ -71,6 +87,10 @@ class Command(BaseCommand):
             raise CommandError(f"give exactly two runs: --run A --run B (got {len(names)})")
         if options["format"] == "xlsx" and not options["output"]:
             raise CommandError("--format xlsx needs -o PATH")
+        if options["judge"] and not options["estimate"]:
+            raise CommandError("--judge picks the judge of the estimates: give --estimate ppi too")
+        if options["estimate"] and options["format"] == "xlsx":
+            raise CommandError("--estimate ppi prints json or table, not xlsx")
         run_a, run_b = find_runs(names, options["project"])
         try:
             comparison = run_comparison(run_a=run_a, run_b=run_b, threshold=options["threshold"],
@@ -81,13 +101,45 @@ class Command(BaseCommand):
             Path(options["output"]).write_bytes(comparison_xlsx(comparison))
             self.stderr.write(self.style.SUCCESS(f"wrote {options['output']}"))
             return
-        text = (json.dumps(comparison.to_dict(), indent=2, ensure_ascii=False) if options["format"] == "json"
-                else render_table(comparison))
+        estimated = self._estimates(run_a, run_b, options) if options["estimate"] else None
+        if options["format"] == "json":
+            result = comparison.to_dict()
+            if estimated is not None:
+                result["estimate_differences"] = {key: d.as_dict() for key, d in estimated[2].items()}
+            text = json.dumps(result, indent=2, ensure_ascii=False)
+        else:
+            text = render_table(comparison) + (render_estimates(*estimated) if estimated is not None else "")
         if options["output"]:
             Path(options["output"]).write_text(text + "\n", encoding="utf-8")
             self.stderr.write(self.style.SUCCESS(f"wrote {options['output']}"))
         else:
             self.stdout.write(text)
+
+
+    def _estimates(self, run_a: Run, run_b: Run, options):
+        """Both runs' estimates and their differences, or CommandError saying what a run lacks."""
+        try:
+            a, b = (require_estimates(run, command_estimates(run, judge_name=options["judge"], reviewer=None,
+                                                             confidence=options["confidence"]))
+                    for run in (run_a, run_b))
+        except (EstimateError, ValueError) as exc:
+            raise CommandError(str(exc)) from None
+        return a, b, estimate_differences(a, b)
+
+
+def render_estimates(a, b, differences) -> str:
+    """B − A of the runs' estimates, each with its interval and whether it is beyond noise."""
+    lines = ["", f"estimates (PPI++; judges {a.judge} and {b.judge}; independent samples: variances add)"]
+    for key, difference in differences.items():
+        if not difference.defined:
+            verdict = ""
+        elif difference.low > 0 or difference.high < 0:
+            verdict = "  beyond noise"
+        else:
+            verdict = "  within noise"
+        lines.append(f"  {key:<16}A {getattr(a, key).estimate:.4f}  B {getattr(b, key).estimate:.4f}  B − A "
+                     f"{difference_words(difference, a, b, key)}{verdict}")
+    return "\n".join(lines)
 
 
 def render_table(comparison: RunComparison) -> str:

@@ -24,6 +24,17 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from labeling.estimates import (
+    ESTIMATE_CHOICES,
+    METRICS,
+    EstimateError,
+    command_estimates,
+    difference_words,
+    estimate_differences,
+    estimate_gate,
+    estimates_lines,
+    require_estimates,
+)
 from labeling.exports.summary import summary_xlsx
 from labeling.management import DATA_COMMAND_CHECKS
 from labeling.management.lookup import find_project, find_run, reviewer_name
@@ -113,6 +124,12 @@ class Command(BaseCommand):
         parser.add_argument("--citation-precision-rule", choices=RULES, default=DEFAULT_RULE,
                             help="which judged citations are precise (SPEC §4.3b): strict (FULL only), union "
                                  "(FULL, or PARTIAL on a SUPPORTED claim; default) or lenient (FULL or PARTIAL)")
+        parser.add_argument("--judge", type=reviewer_name,
+                            help="the judge whose labels the estimates use (SPEC §4.6; default: the promoted "
+                                 "judge, else the run's only judge)")
+        parser.add_argument("--estimate", choices=ESTIMATE_CHOICES,
+                            help="gate on the runs' judge-assisted estimates (PPI++ on each run's probability "
+                                 "sample, SPEC §4.6) instead of the human labels: support and supported_rate only")
         parser.add_argument("--baseline", help="baseline run to gate against (CI)")
         parser.add_argument("--max-drop", action="append", default=[], metavar="METRIC=X",
                             help="fail when METRIC falls more than X below the baseline (repeatable)")
@@ -154,6 +171,8 @@ class Command(BaseCommand):
                 f"coverage=0.05): without a bound the gate would pass whatever {options['run']} scored. "
                 f"Metrics: {', '.join(GATE_METRICS)}"
             )
+        if options["estimate"]:
+            check_estimate_gate(options, drops)
         shared = None
         if options["baseline"]:
             baseline_run = find_run(project, options["baseline"])
@@ -163,21 +182,43 @@ class Command(BaseCommand):
                 raise CommandError(f"runs {run.name!r} and {baseline_run.name!r} answer no question in common: "
                                    "nothing to gate on")
         scores = self._scores(run, options, shared)
-        baseline = differences = None
+        # The claims score read already, when they are the whole run's (not cut to shared questions).
+        estimates = self._estimates(run, options, claims=scores.claims_frame if shared is None else None)
+        baseline = differences = baseline_estimates = None
+        if options["estimate"]:
+            # Each run's estimate is of the whole run (its own sample): not cut to the shared questions.
+            try:
+                estimates = require_estimates(run, estimates)
+                baseline_estimates = require_estimates(baseline_run, self._estimates(baseline_run, options))
+            except EstimateError as exc:
+                raise CommandError(str(exc)) from None
         if options["baseline"]:
             baseline = self._scores(baseline_run, options, shared)
             differences = paired_differences(baseline.figures(), scores.figures(), questions=sorted(shared),
                                              confidence=options["level"])
         if options["format"] == "json":
-            result = scores.to_dict()
+            result = with_estimates(scores.to_dict(), estimates)
             if differences is not None:
                 result["baseline"] = baseline_run.name
                 result["differences"] = {key: d.as_dict() for key, d in differences.items()}
+            if baseline_estimates is not None:
+                result["estimate_differences"] = {
+                    key: d.as_dict() for key, d in estimate_differences(baseline_estimates, estimates).items()}
             self.stdout.write(json.dumps(result, indent=2, ensure_ascii=False))
         else:
             self.stdout.write(render_table(scores))
+            if estimates is not None:
+                self.stdout.write("\n".join(estimates_lines(estimates)))
             if differences is not None:
                 self.stdout.write(render_differences(baseline_run.name, run.name, differences, len(shared)))
+            if baseline_estimates is not None:
+                self.stdout.write("\n".join(["", f"  B {run.name} − A {baseline_run.name} on their estimates "
+                                                  "(independent samples: variances add)"] + [
+                    f"  {key:<16}{difference_words(d, baseline_estimates, estimates, key)}"
+                    for key, d in estimate_differences(baseline_estimates, estimates).items()]))
+        if baseline_estimates is not None:
+            self._gate_on_estimates(run, baseline_run, estimates, baseline_estimates, drops, confidence)
+            return
         if options["baseline"]:
             bounds = ", ".join(f"{name} may drop ≤ {drop:g}" for name, drop in drops.items())
             note = f"on the {len(shared)} question(s) both runs answered ({bounds})"
@@ -198,9 +239,31 @@ class Command(BaseCommand):
             self.stderr.write(self.style.SUCCESS(f"CI gate passed: {run.name} vs baseline {baseline_run.name} {note}"
                                                  + "".join(f"\n{line}" for line in lines)))
 
+    def _gate_on_estimates(self, run: Run, baseline_run: Run, estimates, baseline_estimates,
+                           drops: dict[str, float], confidence: float | None) -> None:
+        """The CI gate on the two runs' estimates (issue 23 §4): exit status 1 naming each failure."""
+        bounds = ", ".join(f"{name} may drop ≤ {drop:g}" for name, drop in drops.items())
+        note = (f"on the runs' PPI++ estimates (judges {baseline_estimates.judge} and {estimates.judge}; "
+                f"{bounds})")
+        if confidence is not None:
+            note += f"; {format_value(confidence * 100, 0)}% interval of B − A must stay above −max drop"
+        failures = estimate_gate(baseline_run.name, run.name, baseline_estimates, estimates, drops,
+                                 interval=confidence is not None)
+        if failures:
+            raise CommandError(f"CI gate failed {note}:\n" + "\n".join(failures), returncode=1)
+        self.stderr.write(self.style.SUCCESS(f"CI gate passed: {run.name} vs baseline {baseline_run.name} {note}"))
+
+    def _estimates(self, run: Run, options: dict[str, Any], claims=None):
+        """The run's judge-assisted estimates (SPEC §4.6), or ``None``; CommandError naming a bad ``--judge``."""
+        try:
+            return command_estimates(run, judge_name=options["judge"], reviewer=options["reviewer"],
+                                     confidence=options.get("level", DEFAULT_CONFIDENCE), claims=claims)
+        except EstimateError as exc:
+            raise CommandError(str(exc)) from None
+
     def _all_runs(self, project: Project, options: dict[str, Any]) -> None:
-        if options["run"] or options["baseline"] or options["max_drop"]:
-            raise CommandError("--all-runs scores every run: drop --run, --baseline and --max-drop")
+        if options["run"] or options["baseline"] or options["max_drop"] or options["judge"]:
+            raise CommandError("--all-runs scores every run: drop --run, --baseline, --max-drop and --judge")
         if options["format"] == "xlsx" and not options["output"]:
             raise CommandError("--format xlsx needs -o PATH")
         reviewer = options["reviewer"]
@@ -234,6 +297,29 @@ class Command(BaseCommand):
                               confidence=options.get("level", DEFAULT_CONFIDENCE))
         except (ValueError, ImportError) as exc:
             raise CommandError(str(exc)) from None
+
+
+def check_estimate_gate(options: dict[str, Any], drops: dict[str, float]) -> None:
+    """``--estimate ppi`` needs ``--baseline`` and gates only the estimated figures; CommandError otherwise."""
+    if not options["baseline"]:
+        raise CommandError("--estimate ppi gates on the runs' estimates: give --baseline RUN and --max-drop")
+    if options["reviewer"]:
+        raise CommandError("--estimate ppi: the estimates use the humans' agreed labels, not one reviewer's: "
+                           "drop --reviewer")
+    others = sorted(set(drops) - set(METRICS))
+    if others:
+        raise CommandError(f"--max-drop {', '.join(others)} with --estimate ppi: the estimates cover "
+                           f"{' and '.join(METRICS)} only; gate the others in a run without --estimate")
+
+
+def with_estimates(scores: dict[str, Any], estimates) -> dict[str, Any]:
+    """``scores`` (``RunScores.to_dict()``) with ``estimates`` (issue 23 §2) before ``per_answer``."""
+    if estimates is None:
+        return scores
+    out = {key: value for key, value in scores.items() if key != "per_answer"}
+    out["estimates"] = estimates.to_dict()
+    out["per_answer"] = scores["per_answer"]
+    return out
 
 
 def shared_question_ids(a: Run, b: Run) -> set[str]:
