@@ -183,7 +183,10 @@ def records_import(
             audit_record(action=AuditAction.IMPORT_ANSWERS, actor=actor, run=run, target=source_name,
                          detail={"summary": report.summary(), "answers_created": report.answers_created,
                                  "answers_unchanged": report.answers_unchanged,
-                                 "labels_created": report.labels_created})
+                                 "labels_created": report.labels_created,
+                                 # The reviewer a command named (labeling.audit: never the actor).
+                                 **({"reviewer": default_reviewer}
+                                    if default_reviewer != DEFAULT_IMPORT_REVIEWER else {})})
             claims_changed(run=run)
     return report, writer.runs
 

@@ -82,4 +82,5 @@ def run_agreement_page(request: HttpRequest, project_slug: str, run_name: str) -
         "pairs": [pair_view(pair, result.kinds) for pair in result.pairs], "categories": CATEGORIES,
         "page": page, "disagreements": rows, "resamples": BOOTSTRAP_RESAMPLES,
         "adjudicated": sum(1 for claim_id in result.disputed if claim_id in verdicts),
+        "every_human": result.every_human, "every_human_disputed": result.every_human_disputed,
     })
