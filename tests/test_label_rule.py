@@ -14,7 +14,7 @@ from django.core.exceptions import ValidationError
 
 from labeling.answers_import import run_import
 from labeling.exports import xlsx
-from labeling.importers import answers_jsonl, label_table
+from labeling.importers import answer_labels, answers_jsonl, label_table
 from labeling.importers.label_table import read_label_table
 from labeling.importers.records import ImportFailed
 from labeling.label_tables import label_table_import_preview
@@ -32,7 +32,7 @@ NO_JUSTIFICATION = "a justification is required for UNSUPPORTED"
 
 def test_label_values_have_one_home():
     assert tuple(LabelValue.values) == LABEL_VALUES == ("SUPPORTED", "UNSUPPORTED", "UNCITED")
-    assert label_table.LABEL_VALUES is xlsx.LABEL_CHOICES is LABEL_VALUES
+    assert answer_labels.LABEL_VALUES is label_table.LABEL_VALUES is xlsx.LABEL_CHOICES is LABEL_VALUES
     assert not hasattr(answers_jsonl, "LABEL_VALUES")  # it asks scoring.labels.label_problem
 
 
