@@ -191,13 +191,15 @@ def _first_answer_id(run: Run, reviewer: Reviewer, op: str = "", key: str = "",
     return row[0] if row is not None else None
 
 
-# Lease ``claim`` to a reviewer when its human labels plus other reviewers' unexpired
-# leases are below the overlap; else write nothing. One lease per reviewer and run:
+# Lease ``claim`` to a reviewer when it still exists (a merge may have just deleted it)
+# and its human labels plus other reviewers' unexpired leases are below the overlap;
+# else write nothing. One lease per reviewer and run:
 # taking one moves it (the last claim is released).
 _LEASE_SQL = """
 INSERT INTO {lease} (run_id, reviewer_id, claim_id, expires_at)
 SELECT %s, %s, %s, %s
-WHERE (SELECT COUNT(*) FROM {label} h JOIN {reviewer} r ON r.id = h.reviewer_id
+WHERE EXISTS (SELECT 1 FROM {claim} k WHERE k.id = %s)
+  AND (SELECT COUNT(*) FROM {label} h JOIN {reviewer} r ON r.id = h.reviewer_id
        WHERE h.claim_id = %s AND h.is_current AND r.kind = %s)
     + (SELECT COUNT(*) FROM {lease} e WHERE e.claim_id = %s AND e.reviewer_id <> %s AND e.expires_at > %s) < %s
 ON CONFLICT (run_id, reviewer_id) DO UPDATE SET claim_id = excluded.claim_id, expires_at = excluded.expires_at
@@ -232,7 +234,7 @@ def _lease_upsert(run: Run, reviewer: Reviewer, claim: Claim) -> bool:
     with connection.cursor() as cursor:
         cursor.execute(_LEASE_SQL.format(**_tables()), [
             run.pk, reviewer.pk, claim.pk, adapt(expires),
-            claim.pk, ReviewerKind.HUMAN.value, claim.pk, reviewer.pk, adapt(now), run.overlap])
+            claim.pk, claim.pk, ReviewerKind.HUMAN.value, claim.pk, reviewer.pk, adapt(now), run.overlap])
         return cursor.rowcount == 1
 
 
