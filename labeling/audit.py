@@ -6,6 +6,15 @@ inside its transaction (a refused or rolled-back change leaves no event), or
 by the view that served a download. One INSERT, no other query: label saves
 stay as fast as before but for that row. Not signals (STYLE §9).
 
+Who (the actor), one rule for every path: the account that asked for the
+change in the browser; for every management command "command line"
+(:data:`COMMAND_LINE`, no account: whoever runs ``manage.py`` on the server),
+whatever reviewer the command names. A name a command is given
+(``import_labels --reviewer``, ``snapshot --author``, ``export_labels
+--reviewer``, ``import_answers --reviewer``, a judge's name) is in the
+event's detail under that word (``reviewer``, ``author``, ``judge``), never
+its actor: typing ``--reviewer demo`` does not make an event demo's.
+
 Reads: :func:`run_events` (the run's audit page, filtered and paginated)
 and :func:`events_for_run_name` (``manage.py audit``, which also finds the
 events of a deleted run by its name), and :func:`event_row`, the one plain

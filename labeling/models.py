@@ -244,6 +244,35 @@ class Run(models.Model):
         return self.blind if self.blind is not None else self.overlap > 1
 
 
+class Provenance(models.Model):
+    """Where a run's answers and labels came from, when they are a public
+    dataset's (issue 26, ``import_dataset``): the dataset, the repository
+    commit, its licence, and the imported files with their SHA-256. Shown on
+    the dataset card of ``export_dataset`` and kept by backups. One per run;
+    a re-import replaces it."""
+
+    run = models.OneToOneField(Run, on_delete=models.CASCADE, related_name="provenance")
+    # The importer's format name (``expertqa``, ``ragtruth`` …).
+    format = models.CharField(max_length=32)
+    # The dataset as its paper names it, e.g. "ExpertQA (Malaviya et al., NAACL 2024)".
+    source = models.CharField(max_length=300)
+    url = models.CharField(max_length=1000)
+    # The commit of ``url`` the files come from (as the importer was told, or the one it was written against).
+    commit = models.CharField(max_length=64, blank=True)
+    licence = models.CharField(max_length=200)
+    # [{"name": file name, "sha256": hex}] of the imported files: free metadata, never scored.
+    files = models.JSONField(default=list, blank=True)
+    # What the import keeps and what it loses (how the source's labels became Citelab's).
+    note = models.TextField(blank=True)
+    imported_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        verbose_name_plural = "provenances"
+
+    def __str__(self) -> str:
+        return f"{self.source} @ {self.commit[:12] or '?'} ({self.licence})"
+
+
 class Assignment(models.Model):
     """``reviewer`` works on ``run`` (their queue holds its claims)."""
 
@@ -275,6 +304,8 @@ class Answer(models.Model):
     text = models.TextField()
     # SHA-256 of the imported content: re-importing the same answer is a no-op.
     content_hash = models.CharField(max_length=64)
+    # The answer's id where it came from (a trace id of import_traces); "" when none. Not part of its content.
+    external_id = models.CharField(max_length=200, blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

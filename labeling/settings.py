@@ -29,6 +29,9 @@ Environment variables:
 - ``CITELAB_OPENAI_API_KEY`` (or ``OPENAI_API_KEY``) and
   ``CITELAB_OPENAI_BASE_URL``: the judge's OpenAI-compatible endpoint, read
   when a judge run starts (``labeling.judge_protocol``), never stored.
+- ``CITELAB_JUDGE_ENDPOINTS``: comma-separated base URLs a lead may type as a
+  judge's endpoint in the browser, besides ``CITELAB_OPENAI_BASE_URL`` (default
+  none: only the configured endpoint). ``autolabel --base-url`` is not limited.
 - ``CITELAB_LOG_LEVEL``: ``DEBUG``, ``INFO`` (default), ``WARNING``, ``ERROR``
   or ``CRITICAL``: the least severe record written to stderr.
 """
@@ -302,6 +305,20 @@ FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
 # workers. Start a worker with `manage.py qcluster` (`manage.py demo` starts one).
 CITELAB_REDIS_URL = os.environ.get("CITELAB_REDIS_URL", "").strip()
 CITELAB_TASKS_SYNC = env_bool("CITELAB_TASKS_SYNC", False)
+
+
+def env_urls(name: str) -> list[str]:
+    """Read a comma-separated list of http(s) base URLs (trailing ``/`` dropped); ImproperlyConfigured else."""
+    urls = [item.rstrip("/") for item in env_list(name, [])]
+    for url in urls:
+        if not url.startswith(("http://", "https://")) or len(url) > 1000:
+            raise ImproperlyConfigured(f"{name}: {url!r} is not an http:// or https:// base URL")
+    return urls
+
+
+# The judge endpoints a lead may type in the browser (labeling.judges): the
+# server's own network is not theirs to probe. The command line is not limited.
+CITELAB_JUDGE_ENDPOINTS = env_urls("CITELAB_JUDGE_ENDPOINTS")
 Q_CLUSTER = {
     "name": "citelab",
     "workers": 1,

@@ -65,6 +65,7 @@ urlpatterns = [
     path("", projects.project_list, name="project_list"),
     path("p/<slug:project_slug>/", projects.project_detail, name="project_detail"),
     path("p/<slug:project_slug>/members/", member_views.project_members, name="project_members"),
+    path("p/<slug:project_slug>/settings/", member_views.project_settings, name="project_settings"),
     path("p/<slug:project_slug>/summary/", projects.project_summary, name="project_summary"),
     path("p/<slug:project_slug>/runs/<str:run_name>/", include(run_urlpatterns)),
     path("p/<slug:project_slug>/compare/", compare_views.run_compare, name="run_compare"),

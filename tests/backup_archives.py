@@ -28,6 +28,7 @@ from labeling.models import (
     JudgeRunStatus,
     Label,
     Project,
+    Provenance,
     ReviewerKind,
     Role,
 )
@@ -51,7 +52,7 @@ def build_project(slug: str) -> Project:
     assigned, one answer, one passage, one claim citing it; ann's label
     replaced by a second one (``supersedes``), the judge's label, ann's
     citation judgment, the lead's adjudication, one saved version (its file),
-    and the audit events those writes left."""
+    the run's provenance, and the audit events those writes left."""
     lead = ReviewerFactory(username=f"{slug}-lead")
     ann = ReviewerFactory(username=f"{slug}-ann")
     judge = ReviewerFactory(username=f"{slug}-judge", kind=ReviewerKind.MODEL)
@@ -80,6 +81,9 @@ def build_project(slug: str) -> Project:
     CitationJudgment.objects.create(citation=citation, reviewer=ann, judgment="FULL", claim_revision=claim.revision)
     adjudication.adjudication_save(claim=claim, lead=lead, value="SUPPORTED", reason="the passage says it")
     label_table_snapshot(run=run, author=lead, note="v1")
+    # Where the run came from (import_dataset writes it; issue 26).
+    Provenance.objects.create(run=run, format="expertqa", source="ExpertQA", url="https://example.org/expertqa",
+                              commit="1aa7ba8", licence="MIT", files=[{"name": "r2.jsonl", "sha256": "0" * 64}])
     return project
 
 

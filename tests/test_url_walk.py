@@ -238,6 +238,8 @@ RULES = {
     "project_summary": {"GET": TEAM_READ, "POST": POST_ONLY},
     "project_members": {"GET": TEAM_LEAD_ONLY, "POST": "L 404 404 404 404 R 403 403 R",
                         "data": lambda w: {"reviewer": "walk-view", "role": "reviewer"}},
+    "project_settings": {"GET": TEAM_LEAD_ONLY, "POST": "L 404 404 404 404 R 403 403 R",
+                         "data": lambda w: {"judge_citations": "on"}},
     "run_detail": {"GET": TEAM_READ, "HX": True, "POST": POST_ONLY},
     "run_rename": {"GET": GET_ONLY, "POST": "L 404 404 404 404 R 403 403 R",
                    "data": lambda w: {"name": "r1-renamed"}},

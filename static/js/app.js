@@ -158,7 +158,10 @@
   function toggleHelp() {
     var help = document.getElementById("shortcut-help");
     if (!help) { return; }
-    if (help.open) { help.close(); } else { help.showModal(); }
+    if (help.open) { help.close(); return; }
+    help.showModal();
+    // The title has autofocus; should a browser focus Close instead, still open at the top.
+    help.scrollTop = 0;
   }
 
   // ---- Judging each citation (projects with "judge citations" on; SPEC §4.3b) ----

@@ -10,6 +10,13 @@ reviewers. Each figure comes with its n
 and a 95 % bootstrap interval over claims (SPEC §4.4; method in
 ``scoring.agreement``). Only cited claims count (``labeling.agreement``).
 
+On a run with assigned reviewers alpha, AC1 and the disputed claims are the
+assigned reviewers' (``counted``: ``"assigned reviewers"``); the same figures
+over every human reviewer, imported ``external`` ones included, are under
+``all_human_reviewers`` (``null`` when nobody else labeled, or nobody is
+assigned: the headline is then every human's, ``counted``: ``"human
+reviewers"``). ``--min-alpha`` gates the headline alpha.
+
 ``--min-alpha`` / ``--min-kappa`` make it a CI gate: exit status 1 naming the
 figure, its interval and n when it falls below (kappa: the named pair, or
 every pair that shares claims).
@@ -22,13 +29,15 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from labeling.agreement import CATEGORIES, run_agreement
+from labeling.agreement import CATEGORIES, RunAgreement, run_agreement, run_judgment_agreement
 from labeling.judge_grades import claim_texts, judge_labels
+from labeling.management import DATA_COMMAND_CHECKS
 from labeling.management.lookup import find_project, find_run, reviewer_name
 from labeling.models import Claim, Reviewer, ReviewerKind, Run
 from labeling.names import normalize_name
-from scoring.agreement import Agreement, Coefficient, Interval, pairwise_agreement
+from scoring.agreement import Agreement, Coefficient, Interval, Reliability, pairwise_agreement
 from scoring.judge_grading import JudgeGrade, grade_judge
+from scoring.judgment_agreement import JudgmentAgreement
 from scoring.labels import LABEL_VALUES
 from scoring.ratio import format_value
 
@@ -49,6 +58,7 @@ def confusion_dict(pair: Agreement) -> dict[str, dict[str, int]]:
 class Command(BaseCommand):
     help = ("Agreement of a run's reviewers on its cited claims: per pair (raw, Cohen's kappa, confusion), "
             "Krippendorff's alpha and Gwet's AC1 overall, with 95% bootstrap intervals; optional CI gate.")
+    requires_system_checks = DATA_COMMAND_CHECKS
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--run", required=True)
@@ -82,13 +92,17 @@ class Command(BaseCommand):
             pairs = [pairwise_agreement(result.labels, reviewer[0], reviewer[1], categories=CATEGORIES)]
         else:
             pairs = result.pairs
+        judged = run_judgment_agreement(run=target)
         figures: dict[str, Any] = {
-            "krippendorff_alpha": overall.alpha.value, "alpha_ci95": _listed(overall.alpha.ci95),
-            "alpha_n": overall.alpha.n,
-            "gwet_ac1": overall.ac1.value, "ac1_ci95": _listed(overall.ac1.ci95), "ac1_n": overall.ac1.n,
-            "fleiss_kappa": overall.fleiss_kappa.value, "fleiss_kappa_ci95": _listed(overall.fleiss_kappa.ci95),
-            "fleiss_kappa_n": overall.fleiss_kappa.n,
+            **_reliability(overall, result.disputed),
+            "counted": "assigned reviewers" if result.assigned else "human reviewers",
+            "counted_reviewers": overall.reviewers,
+            "all_human_reviewers": (None if result.every_human is None else
+                                    _reliability(result.every_human, result.every_human_disputed or [])
+                                    | {"counted_reviewers": result.every_human.reviewers}),
             "reviewers": result.reviewers,
+            # Krippendorff's alpha of the citation judgments, nominal and ordinal (issue 26).
+            "citation_judgments": judged.to_dict(),
         }
         if reviewer:
             pair = pairs[0]
@@ -102,8 +116,9 @@ class Command(BaseCommand):
         if format == "json":
             self.stdout.write(json.dumps(payload, indent=2, ensure_ascii=False))
         else:
-            self.stdout.write(self._table(target.name, pairs, overall.alpha, overall.ac1, result.reviewers,
-                                          with_disagreements=bool(reviewer), fleiss=overall.fleiss_kappa))
+            self.stdout.write(self._table(target.name, pairs, result, with_disagreements=bool(reviewer)))
+            if judged.citations:
+                self.stdout.write(self._judgments_table(judged))
         failures = self._gate(min_alpha, min_kappa, overall.alpha, pairs)
         if failures:
             raise CommandError("agreement gate failed on run " + repr(target.name) + ":\n" + "\n".join(failures),
@@ -148,14 +163,31 @@ class Command(BaseCommand):
                     failures.append(f"  {text} is below --min-kappa {min_kappa}")
         return failures
 
-    def _table(self, run: str, pairs: list[Agreement], alpha: Coefficient, ac1: Coefficient,
-               reviewers: list[str], *, with_disagreements: bool, fleiss: Coefficient) -> str:
-        everyone = f"over {len(reviewers)} reviewers"
-        lines = [f"Run {run}: {len(reviewers)} reviewer(s) on its cited claims "
-                 "(95% intervals: percentile bootstrap over claims, 2000 resamples, fixed seed)",
-                 f"  {figure_text(f'Krippendorff alpha {everyone}', alpha.value, alpha.ci95, alpha.n)}",
-                 f"  {figure_text(f'Gwet AC1 {everyone}', ac1.value, ac1.ci95, ac1.n)}",
-                 f"  {figure_text(f'Fleiss kappa {everyone}', fleiss.value, fleiss.ci95, fleiss.n)}"]
+    def _judgments_table(self, judged: JudgmentAgreement) -> str:
+        return "\n".join([
+            "", f"Citation judgments of {len(judged.reviewers)} reviewer(s), FULL > PARTIAL > NONE "
+                f"({judged.unjudgeable} UNJUDGEABLE left out)",
+            *(f"  {figure_text(f'Krippendorff alpha, {level}', figure.value, figure.ci95, figure.n)}"
+              for level, figure in (("nominal", judged.nominal), ("ordinal", judged.ordinal))),
+        ])
+
+    def _table(self, run: str, pairs: list[Agreement], result: RunAgreement, *, with_disagreements: bool) -> str:
+        lines = [f"Run {run}: {len(result.reviewers)} reviewer(s) on its cited claims "
+                 "(95% intervals: percentile bootstrap over claims, 2000 resamples, fixed seed)"]
+        groups = [("assigned reviewers" if result.assigned else "reviewers", result.overall, result.disputed)]
+        if result.every_human is not None:
+            groups.append(("human reviewers, imported ones included", result.every_human,
+                           result.every_human_disputed or []))
+        for title, figures, disputed in groups:
+            over = f"over {len(figures.reviewers)} {title}"
+            if result.assigned:
+                over += f" ({', '.join(figures.reviewers)})"
+            alpha, ac1 = figures.alpha, figures.ac1
+            fleiss = figures.fleiss_kappa
+            lines += [f"  {figure_text(f'Krippendorff alpha {over}', alpha.value, alpha.ci95, alpha.n)}",
+                      f"  {figure_text(f'Gwet AC1 {over}', ac1.value, ac1.ci95, ac1.n)}",
+                      f"  {figure_text(f'Fleiss kappa {over}', fleiss.value, fleiss.ci95, fleiss.n)}",
+                      f"  disputed claims {over}: {len(disputed)}"]
         for pair in pairs:
             lines += [
                 "",
@@ -173,6 +205,18 @@ class Command(BaseCommand):
                 for claim_id, a, b in pair.disagreements.itertuples(index=False):
                     lines.append(f"    claim {claim_id}: A {a}, B {b}: {texts.get(claim_id, '')[:100]}")
         return "\n".join(lines)
+
+
+def _reliability(figures: Reliability, disputed: list[int]) -> dict[str, Any]:
+    """Alpha and AC1 with their intervals and n, and the disputed claims' count, as the JSON keys say."""
+    return {
+        "krippendorff_alpha": figures.alpha.value, "alpha_ci95": _listed(figures.alpha.ci95),
+        "alpha_n": figures.alpha.n,
+        "gwet_ac1": figures.ac1.value, "ac1_ci95": _listed(figures.ac1.ci95), "ac1_n": figures.ac1.n,
+        "fleiss_kappa": figures.fleiss_kappa.value, "fleiss_kappa_ci95": _listed(figures.fleiss_kappa.ci95),
+        "fleiss_kappa_n": figures.fleiss_kappa.n,
+        "disputed": len(disputed),
+    }
 
 
 def _listed(interval: Interval | None) -> list[float] | None:
