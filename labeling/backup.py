@@ -71,7 +71,9 @@ from labeling.models import Project
 APP = "labeling"
 # Models of the app that belong to no project (none today): named here so the
 # export knows it is meant to leave them out.
-GLOBAL_MODELS: frozenset[str] = frozenset()
+# A reviewer's single sign-on identity (labeling.sso) is the server's, not a project's: a
+# restored reviewer signing in again is a new account until an administrator ties them.
+GLOBAL_MODELS: frozenset[str] = frozenset({"labeling.ssoidentity"})
 # Models of the app whose rows a backup leaves out: a claim lease is a reservation of a
 # few minutes (labeling.queue), not data; a restored project starts with none.
 UNSAVED_MODELS: frozenset[str] = frozenset({"labeling.claimlease"})
@@ -104,7 +106,7 @@ def _path_to_project(model: type[models.Model], *, nullable: bool = False) -> st
     while queue:
         current, path = queue.popleft()
         for field in current._meta.concrete_fields:
-            target = field.related_model if field.is_relation and field.many_to_one else None
+            target = field.related_model if field.is_relation and (field.many_to_one or field.one_to_one) else None
             if target is None or target is user_model or target in seen or (field.null and not nullable):
                 continue
             step = f"{path}__{field.name}" if path else field.name

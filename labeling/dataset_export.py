@@ -28,8 +28,6 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-import pandas as pd
-
 from labeling.agreement import CATEGORIES, run_judgment_agreement
 from labeling.audit import audit_record
 from labeling.db import consistent_read
@@ -49,6 +47,7 @@ from scoring.agreement import Coefficient, reliability
 from scoring.intervals import Interval, clustered_ratio
 from scoring.judgment_agreement import JudgmentAgreement
 from scoring.labels import LABEL_VALUES
+from scoring.lazy import pd  # loaded on first use: keeps start-up fast (issue 24)
 
 DATA_FILE = "data/train-00000-of-00001.parquet"
 # Hub licence ids of the licences provenance records (anything else: "other").

@@ -23,12 +23,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import krippendorff
-import numpy as np
-import pandas as pd
-
 from scoring.agreement import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, Coefficient, Interval
 from scoring.judgments import FULL, JUDGMENTS, NONE, PARTIAL, UNJUDGEABLE
+from scoring.lazy import np, pd  # loaded on first use: keeps start-up fast (issue 24)
 
 # Ordered low to high: the ordinal metric's order (FULL > PARTIAL > NONE).
 ORDERED = (NONE, PARTIAL, FULL)
@@ -152,6 +149,8 @@ def _package_alpha(pairable: np.ndarray, level: str) -> float | None:
     """The ``krippendorff`` package's alpha on the pairable value counts; None when undefined."""
     if len(pairable) == 0 or np.count_nonzero(pairable.sum(axis=0)) < 2:
         return None
+    import krippendorff  # imports numpy's test helpers: loaded only when alpha is asked for
+
     return float(krippendorff.alpha(value_counts=pairable, level_of_measurement=level))
 
 

@@ -19,14 +19,13 @@ import importlib.util
 from datetime import UTC, datetime
 from typing import IO, Any
 
-import pandas as pd
-
 from labeling.exports.label_table import INT_COLUMNS, LABEL_TABLE_COLUMNS, REVIEWER_LABELS
 from scoring.claims import to_native
+from scoring.lazy import pd  # loaded on first use: keeps start-up fast (issue 24)
 
 PARQUET_EXTRA = "pip install -e '.[parquet]'"
 _BOOL_COLUMNS = ("factual",)
-_TIME_COLUMNS = ("labeled_at",)
+_TIME_COLUMNS = ("labeled_at", "adjudicated_at")
 
 
 def parquet_available() -> bool:

@@ -25,20 +25,18 @@ every pair that shares claims).
 from __future__ import annotations
 
 import json
-from typing import Any
 
+from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from labeling.agreement import CATEGORIES, RunAgreement, run_agreement, run_judgment_agreement
-from labeling.judge_grades import claim_texts, judge_labels
+from labeling.agreement import RunAgreement
+from labeling.agreement_report import agreement_report
 from labeling.management import DATA_COMMAND_CHECKS
 from labeling.management.lookup import find_project, find_run, reviewer_name
-from labeling.models import Claim, Reviewer, ReviewerKind, Run
+from labeling.models import Claim
 from labeling.names import normalize_name
-from scoring.agreement import Agreement, Coefficient, Interval, Reliability, pairwise_agreement
-from scoring.judge_grading import JudgeGrade, grade_judge
+from scoring.agreement import Agreement, Coefficient, Interval
 from scoring.judgment_agreement import JudgmentAgreement
-from scoring.labels import LABEL_VALUES
 from scoring.ratio import format_value
 
 
@@ -46,13 +44,6 @@ def figure_text(name: str, value: float | None, ci95: Interval | None, n: int) -
     """``"Cohen's kappa 0.52 (95% CI 0.41–0.63, n = 200)"``; ``—`` when undefined."""
     interval = "no interval" if ci95 is None else f"95% CI {ci95[0]:.2f}–{ci95[1]:.2f}"
     return f"{name} {format_value(value)} ({interval}, n = {n})"
-
-
-def confusion_dict(pair: Agreement) -> dict[str, dict[str, int]]:
-    """The pair's confusion over all three label values (UNCITED row and column
-    zero: only cited claims count), the shape this command always printed."""
-    return {row: {col: int(pair.confusion.at[row, col]) if row in CATEGORIES and col in CATEGORIES else 0
-                  for col in LABEL_VALUES} for row in LABEL_VALUES}
 
 
 class Command(BaseCommand):
@@ -83,36 +74,12 @@ class Command(BaseCommand):
         target = find_run(find_project(project), run)
         if reviewer and reviewer[0] == reviewer[1]:
             raise CommandError(f"--reviewer {reviewer[0]!r} given twice: name two different reviewers")
-        result = run_agreement(run=target)
+        try:
+            report = agreement_report(run=target, reviewers=reviewer)
+        except ValidationError as exc:
+            raise CommandError(exc.messages[0]) from None
+        result, pairs, judged, payload = report.result, report.pairs, report.judged, report.payload
         overall = result.overall
-        for name in reviewer:
-            if name not in result.reviewers:
-                raise CommandError(f"reviewer {name!r} has no current label on a cited claim of run {run!r}")
-        if reviewer:
-            pairs = [pairwise_agreement(result.labels, reviewer[0], reviewer[1], categories=CATEGORIES)]
-        else:
-            pairs = result.pairs
-        judged = run_judgment_agreement(run=target)
-        figures: dict[str, Any] = {
-            **_reliability(overall, result.disputed),
-            "counted": "assigned reviewers" if result.assigned else "human reviewers",
-            "counted_reviewers": overall.reviewers,
-            "all_human_reviewers": (None if result.every_human is None else
-                                    _reliability(result.every_human, result.every_human_disputed or [])
-                                    | {"counted_reviewers": result.every_human.reviewers}),
-            "reviewers": result.reviewers,
-            # Krippendorff's alpha of the citation judgments, nominal and ordinal (issue 26).
-            "citation_judgments": judged.to_dict(),
-        }
-        if reviewer:
-            pair = pairs[0]
-            payload = pair.to_dict() | {"confusion": confusion_dict(pair), "run": target.name} | figures
-            grade = self._judge_grade(target, reviewer, result.kinds)
-            if grade is not None:
-                payload["judge"] = grade.to_dict()
-        else:
-            payload = {"run": target.name, **figures, "per_label": _values(overall.per_label),
-                       "pairs": [p.to_dict() | {"confusion": confusion_dict(p)} for p in pairs]}
         if format == "json":
             self.stdout.write(json.dumps(payload, indent=2, ensure_ascii=False))
         else:
@@ -125,18 +92,6 @@ class Command(BaseCommand):
                                returncode=1)
         if min_alpha is not None or min_kappa is not None:
             self.stderr.write(self.style.SUCCESS(f"agreement gate passed on run {target.name!r}"))
-
-    def _judge_grade(self, run: Run, names: list[str], kinds: dict[str, str]) -> JudgeGrade | None:
-        """When exactly one of the pair is a judge (kind ``model``): the judge graded
-        against the other reviewer's labels (``scoring.judge_grading``)."""
-        judges = [name for name in names if kinds.get(name) == ReviewerKind.MODEL]
-        if len(judges) != 1:
-            return None
-        judge = Reviewer.objects.get(username=judges[0])
-        human = Reviewer.objects.get(username=next(name for name in names if name != judges[0]))
-        reference = judge_labels(run, human).rename(columns={"reason": "justification"})
-        return grade_judge(reference, judge_labels(run, judge), claims=claim_texts(run), judge_name=judge.username,
-                           reference_name=human.username)
 
     def _gate(self, min_alpha: float | None, min_kappa: float | None, alpha: Coefficient,
               pairs: list[Agreement]) -> list[str]:
@@ -206,22 +161,3 @@ class Command(BaseCommand):
                     lines.append(f"    claim {claim_id}: A {a}, B {b}: {texts.get(claim_id, '')[:100]}")
         return "\n".join(lines)
 
-
-def _reliability(figures: Reliability, disputed: list[int]) -> dict[str, Any]:
-    """Alpha and AC1 with their intervals and n, and the disputed claims' count, as the JSON keys say."""
-    return {
-        "krippendorff_alpha": figures.alpha.value, "alpha_ci95": _listed(figures.alpha.ci95),
-        "alpha_n": figures.alpha.n,
-        "gwet_ac1": figures.ac1.value, "ac1_ci95": _listed(figures.ac1.ci95), "ac1_n": figures.ac1.n,
-        "fleiss_kappa": figures.fleiss_kappa.value, "fleiss_kappa_ci95": _listed(figures.fleiss_kappa.ci95),
-        "fleiss_kappa_n": figures.fleiss_kappa.n,
-        "disputed": len(disputed),
-    }
-
-
-def _listed(interval: Interval | None) -> list[float] | None:
-    return None if interval is None else [interval[0], interval[1]]
-
-
-def _values(ratios: dict) -> dict[str, float | None]:
-    return {label: ratio.value for label, ratio in ratios.items()}
