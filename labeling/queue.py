@@ -191,14 +191,14 @@ def _first_answer_id(run: Run, reviewer: Reviewer, op: str = "", key: str = "",
     return row[0] if row is not None else None
 
 
-# Lease ``claim`` to a reviewer when it still exists (a merge may have just deleted it)
-# and its human labels plus other reviewers' unexpired leases are below the overlap;
-# else write nothing. One lease per reviewer and run:
-# taking one moves it (the last claim is released).
+# Lease ``claim`` to a reviewer when it still exists (a merge may have deleted it since
+# the queue read it) and its human labels plus other reviewers' unexpired leases are
+# below the overlap; else write nothing. One lease per reviewer and run: taking one
+# moves it (the last claim is released).
 _LEASE_SQL = """
 INSERT INTO {lease} (run_id, reviewer_id, claim_id, expires_at)
 SELECT %s, %s, %s, %s
-WHERE EXISTS (SELECT 1 FROM {claim} k WHERE k.id = %s)
+WHERE EXISTS (SELECT 1 FROM {claim} c WHERE c.id = %s)
   AND (SELECT COUNT(*) FROM {label} h JOIN {reviewer} r ON r.id = h.reviewer_id
        WHERE h.claim_id = %s AND h.is_current AND r.kind = %s)
     + (SELECT COUNT(*) FROM {lease} e WHERE e.claim_id = %s AND e.reviewer_id <> %s AND e.expires_at > %s) < %s
@@ -212,8 +212,9 @@ def lease_take(*, run: Run, reviewer: Reviewer, claim: Claim) -> bool:
 
     True when the lease is theirs; False, with nothing written, when the claim's
     human labels plus other reviewers' unexpired leases already reach the run's
-    overlap, or (PostgreSQL) another transaction holds the claim's row right now
-    (a reviewer taking or labeling it). PostgreSQL: one transaction of two
+    overlap, when the claim is gone (merged into its neighbour since the queue
+    read it), or (PostgreSQL) another transaction holds the claim's row right
+    now (a reviewer taking, labeling, splitting or merging it). PostgreSQL: one transaction of two
     statements (the row lock, then the conditional upsert, whose snapshot follows
     the lock and so sees every lease and label committed by whoever held the row
     before). SQLite: the upsert alone, one statement, which runs under the
@@ -233,8 +234,8 @@ def _lease_upsert(run: Run, reviewer: Reviewer, claim: Claim) -> bool:
     adapt = connection.ops.adapt_datetimefield_value
     with connection.cursor() as cursor:
         cursor.execute(_LEASE_SQL.format(**_tables()), [
-            run.pk, reviewer.pk, claim.pk, adapt(expires),
-            claim.pk, claim.pk, ReviewerKind.HUMAN.value, claim.pk, reviewer.pk, adapt(now), run.overlap])
+            run.pk, reviewer.pk, claim.pk, adapt(expires), claim.pk,
+            claim.pk, ReviewerKind.HUMAN.value, claim.pk, reviewer.pk, adapt(now), run.overlap])
         return cursor.rowcount == 1
 
 

@@ -94,20 +94,31 @@ def claims_now(run: Run) -> list[Claim]:
     return list(Claim.objects.filter(answer__run=run).order_by("answer_id", "index"))
 
 
-def in_thread(work, name: str, errors: list[BaseException]):
+def in_thread(work, name: str, errors: list[BaseException], rounds: threading.Barrier | None = None):
     def run() -> None:
         try:
             work(name, random.Random(name))
         except BaseException as exc:  # reported by the test, not lost in the thread
             errors.append(exc)
+            if rounds is not None:
+                rounds.abort()  # the others stop waiting for this thread at the next round
         finally:
             connection.close()
     return threading.Thread(target=run, name=name)
 
 
 def test_labeling_splitting_merging_snapshotting_and_uploading_at_once(race):
+    """Every thread starts each of its ROUNDS together with the others (a barrier), then
+    they all write at once: each round's writes overlap, and each snapshot after the
+    first follows a round of labels, however fast or slow the machine runs one thread
+    (free-running threads could leave the snapshots nothing new to save at load 8)."""
     run, seen, errors = race, Outcomes(), []
     from labeling.models import Reviewer
+
+    rounds = threading.Barrier(8)
+
+    def next_round() -> None:
+        rounds.wait(timeout=BOOT_SECONDS)
 
     def client_for(name: str) -> Client:
         client = Client()
@@ -117,6 +128,7 @@ def test_labeling_splitting_merging_snapshotting_and_uploading_at_once(race):
     def labeler(name: str, rng: random.Random) -> None:
         client = client_for(name)
         for k in range(ROUNDS):
+            next_round()
             claim = rng.choice(claims_now(run))
             base = Label.objects.filter(claim=claim, reviewer__username=name, is_current=True).first()
             note = f"{name}-{k}"
@@ -130,6 +142,7 @@ def test_labeling_splitting_merging_snapshotting_and_uploading_at_once(race):
     def splitter(name: str, rng: random.Random) -> None:
         client = client_for(name)
         for _ in range(ROUNDS):
+            next_round()
             claim = rng.choice([c for c in claims_now(run) if len(c.text) > 20])
             cited = list(claim.citations.values_list("pk", flat=True))
             seen.add("split", client.post(url("claim_split", claim_id=claim.pk), {
@@ -139,6 +152,7 @@ def test_labeling_splitting_merging_snapshotting_and_uploading_at_once(race):
     def merger(name: str, rng: random.Random) -> None:
         client = client_for(name)
         for _ in range(ROUNDS):
+            next_round()
             claims = claims_now(run)
             pairs = [(a, b) for a, b in zip(claims, claims[1:], strict=False)
                      if a.answer_id == b.answer_id and b.index == a.index + 1]
@@ -149,6 +163,7 @@ def test_labeling_splitting_merging_snapshotting_and_uploading_at_once(race):
     def snapshotter(name: str, rng: random.Random) -> None:
         client = client_for(name)
         for k in range(ROUNDS):
+            next_round()
             seen.add("snapshot", client.post(url("version_create"), {"note": f"round {k}"}))
             seen.add("versions", client.get(url("version_list")))
             response = client.get(url("label_export") + f"?format={rng.choice(['csv', 'xlsx', 'jsonl'])}")
@@ -158,7 +173,10 @@ def test_labeling_splitting_merging_snapshotting_and_uploading_at_once(race):
 
     def uploader(name: str, rng: random.Random) -> None:
         client = client_for(name)
-        for k in range(ROUNDS // 2):
+        for k in range(ROUNDS):
+            next_round()
+            if k % 2:
+                continue  # an upload every other round
             rows = "".join(f"{c.pk},SUPPORTED,{name} upload {k}\r\n" for c in rng.sample(claims_now(run), 3))
             upload = io.BytesIO(f"claim_id,label,justification\r\n{rows}".encode())
             upload.name = f"{name}-{k}.csv"
@@ -169,9 +187,9 @@ def test_labeling_splitting_merging_snapshotting_and_uploading_at_once(race):
                                                                            "newer": "overwrite"}))
 
     Membership.objects.create(project=run.project, reviewer=ReviewerFactory(username="lee"), role="lead")
-    threads = [in_thread(labeler, f"r{n}", errors) for n in (1, 2, 3, 4)]
-    threads += [in_thread(splitter, "splitter", errors), in_thread(merger, "merger", errors),
-                in_thread(snapshotter, "lea", errors), in_thread(uploader, "lee", errors)]
+    threads = [in_thread(labeler, f"r{n}", errors, rounds) for n in (1, 2, 3, 4)]
+    threads += [in_thread(splitter, "splitter", errors, rounds), in_thread(merger, "merger", errors, rounds),
+                in_thread(snapshotter, "lea", errors, rounds), in_thread(uploader, "lee", errors, rounds)]
     for thread in threads:
         thread.start()
     for thread in threads:

@@ -232,3 +232,15 @@ def test_a_backup_leaves_leases_out_and_a_restore_starts_with_none(settings, tmp
     assert "labeling.claim" in manifest["models"] and "labeling.claimlease" not in manifest["models"]
     assert not any("claimlease" in name for name in names)
     assert Claim.objects.filter(pk=c0).exists() and not ClaimLease.objects.exists()
+
+
+@pytest.mark.django_db
+def test_a_claim_merged_away_after_the_queue_read_it_is_not_leased():
+    """The queue read c1 as a candidate; a merge then deleted it: the take answers False
+    and writes nothing (it raised a foreign-key IntegrityError, a 500, on SQLite before)."""
+    run, (c0, c1, *_rest), p = _team(1, ("ann",))
+    candidate = Claim.objects.get(pk=c1)
+    Claim.objects.filter(pk=c1).delete()
+    assert queue.lease_take(run=run, reviewer=p["ann"], claim=candidate) is False
+    assert _leases(run) == {}
+    assert _handed(run, p["ann"]) == c0
