@@ -45,6 +45,7 @@ from labeling.models import (
     Citation,
     CitationJudgment,
     Claim,
+    GoldClaim,
     GoldReference,
     Label,
     LabelValue,
@@ -55,6 +56,7 @@ from labeling.models import (
     ReviewerKind,
     Role,
     Run,
+    SendBack,
 )
 from labeling.queue import exists_fence, unlabeled_claims
 from scoring import judgments as judgments_module
@@ -633,11 +635,18 @@ class ClaimView:
     in_text: bool = True
     # Still needs a reviewer: fewer current human labels than the run's overlap (labeling.queue).
     open: bool = True
+    # A lead sent the reviewer's label on this claim back for rework (issue 25 §4), still open.
+    send_back: SendBack | None = None
+    # Feedback mode (issue 25 §3): the gold label and reason of a gold claim the reviewer
+    # labeled, on a run whose lead turned feedback on; None on every other claim.
+    gold_feedback: GoldClaim | None = None
 
     @property
     def in_queue(self) -> bool:
-        """In the reviewer's queue: factual, cited, not labeled by them, still open."""
-        return self.claim.factual and self.cited and self.my_label is None and self.open
+        """In the reviewer's queue: factual, cited, not labeled by them, still open; or
+        sent back to them for rework."""
+        return (self.claim.factual and self.cited and self.my_label is None and self.open) or (
+            self.send_back is not None)
 
     @property
     def cited(self) -> bool:
@@ -786,7 +795,8 @@ def review_context(*, answer: Answer, reviewer: Reviewer, claim_id: int | None =
 
     Queries: claims → citations (+ passages) → every label on them (all
     reviewers, for the reviewer's current labels and the current claim's
-    history), and the question's gold (ids, references, expected sources —
+    history) → the reviewer's open send-backs (issue 25 §4) → with feedback on,
+    the claims' gold labels (issue 25 §3), and the question's gold (ids, references, expected sources —
     only the parts it has). On a run the reviewer labels blind the history
     holds their own labels only. The current claim is ``claim_id`` when it is one
     of the answer's claims; else the first claim of the answer in the reviewer's
@@ -795,22 +805,32 @@ def review_context(*, answer: Answer, reviewer: Reviewer, claim_id: int | None =
     the queue is reserved for the reviewer (``queue.lease_take``: the page hands it
     to them to label), or the next one no other reviewer took meanwhile.
     """
+    feedback = answer.run.feedback
     claims = list(
         Claim.objects.filter(answer=answer).order_by("index").prefetch_related(
             Prefetch("citations", queryset=Citation.objects.select_related("passage").order_by("position")),
             Prefetch("labels", queryset=Label.objects.select_related("reviewer").order_by("-pk"),
                      to_attr="all_labels"),
+            Prefetch("send_backs", queryset=SendBack.objects.filter(reviewer=reviewer, resolved_at__isnull=True)
+                     .select_related("lead"), to_attr="open_send_backs"),
+            # Feedback mode only: gold is never read for a page that could show it otherwise.
+            *([Prefetch("gold", queryset=GoldClaim.objects.filter(is_current=True), to_attr="current_gold")]
+              if feedback else []),
         )
     )
     overlap = answer.run.overlap
     blind = _blind_for(answer.run, reviewer)
-    views = [
-        ClaimView(claim=c, citations=list(c.citations.all()), my_label=next(
-            (label for label in c.all_labels if label.reviewer_id == reviewer.pk and label.is_current), None),
-            open=sum(1 for label in c.all_labels
-                     if label.is_current and label.reviewer.kind == ReviewerKind.HUMAN) < overlap)
-        for c in claims
-    ]
+    views = []
+    for c in claims:
+        mine = next((label for label in c.all_labels if label.reviewer_id == reviewer.pk and label.is_current), None)
+        gold = c.current_gold[0] if feedback and c.current_gold else None
+        views.append(ClaimView(
+            claim=c, citations=list(c.citations.all()), my_label=mine,
+            open=sum(1 for label in c.all_labels if label.is_current and label.reviewer.kind == ReviewerKind.HUMAN)
+            < overlap,
+            send_back=c.open_send_backs[0] if c.open_send_backs else None,
+            # Shown once the reviewer labeled the gold claim (issue 25 §3), never before.
+            gold_feedback=gold if mine is not None else None))
     by_id = {view.claim.pk: view for view in views}
     current = by_id.get(claim_id) if claim_id is not None else None
     if current is None and views:

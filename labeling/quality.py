@@ -1,0 +1,364 @@
+"""Reads of reviewer quality (issue 25): gold accuracy, the qualification rule,
+whose labels a run leaves out, and the reviewer dashboard of a run or a project
+(figures defined in ``scoring.reviewers``).
+
+Every figure is an aggregate in the database (a handful of grouped queries
+whatever the size of the run: a 50k-claim run with 5 reviewers answers in
+well under 300 ms, ``tests/bench/test_bench_dashboard.py``). The dashboard
+lists human reviewers (kind ``human``): imported annotators and models have no
+save times, gold checks or send-backs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from django.db import connection
+from django.db.models import Count
+
+from labeling.models import (
+    Adjudication,
+    Answer,
+    Assignment,
+    Claim,
+    GoldClaim,
+    Label,
+    LabelValue,
+    Project,
+    Reviewer,
+    ReviewerKind,
+    Run,
+    SendBack,
+)
+from scoring import reviewers as figures
+from scoring.judge_grading import kappa_interval
+from scoring.ratio import Ratio
+
+S, U = LabelValue.SUPPORTED.value, LabelValue.UNSUPPORTED.value
+HUMAN = ReviewerKind.HUMAN.value
+
+
+def _tables() -> dict[str, str]:
+    quote = connection.ops.quote_name
+    return {name: quote(model._meta.db_table) for name, model in (
+        ("label", Label), ("claim", Claim), ("answer", Answer), ("reviewer", Reviewer), ("gold", GoldClaim),
+        ("adjudication", Adjudication), ("send_back", SendBack), ("run", Run))}
+
+
+def _scope(runs: list[int]) -> str:
+    """``a.run_id`` in ``runs`` (ids, never user input) as SQL."""
+    return f"a.run_id IN ({', '.join(str(int(pk)) for pk in runs)})" if runs else "1 = 0"
+
+
+# Current SUPPORTED/UNSUPPORTED labels of human reviewers on factual claims (labels of
+# these values exist only on cited claims, SPEC §3): per reviewer, all and UNSUPPORTED.
+_LABELS_SQL = """
+SELECT l.reviewer_id, COUNT(*), SUM(CASE WHEN l.value = %s THEN 1 ELSE 0 END)
+FROM {label} l JOIN {reviewer} r ON r.id = l.reviewer_id JOIN {claim} c ON c.id = l.claim_id
+JOIN {answer} a ON a.id = c.answer_id
+WHERE {scope} AND l.is_current AND c.factual AND r.kind = %s AND l.value IN (%s, %s)
+GROUP BY l.reviewer_id
+"""
+
+# Gold claims labeled, and labeled right, per human reviewer (and run).
+_GOLD_SQL = """
+SELECT g.run_id, l.reviewer_id, COUNT(*), SUM(CASE WHEN l.value = g.value THEN 1 ELSE 0 END)
+FROM {gold} g JOIN {label} l ON l.claim_id = g.claim_id JOIN {reviewer} r ON r.id = l.reviewer_id
+WHERE g.run_id IN ({runs}) AND g.is_current AND l.is_current AND r.kind = %s AND l.value IN (%s, %s)
+GROUP BY g.run_id, l.reviewer_id
+"""
+
+# Each human reviewer's label against the label that counts without theirs: the current
+# adjudication, else the value every other counted (human or external) label on the claim
+# gives; NULL (no reference) when the others disagree or there are none.
+_CONFUSION_SQL = """
+SELECT l.reviewer_id, l.value,
+  CASE WHEN adj.value IS NOT NULL THEN adj.value
+       WHEN k.s - (CASE WHEN l.value = %s THEN 1 ELSE 0 END) > 0
+            AND k.u - (CASE WHEN l.value = %s THEN 1 ELSE 0 END) = 0 THEN %s
+       WHEN k.u - (CASE WHEN l.value = %s THEN 1 ELSE 0 END) > 0
+            AND k.s - (CASE WHEN l.value = %s THEN 1 ELSE 0 END) = 0 THEN %s
+  END AS reference,
+  COUNT(*)
+FROM {label} l JOIN {reviewer} r ON r.id = l.reviewer_id JOIN {claim} c ON c.id = l.claim_id
+JOIN {answer} a ON a.id = c.answer_id
+JOIN (SELECT h.claim_id, SUM(CASE WHEN h.value = %s THEN 1 ELSE 0 END) AS s,
+             SUM(CASE WHEN h.value = %s THEN 1 ELSE 0 END) AS u
+      FROM {label} h JOIN {reviewer} hr ON hr.id = h.reviewer_id JOIN {claim} c ON c.id = h.claim_id
+      JOIN {answer} a ON a.id = c.answer_id
+      WHERE {scope} AND h.is_current AND hr.kind IN (%s, %s) AND h.value IN (%s, %s)
+      GROUP BY h.claim_id) k ON k.claim_id = l.claim_id
+LEFT JOIN {adjudication} adj ON adj.claim_id = l.claim_id AND adj.is_current
+WHERE {scope} AND l.is_current AND c.factual AND r.kind = %s AND l.value IN (%s, %s)
+GROUP BY l.reviewer_id, l.value, reference
+"""
+_CONFUSION_PARAMS = [S, U, S, U, S, U, S, U, HUMAN, ReviewerKind.EXTERNAL.value, S, U, HUMAN, S, U]
+
+# The gaps between a reviewer's consecutive label saves (every label row, history
+# included: each is a save), in seconds; gaps over the sitting break are dropped. On
+# PostgreSQL the median is taken in the database; SQLite returns the gaps.
+_GAPS_INNER = """
+SELECT l.reviewer_id, {seconds} AS gap
+FROM {label} l JOIN {reviewer} r ON r.id = l.reviewer_id JOIN {claim} c ON c.id = l.claim_id
+JOIN {answer} a ON a.id = c.answer_id
+WHERE {scope} AND r.kind = %s
+"""
+_GAP_SECONDS = {
+    "postgresql": "EXTRACT(EPOCH FROM l.created_at - LAG(l.created_at) OVER (PARTITION BY l.reviewer_id "
+                  "ORDER BY l.created_at, l.id))",
+    "sqlite": "(julianday(l.created_at) - julianday(LAG(l.created_at) OVER (PARTITION BY l.reviewer_id "
+              "ORDER BY l.created_at, l.id))) * 86400.0",
+}
+_MEDIAN_PG = ("SELECT reviewer_id, percentile_cont(0.5) WITHIN GROUP (ORDER BY gap) FROM ({inner}) t "
+              "WHERE gap <= %s GROUP BY reviewer_id")
+_GAPS_SQLITE = "SELECT reviewer_id, gap FROM ({inner}) t WHERE gap <= %s ORDER BY reviewer_id"
+
+
+def _fetch(sql: str, params: list[Any]) -> list[tuple]:
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return cursor.fetchall()
+
+
+def _label_counts(runs: list[int]) -> dict[int, tuple[int, int]]:
+    rows = _fetch(_LABELS_SQL.format(scope=_scope(runs), **_tables()), [U, HUMAN, S, U])
+    return {reviewer: (int(n), int(unsupported or 0)) for reviewer, n, unsupported in rows}
+
+
+def _gold_counts(runs: list[int]) -> dict[tuple[int, int], tuple[int, int]]:
+    """(run id, reviewer id) → (correct, gold claims labeled)."""
+    if not runs:
+        return {}
+    rows = _fetch(_GOLD_SQL.format(runs=", ".join(str(int(pk)) for pk in runs), **_tables()), [HUMAN, S, U])
+    return {(run, reviewer): (int(correct or 0), int(total)) for run, reviewer, total, correct in rows}
+
+
+def _medians(runs: list[int]) -> dict[int, float]:
+    vendor = "postgresql" if connection.vendor == "postgresql" else "sqlite"
+    inner = _GAPS_INNER.format(seconds=_GAP_SECONDS[vendor], scope=_scope(runs), **_tables())
+    if vendor == "postgresql":
+        rows = _fetch(_MEDIAN_PG.format(inner=inner), [HUMAN, figures.SITTING_GAP_SECONDS])
+        return {reviewer: float(median) for reviewer, median in rows}
+    rows = _fetch(_GAPS_SQLITE.format(inner=inner), [HUMAN, figures.SITTING_GAP_SECONDS])
+    gaps: dict[int, list[float]] = {}
+    for reviewer, gap in rows:
+        gaps.setdefault(reviewer, []).append(gap)
+    return {reviewer: float(np.median(values)) for reviewer, values in gaps.items()}
+
+
+def _confusions(runs: list[int]) -> dict[int, np.ndarray]:
+    """Reviewer id → 2 × 2 int matrix (rows: the reference, columns: the reviewer; S, U)."""
+    rows = _fetch(_CONFUSION_SQL.format(scope=_scope(runs), **_tables()), _CONFUSION_PARAMS)
+    position = {S: 0, U: 1}
+    out: dict[int, np.ndarray] = {}
+    for reviewer, value, reference, n in rows:
+        if reference is None:
+            continue
+        cells = out.setdefault(reviewer, np.zeros((2, 2), dtype="int64"))
+        cells[position[reference], position[value]] += int(n)
+    return out
+
+
+def _open_send_backs(runs: list[int]) -> dict[int, int]:
+    return dict(SendBack.objects.filter(run_id__in=runs, resolved_at__isnull=True).values("reviewer_id")
+                .order_by().annotate(n=Count("id")).values_list("reviewer_id", "n"))
+
+
+# -- qualification and exclusion -----------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Exclusion:
+    """Whose labels a run leaves out of its figures (``Run.exclude_unqualified``): the
+    ids and names of its unqualified reviewers, and how many current labels of theirs
+    that is (``labels``)."""
+
+    reviewer_ids: frozenset[int] = frozenset()
+    names: tuple[str, ...] = ()
+    labels: int = 0
+
+    def __bool__(self) -> bool:
+        return bool(self.reviewer_ids)
+
+
+def run_exclusion(*, run: Run) -> Exclusion:
+    """The labels ``run`` leaves out: with ``exclude_unqualified`` and a rule, every
+    human reviewer with a current label on the run who does not qualify (too few
+    gold claims yet, or a Wilson lower bound under the rule's). No query when the
+    run excludes nobody; else three (labels, gold, names)."""
+    if not run.exclude_unqualified or run.qualify_min_lower is None or run.qualify_min_gold is None:
+        return Exclusion()
+    counts = _label_counts([run.pk])
+    gold = _gold_counts([run.pk])
+    out = {reviewer: n for reviewer, (n, _u) in counts.items()
+           if not figures.qualified(*gold.get((run.pk, reviewer), (0, 0)), min_lower=run.qualify_min_lower,
+                                    min_gold=run.qualify_min_gold)}
+    names = tuple(sorted(Reviewer.objects.filter(pk__in=out).values_list("username", flat=True)))
+    return Exclusion(frozenset(out), names, sum(out.values()))
+
+
+# -- the dashboard -------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class ReviewerQuality:
+    """One reviewer's row of the dashboard (``scoring.reviewers`` for each figure).
+
+    ``labels``: current SUPPORTED/UNSUPPORTED labels on factual claims;
+    ``unsupported``: of them UNSUPPORTED; ``median_seconds``: per claim (None
+    without two saves in a sitting); ``kappa`` with ``kappa_ci95`` on
+    ``kappa_n`` claims that have a counted label without theirs; gold claims
+    ``gold_correct`` of ``gold_total``; ``send_backs_open``; ``qualified``
+    (None: no rule; on a project, whether they qualify on every run with a
+    rule where they labeled gold or labels); ``unqualified_runs`` (names);
+    ``fast_and_supported``: the flag.
+    """
+
+    reviewer: str
+    labels: int
+    unsupported: int
+    median_seconds: float | None
+    kappa: float | None
+    kappa_ci95: tuple[float, float] | None
+    kappa_n: int
+    gold_correct: int
+    gold_total: int
+    send_backs_open: int
+    qualified: bool | None
+    unqualified_runs: tuple[str, ...] = ()
+
+    @property
+    def unsupported_share(self) -> Ratio:
+        return Ratio(self.unsupported, self.labels)
+
+    @property
+    def gold_accuracy(self) -> Ratio:
+        return Ratio(self.gold_correct, self.gold_total)
+
+    @property
+    def gold_accuracy_ci95(self) -> tuple[float, float] | None:
+        return figures.accuracy_interval(self.gold_correct, self.gold_total)
+
+    @property
+    def fast_and_supported(self) -> bool:
+        return figures.fast_and_supported(median_seconds=self.median_seconds, unsupported=self.unsupported,
+                                          labels=self.labels)
+
+    def as_dict(self) -> dict[str, Any]:
+        """The JSON row of ``reviewers --format json`` (issue 25 §5's keys, then more)."""
+        ci = self.gold_accuracy_ci95
+        return {
+            "reviewer": self.reviewer, "labels": self.labels,
+            "median_seconds": None if self.median_seconds is None else round(self.median_seconds, 3),
+            "unsupported_share": self.unsupported_share.value, "kappa": self.kappa,
+            "kappa_ci95": None if self.kappa_ci95 is None else list(self.kappa_ci95),
+            "gold_correct": self.gold_correct, "gold_total": self.gold_total,
+            "gold_accuracy_ci95": None if ci is None else list(ci),
+            "send_backs_open": self.send_backs_open, "qualified": self.qualified,
+            "unsupported": self.unsupported, "kappa_n": self.kappa_n, "gold_accuracy": self.gold_accuracy.value,
+            "fast_and_supported": self.fast_and_supported, "unqualified_runs": list(self.unqualified_runs),
+        }
+
+
+@dataclass(frozen=True)
+class Dashboard:
+    """The reviewer dashboard of a run (``run`` set) or a project: one row per human
+    reviewer, by name; the rule (run only) and what the run leaves out."""
+
+    rows: list[ReviewerQuality]
+    min_lower: float | None = None
+    min_gold: int | None = None
+    exclusion: Exclusion = field(default_factory=Exclusion)
+    gold_claims: int = 0
+    send_backs_open: int = 0
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"reviewers": [row.as_dict() for row in self.rows],
+                "rule": None if self.min_lower is None else {"min_lower": self.min_lower, "min_gold": self.min_gold},
+                "gold_claims": self.gold_claims, "send_backs_open": self.send_backs_open,
+                "excluded": {"reviewers": list(self.exclusion.names), "labels": self.exclusion.labels}}
+
+
+SORT_KEYS = {
+    "reviewer": lambda r: r.reviewer,
+    "labels": lambda r: r.labels,
+    "median_seconds": lambda r: r.median_seconds,
+    "unsupported_share": lambda r: r.unsupported_share.value,
+    "kappa": lambda r: r.kappa,
+    "gold_accuracy": lambda r: r.gold_accuracy.value,
+    "send_backs_open": lambda r: r.send_backs_open,
+}
+
+
+def sort_rows(rows: list[ReviewerQuality], key: str) -> list[ReviewerQuality]:
+    """``rows`` by ``key`` (a ``SORT_KEYS`` name, ``-`` first for descending), undefined
+    values last either way, then by name; an unknown key sorts by name."""
+    descending = key.startswith("-")
+    get = SORT_KEYS.get(key.lstrip("-"), SORT_KEYS["reviewer"])
+    defined = [r for r in rows if get(r) is not None]
+    undefined = [r for r in rows if get(r) is None]
+    defined.sort(key=lambda r: r.reviewer)
+    defined.sort(key=get, reverse=descending)
+    return defined + sorted(undefined, key=lambda r: r.reviewer)
+
+
+def _dashboard(runs: list[Run], *, rule_run: Run | None) -> Dashboard:
+    ids = [run.pk for run in runs]
+    counts = _label_counts(ids)
+    gold = _gold_counts(ids)
+    medians = _medians(ids)
+    confusions = _confusions(ids)
+    open_backs = _open_send_backs(ids)
+    working = set(Assignment.objects.filter(run_id__in=ids, reviewer__kind=HUMAN).values_list("reviewer_id",
+                                                                                             flat=True))
+    people = set(counts) | {reviewer for _run, reviewer in gold} | set(medians) | set(open_backs) | working
+    names = dict(Reviewer.objects.filter(pk__in=people, kind=HUMAN).values_list("pk", "username"))
+    ruled = [run for run in runs if run.qualify_min_lower is not None and run.qualify_min_gold is not None]
+    rows = []
+    for pk, name in names.items():
+        correct = sum(c for (run, reviewer), (c, _t) in gold.items() if reviewer == pk)
+        total = sum(t for (run, reviewer), (_c, t) in gold.items() if reviewer == pk)
+        cells = confusions.get(pk)
+        kappa, _se, ci = kappa_interval(cells) if cells is not None else (None, None, None)
+        unqualified = tuple(run.name for run in ruled if (pk in counts or (run.pk, pk) in gold) and not
+                            figures.qualified(*gold.get((run.pk, pk), (0, 0)), min_lower=run.qualify_min_lower,
+                                              min_gold=run.qualify_min_gold))
+        if rule_run is not None:
+            qualified = figures.qualified(correct, total, min_lower=rule_run.qualify_min_lower,
+                                          min_gold=rule_run.qualify_min_gold)
+        else:
+            qualified = (not unqualified) if ruled else None
+        labels, unsupported = counts.get(pk, (0, 0))
+        rows.append(ReviewerQuality(
+            reviewer=name, labels=labels, unsupported=unsupported, median_seconds=medians.get(pk), kappa=kappa,
+            kappa_ci95=ci, kappa_n=int(cells.sum()) if cells is not None else 0, gold_correct=correct,
+            gold_total=total, send_backs_open=open_backs.get(pk, 0), qualified=qualified,
+            unqualified_runs=unqualified))
+    return Dashboard(rows=sorted(rows, key=lambda r: r.reviewer),
+                     gold_claims=GoldClaim.objects.filter(run_id__in=ids, is_current=True).count(),
+                     send_backs_open=sum(open_backs.values()))
+
+
+def run_dashboard(*, run: Run) -> Dashboard:
+    """The reviewer dashboard of ``run`` (``ReviewerQuality`` per human reviewer who
+    labeled it, has gold or send-backs there, or is assigned), with its rule and
+    what it leaves out. About ten grouped queries, whatever the size of the run."""
+    board = _dashboard([run], rule_run=run)
+    return Dashboard(rows=board.rows, min_lower=run.qualify_min_lower, min_gold=run.qualify_min_gold,
+                     exclusion=run_exclusion(run=run), gold_claims=board.gold_claims,
+                     send_backs_open=board.send_backs_open)
+
+
+def project_dashboard(*, project: Project) -> Dashboard:
+    """The reviewer dashboard over every run of ``project``: counts, gold and
+    send-backs summed, kappa from the summed confusion matrices, seconds from all
+    saves; ``qualified`` says whether the reviewer qualifies on every run that has
+    a rule (``unqualified_runs`` names the others)."""
+    return _dashboard(list(Run.objects.filter(project=project).order_by("created_at", "name")), rule_run=None)
+
+
+def gold_claim_rows(*, run: Run) -> list[GoldClaim]:
+    """The current gold claims of ``run`` with their claim (answer, question) and lead,
+    in question and claim order (the lead's gold page)."""
+    return list(GoldClaim.objects.filter(run=run, is_current=True)
+                .select_related("claim__answer", "lead").order_by("claim__answer__question_key", "claim__index"))
