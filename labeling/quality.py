@@ -362,3 +362,39 @@ def gold_claim_rows(*, run: Run) -> list[GoldClaim]:
     in question and claim order (the lead's gold page)."""
     return list(GoldClaim.objects.filter(run=run, is_current=True)
                 .select_related("claim__answer", "lead").order_by("claim__answer__question_key", "claim__index"))
+
+
+@dataclass(frozen=True)
+class RunQualitySummary:
+    """What the run page shows of reviewer quality (issue 25): open send-backs, the
+    reviewers flagged under the qualification rule as ``(name, correct, gold
+    claims labeled)``, the rule, and the labels the run leaves out."""
+
+    send_backs_open: int
+    flagged: list[tuple[str, int, int]]
+    min_lower: float | None
+    min_gold: int | None
+    exclusion: Exclusion
+    gold_claims: int
+
+
+def run_quality_summary(*, run: Run) -> RunQualitySummary:
+    """The run page's quality panel: two queries, four more with a rule (label and
+    gold counts, names), and the exclusion's when the run leaves labels out."""
+    open_backs = SendBack.objects.filter(run=run, resolved_at__isnull=True).count()
+    gold_claims = GoldClaim.objects.filter(run=run, is_current=True).count()
+    flagged: list[tuple[str, int, int]] = []
+    exclusion = Exclusion()
+    if run.qualify_min_lower is not None and run.qualify_min_gold is not None:
+        counts = _label_counts([run.pk])
+        gold = _gold_counts([run.pk])
+        below = {reviewer: gold.get((run.pk, reviewer), (0, 0)) for reviewer in set(counts) | {r for _, r in gold}
+                 if not figures.qualified(*gold.get((run.pk, reviewer), (0, 0)), min_lower=run.qualify_min_lower,
+                                          min_gold=run.qualify_min_gold)}
+        names = dict(Reviewer.objects.filter(pk__in=below).values_list("pk", "username"))
+        flagged = sorted((names[pk], correct, total) for pk, (correct, total) in below.items())
+        if run.exclude_unqualified:
+            exclusion = Exclusion(frozenset(below), tuple(names[pk] for pk in sorted(below, key=names.get)),
+                                  sum(counts.get(pk, (0, 0))[0] for pk in below))
+    return RunQualitySummary(send_backs_open=open_backs, flagged=flagged, min_lower=run.qualify_min_lower,
+                             min_gold=run.qualify_min_gold, exclusion=exclusion, gold_claims=gold_claims)

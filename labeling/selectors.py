@@ -227,11 +227,12 @@ def _may_open(user: Reviewer, project: str = "") -> Q:
 # LEAD imports, snapshots, manages members, assigns and adjudicates; ALL_LABELS sees every
 # reviewer's labels (label tables, versions, exports, comparisons) — a reviewer loses it
 # on a blind run (``may_on_run``), where they see only their own labels.
-READ, LABEL, LEAD, ALL_LABELS = "read", "label", "lead", "all_labels"
+# QUALITY reads the reviewer dashboards (issue 25 §5): leads and viewers, not the reviewers graded there.
+READ, LABEL, LEAD, ALL_LABELS, QUALITY = "read", "label", "lead", "all_labels", "quality"
 ROLE_MAY = {
-    Role.LEAD: frozenset({READ, LABEL, LEAD, ALL_LABELS}),
+    Role.LEAD: frozenset({READ, LABEL, LEAD, ALL_LABELS, QUALITY}),
     Role.REVIEWER: frozenset({READ, LABEL, ALL_LABELS}),
-    Role.VIEWER: frozenset({READ, ALL_LABELS}),
+    Role.VIEWER: frozenset({READ, ALL_LABELS, QUALITY}),
 }
 
 

@@ -11,6 +11,7 @@ from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from labeling.agreement import CATEGORIES, disagreement_rows, run_agreement, run_verdicts, verdict
+from labeling.models import ReviewerKind
 from labeling.selectors import ALL_LABELS
 from labeling.views.projects import run_for
 from scoring.agreement import BOOTSTRAP_RESAMPLES, Agreement
@@ -71,4 +72,6 @@ def run_agreement_page(request: HttpRequest, project_slug: str, run_name: str) -
         "pairs": [pair_view(pair, result.kinds) for pair in result.pairs], "categories": CATEGORIES,
         "page": page, "disagreements": rows, "resamples": BOOTSTRAP_RESAMPLES,
         "adjudicated": sum(1 for claim_id in result.disputed if claim_id in verdicts),
+        # Whose labels a lead may send back for rework (issue 25 §4): the human reviewers'.
+        "humans": {name for name, kind in result.kinds.items() if kind == ReviewerKind.HUMAN},
     })
