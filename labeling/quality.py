@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 from django.db import connection
-from django.db.models import Count
+from django.db.models import Count, Q
 
 from labeling.models import (
     Adjudication,
@@ -398,3 +398,27 @@ def run_quality_summary(*, run: Run) -> RunQualitySummary:
                                   sum(counts.get(pk, (0, 0))[0] for pk in below))
     return RunQualitySummary(send_backs_open=open_backs, flagged=flagged, min_lower=run.qualify_min_lower,
                              min_gold=run.qualify_min_gold, exclusion=exclusion, gold_claims=gold_claims)
+
+
+def runs_exclusions(runs: list[Run]) -> dict[int, Exclusion]:
+    """``run_exclusion`` of each of ``runs`` that leaves labels out (no query for the
+    others), by run id."""
+    out = {}
+    for run in runs:
+        if run.exclude_unqualified and run.qualify_min_lower is not None:
+            exclusion = run_exclusion(run=run)
+            if exclusion:
+                out[run.pk] = exclusion
+    return out
+
+
+def excluded_labels_q(exclusions: dict[int, Exclusion], *, prefix: str = "") -> Q:
+    """A ``Q`` on ``Label`` (through ``prefix``, e.g. ``"claims__labels__"`` from an
+    Answer) matching the labels ``exclusions`` leave out: the labels of each run's
+    unqualified reviewers on that run. An empty ``Q`` matches nothing here: callers
+    test ``exclusions`` first."""
+    run_path = "claim__answer__run_id" if not prefix else "run_id"
+    q = Q()
+    for run_id, exclusion in exclusions.items():
+        q |= Q(**{run_path: run_id, f"{prefix}reviewer_id__in": sorted(exclusion.reviewer_ids)})
+    return q

@@ -58,6 +58,7 @@ from labeling.models import (
     Run,
     SendBack,
 )
+from labeling.quality import Exclusion, excluded_labels_q, runs_exclusions
 from labeling.queue import exists_fence, unlabeled_claims
 from scoring import judgments as judgments_module
 from scoring.figures import FigureInterval, RunFigures, run_intervals
@@ -135,7 +136,8 @@ class ClaimCounts:
         return "in progress" if self.labeled else "not started"
 
 
-def _answer_count_aggregates(reviewer: Reviewer, *, own_only: bool = False) -> dict[str, Any]:
+def _answer_count_aggregates(reviewer: Reviewer, *, own_only: bool = False,
+                             exclusions: dict[int, Exclusion] | None = None) -> dict[str, Any]:
     """``Count`` expressions for an ``Answer`` queryset: its claims' counts.
 
     One pass over claims ⋈ citations ⋈ labels of the page's answers (50 at
@@ -157,6 +159,9 @@ def _answer_count_aggregates(reviewer: Reviewer, *, own_only: bool = False) -> d
         # unless a lead promoted it for the run (Run.promoted_judge).
         judged &= (Q(claims__labels__reviewer__kind__in=COUNTED_KINDS)
                    | Q(claims__labels__reviewer_id=F("run__promoted_judge_id")))
+        if exclusions:
+            # Issue 25: a lead left the labels of unqualified reviewers out of the figures.
+            judged &= ~excluded_labels_q(exclusions, prefix="claims__labels__")
     # SPEC §4.2: an answer to an unanswerable question that cites nothing is an
     # abstention; its claims are not factual claims and leave every count.
     abstaining = Q(question__answerable=False) & ~Exists(Citation.objects.filter(claim__answer=OuterRef("pk")))
@@ -196,13 +201,17 @@ def _counts(row: dict[str, Any] | Any, adjudicated: dict[str, int] | None = None
     )
 
 
-def _adjudicated_counts(adjudications: QuerySet[Adjudication], group: str) -> dict[int, dict[str, int]]:
+def _adjudicated_counts(adjudications: QuerySet[Adjudication], group: str,
+                        exclusions: dict[int, Exclusion] | None = None) -> dict[int, dict[str, int]]:
     """Per ``group`` (a lookup from Adjudication, e.g. the run id): the current
     adjudications of cited claims, by value, and what the label counts saw on
     those claims (judged, has_supported, has_unsupported) so ``_counts`` can
-    replace it. One grouped query; its rows are the adjudicated claims only."""
+    replace it (without the labels ``exclusions`` leave out). One grouped query;
+    its rows are the adjudicated claims only."""
     current = Label.objects.filter(claim=OuterRef("claim"), is_current=True).filter(
         Q(reviewer__kind__in=COUNTED_KINDS) | Q(reviewer_id=OuterRef("claim__answer__run__promoted_judge_id")))
+    if exclusions:
+        current = current.exclude(excluded_labels_q(exclusions))
     rows = (adjudications.filter(is_current=True).filter(Exists(Citation.objects.filter(claim=OuterRef("claim"))))
             .alias(has_sup=Exists(current.filter(value=LabelValue.SUPPORTED)),
                    has_uns=Exists(current.filter(value=LabelValue.UNSUPPORTED)))
@@ -366,7 +375,8 @@ def claim_count_intervals(answer_counts: list[ClaimCounts], *,
 
 
 def _runs_claim_counts(*, reviewer: Reviewer, run: Run | None = None, project: Project | None = None,
-                       blind_run_ids: frozenset[int] = frozenset()) -> dict[int, list[ClaimCounts]]:
+                       blind_run_ids: frozenset[int] = frozenset(),
+                       exclusions: dict[int, Exclusion] | None = None) -> dict[int, list[ClaimCounts]]:
     """Per run id, one ``ClaimCounts`` per answer with claims, for one run or every
     run of a project (sum them with ``total_counts``).
 
@@ -378,11 +388,14 @@ def _runs_claim_counts(*, reviewer: Reviewer, run: Run | None = None, project: P
     claims (resolved as in ``_answer_count_aggregates``), and the adjudicated
     claims (``_adjudicated_counts``). A fifth query finds the
     claims of abstaining answers, only when unanswerable questions exist. On the
-    runs of ``blind_run_ids`` only ``reviewer``'s own labels count (blind labeling).
+    runs of ``blind_run_ids`` only ``reviewer``'s own labels count (blind labeling);
+    the labels ``exclusions`` name (unqualified reviewers', issue 25) never count,
+    though they still count as the reviewer's own progress.
     Grouped by answer (the run's totals are their sum) so that every figure
     gets its interval, answers being the clusters (SPEC §4.5).
     """
     scope = {"run": run} if run is not None else {"run__project": project}
+    counted = ~excluded_labels_q(exclusions) if exclusions else Q()
     claims = {
         row["answer_id"]: row
         for row in Claim.objects.filter(**{f"answer__{k}": v for k, v in scope.items()}, factual=True)
@@ -405,9 +418,9 @@ def _runs_claim_counts(*, reviewer: Reviewer, run: Run | None = None, project: P
         .filter(Q(reviewer=reviewer) | ~Q(claim__answer__run_id__in=blind_run_ids))
         .filter(Q(reviewer__kind__in=COUNTED_KINDS) | Q(reviewer_id=F("claim__answer__run__promoted_judge_id")))
         .values("claim__answer_id").order_by()
-        .annotate(judged=Count("claim", distinct=True),
-                  has_supported=Count("claim", distinct=True, filter=Q(value=LabelValue.SUPPORTED)),
-                  has_unsupported=Count("claim", distinct=True, filter=Q(value=LabelValue.UNSUPPORTED)),
+        .annotate(judged=Count("claim", distinct=True, filter=counted),
+                  has_supported=Count("claim", distinct=True, filter=counted & Q(value=LabelValue.SUPPORTED)),
+                  has_unsupported=Count("claim", distinct=True, filter=counted & Q(value=LabelValue.UNSUPPORTED)),
                   labeled=Count("id", filter=Q(reviewer=reviewer)))
     }
     abstaining: dict[int, int] = {}
@@ -420,7 +433,7 @@ def _runs_claim_counts(*, reviewer: Reviewer, run: Run | None = None, project: P
     # Blind labeling counts a reviewer's own labels only: no lead's verdict on those runs either.
     adjudicated = _adjudicated_counts(
         Adjudication.objects.filter(**{f"claim__answer__{k}": v for k, v in scope.items()}, claim__factual=True)
-        .exclude(claim__answer__run_id__in=blind_run_ids), "claim__answer_id")
+        .exclude(claim__answer__run_id__in=blind_run_ids), "claim__answer_id", exclusions)
     counts: dict[int, list[ClaimCounts]] = {}
     for answer_id, row in sorted(claims.items()):
         cited, judged = citations.get(answer_id, {}), labels.get(answer_id, {})
@@ -443,7 +456,8 @@ def run_rows(*, project: Project, reviewer: Reviewer) -> list[RunRow]:
     runs = list(Run.objects.filter(project=project).annotate(n_answers=Count("answers")).order_by("created_at", "name"))
     role = getattr(project, "my_role", None)
     blind = frozenset(r.pk for r in runs if r.is_blind and not reviewer.is_superuser and blind_for(r, role=role))
-    by_run = _runs_claim_counts(reviewer=reviewer, project=project, blind_run_ids=blind)
+    by_run = _runs_claim_counts(reviewer=reviewer, project=project, blind_run_ids=blind,
+                                exclusions=runs_exclusions(runs))
     for run in runs:
         run.project = project
     return [RunRow(run=run, answers=run.n_answers, counts=total_counts(by_run.get(run.pk, [])),
@@ -455,7 +469,8 @@ def run_answer_counts(*, run: Run, reviewer: Reviewer) -> list[ClaimCounts]:
     sum, ``total_counts``, is the run's). Three or four grouped queries
     (``_runs_claim_counts``); on a run ``reviewer`` labels blind, from their own labels only."""
     blind = frozenset({run.pk}) if _blind_for(run, reviewer) else frozenset()
-    return _runs_claim_counts(reviewer=reviewer, run=run, blind_run_ids=blind).get(run.pk, [])
+    return _runs_claim_counts(reviewer=reviewer, run=run, blind_run_ids=blind,
+                              exclusions=runs_exclusions([run])).get(run.pk, [])
 
 
 def run_counts(*, run: Run, reviewer: Reviewer) -> ClaimCounts:
@@ -575,14 +590,16 @@ def answer_page(*, run: Run, reviewer: Reviewer, answer_filter: str = "", page_n
     ids = answers.order_by("question_key").values_list("pk", flat=True)
     page = Paginator(ids, per_page).get_page(page_number)
     page_ids = list(page.object_list)
+    exclusions = runs_exclusions([run])
     rows = (
         Answer.objects.filter(pk__in=page_ids)
         .select_related("question")
-        .annotate(**_answer_count_aggregates(reviewer, own_only=own_only))
+        .annotate(**_answer_count_aggregates(reviewer, own_only=own_only, exclusions=exclusions))
     )
     by_id = {answer.pk: answer for answer in rows}
     adjudicated = {} if own_only else _adjudicated_counts(
-        Adjudication.objects.filter(claim__answer_id__in=page_ids, claim__factual=True), "claim__answer_id")
+        Adjudication.objects.filter(claim__answer_id__in=page_ids, claim__factual=True), "claim__answer_id",
+        exclusions)
     return AnswerPage(
         page=page,
         rows=[AnswerRow(answer=by_id[pk], counts=_counts(by_id[pk], adjudicated.get(pk))) for pk in page_ids],

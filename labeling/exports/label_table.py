@@ -39,6 +39,11 @@ judgments       the citations' judgments (SPEC §4.3b), one line ``[id]
                 is left out); "" when none
 evidence        the evidence of those judgments, one line ``[id] words``
                 per judgment that has some ("" when none)
+guidelines_     the number of the project's guidelines version the row's
+version         label(s) were made under (issue 25 §1), ``", "``-joined
+                when its reviewers labeled under different versions, in
+                order ("" when none: no label, or made before the project
+                had guidelines, or from a file)
 ==============  ==========================================================
 
 Besides those, the frame has ``reviewer_labels``: every current label on the
@@ -84,13 +89,14 @@ from scoring.claims import ClaimMetrics, claim_metrics, to_native
 LABEL_TABLE_COLUMNS = (
     "run", "question_id", "answer_id", "claim_index", "claim", "citations", "cited_span", "passage",
     "label", "justification", "reviewer", "labeled_at", "status", "claim_id", "claim_revision",
-    "factual", "judgments", "evidence",
+    "factual", "judgments", "evidence", "guidelines_version",
 )
 JUDGMENT_COLUMNS = frozenset({"factual", "judgments", "evidence"})
+GUIDELINES_COLUMN = "guidelines_version"
 REVIEWER_LABELS = "reviewer_labels"
 CANONICAL_COLUMNS = (*(column for column in LABEL_TABLE_COLUMNS if column != "passage"), REVIEWER_LABELS)
 # The keys of the first versions: later ones added reviewer_labels, then the judgments (SPEC §4.3b).
-_EARLIEST_CANONICAL_COLUMNS = frozenset(CANONICAL_COLUMNS) - {REVIEWER_LABELS} - JUDGMENT_COLUMNS
+_EARLIEST_CANONICAL_COLUMNS = frozenset(CANONICAL_COLUMNS) - {REVIEWER_LABELS, GUIDELINES_COLUMN} - JUDGMENT_COLUMNS
 INT_COLUMNS = ("answer_id", "claim_index", "claim_id", "claim_revision")
 CITATION_SEPARATOR = ", "
 FABRICATED_PASSAGE = "(not among the passages sent with this answer)"
@@ -155,11 +161,13 @@ def _label_table_frame(run: Run, *, reviewer: str | None, with_passages: bool) -
     # ISO strings in UTC sort like the times they stand for: max() works on them.
     times = [format_labeled_at(value) for value in labels["labeled_at"].dt.to_pydatetime()] if len(labels) else []
     every_label: dict[int, list[tuple[str, str, str, str]]] = defaultdict(list)
-    for claim_id, name, value, justification, labeled_at in zip(
+    versions: dict[tuple[int, str], int | None] = {}
+    for claim_id, name, value, justification, labeled_at, version in zip(
         labels["claim_id"].tolist(), labels["reviewer"].tolist(), labels["label"].tolist(),
-        labels["justification"].tolist(), times, strict=True,
+        labels["justification"].tolist(), times, labels["guidelines_version"].tolist(), strict=True,
     ):
         every_label[claim_id].append((name, value, justification or "", labeled_at))
+        versions[(claim_id, name)] = None if pd.isna(version) else int(version)
 
     columns: dict[str, list[Any]] = {column: [] for column in (*LABEL_TABLE_COLUMNS, REVIEWER_LABELS)}
     add = {column: values.append for column, values in columns.items()}
@@ -205,6 +213,8 @@ def _label_table_frame(run: Run, *, reviewer: str | None, with_passages: bool) -
         judgment_cell, evidence_cell = judged.get(claim_id, ("", ""))
         add["judgments"](judgment_cell)
         add["evidence"](evidence_cell)
+        made_under = sorted({versions[(claim_id, item[0])] for item in counted} - {None})
+        add[GUIDELINES_COLUMN](CITATION_SEPARATOR.join(str(number) for number in made_under))
         add[REVIEWER_LABELS]([{"reviewer": name, "label": value, "justification": text, "labeled_at": at}
                               for name, value, text, at in everyone])
     return _frame(columns)
@@ -295,7 +305,7 @@ def table_from_canonical(data: bytes) -> pd.DataFrame:
         if not isinstance(row, dict) or not _EARLIEST_CANONICAL_COLUMNS <= set(row) <= set(CANONICAL_COLUMNS):
             raise ValueError(f"line {number}: expected an object with keys {', '.join(CANONICAL_COLUMNS)}")
         # A version from before judgments were kept: every claim factual, nothing judged.
-        defaults = {"factual": True, "judgments": "", "evidence": ""}
+        defaults = {"factual": True, "judgments": "", "evidence": "", GUIDELINES_COLUMN: ""}
         for column in CANONICAL_COLUMNS:
             columns[column].append(row.get(column, defaults.get(column)))
         columns["passage"].append("")
