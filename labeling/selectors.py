@@ -653,18 +653,19 @@ class ClaimView:
     in_text: bool = True
     # Still needs a reviewer: fewer current human labels than the run's overlap (labeling.queue).
     open: bool = True
-    # A lead sent the reviewer's label on this claim back for rework (issue 25 §4), still open.
+    # A lead sent the reviewer's label on this claim back for rework (issue 25 §4), still open:
+    # ``sent_back`` on every claim; ``send_back`` (comment, lead) loaded for the current one.
+    sent_back: bool = False
     send_back: SendBack | None = None
     # Feedback mode (issue 25 §3): the gold label and reason of a gold claim the reviewer
-    # labeled, on a run whose lead turned feedback on; None on every other claim.
+    # labeled, on a run whose lead turned feedback on (the current claim only); None otherwise.
     gold_feedback: GoldClaim | None = None
 
     @property
     def in_queue(self) -> bool:
         """In the reviewer's queue: factual, cited, not labeled by them, still open; or
         sent back to them for rework."""
-        return (self.claim.factual and self.cited and self.my_label is None and self.open) or (
-            self.send_back is not None)
+        return (self.claim.factual and self.cited and self.my_label is None and self.open) or self.sent_back
 
     @property
     def cited(self) -> bool:
@@ -722,6 +723,8 @@ class ReviewContext:
     proposed: str | None = None
     partials_enough: bool = False
     judged_precision: Ratio = field(default_factory=lambda: Ratio(0, 0))
+    # The current claim's gold label, for a lead's page only (``with_gold``).
+    current_gold: GoldClaim | None = None
 
     @property
     def supported_rate(self) -> Ratio:
@@ -808,13 +811,16 @@ def claim_in_run(*, run: Run, claim_id: int) -> Claim | None:
 
 
 def review_context(*, answer: Answer, reviewer: Reviewer, claim_id: int | None = None,
-                   lease: bool = False) -> ReviewContext:
+                   lease: bool = False, with_gold: bool = False) -> ReviewContext:
     """The review page of ``answer`` for ``reviewer`` (one prefetch chain, 3–7 queries).
 
-    Queries: claims → citations (+ passages) → every label on them (all
+    Queries: claims (each marked when a lead sent the reviewer's label back,
+    issue 25 §4, and, with feedback on or ``with_gold`` (a lead's page), when it
+    is a gold claim) → citations (+ passages) → every label on them (all
     reviewers, for the reviewer's current labels and the current claim's
-    history) → the reviewer's open send-backs (issue 25 §4) → with feedback on,
-    the claims' gold labels (issue 25 §3), and the question's gold (ids, references, expected sources —
+    history); the current claim's send-back and gold label only when it has one
+    (``ReviewContext.current_gold``: for ``with_gold``, or feedback once the
+    reviewer labeled it, issue 25 §3); and the question's gold (ids, references, expected sources —
     only the parts it has). On a run the reviewer labels blind the history
     holds their own labels only. The current claim is ``claim_id`` when it is one
     of the answer's claims; else the first claim of the answer in the reviewer's
@@ -824,31 +830,30 @@ def review_context(*, answer: Answer, reviewer: Reviewer, claim_id: int | None =
     to them to label), or the next one no other reviewer took meanwhile.
     """
     feedback = answer.run.feedback
+    # Which claims a lead sent back to this reviewer, and (feedback mode, or a lead's page) which
+    # are gold: two subqueries of the claims query, the rows read only for the current claim.
+    marks = {"open_send_back": Subquery(SendBack.objects.filter(
+        claim=OuterRef("pk"), reviewer=reviewer, resolved_at__isnull=True).values("pk")[:1])}
+    if feedback or with_gold:
+        marks["current_gold"] = Subquery(GoldClaim.objects.filter(claim=OuterRef("pk"), is_current=True)
+                                         .values("pk")[:1])
     claims = list(
-        Claim.objects.filter(answer=answer).order_by("index").prefetch_related(
+        Claim.objects.filter(answer=answer).order_by("index").annotate(**marks).prefetch_related(
             Prefetch("citations", queryset=Citation.objects.select_related("passage").order_by("position")),
             Prefetch("labels", queryset=Label.objects.select_related("reviewer").order_by("-pk"),
                      to_attr="all_labels"),
-            Prefetch("send_backs", queryset=SendBack.objects.filter(reviewer=reviewer, resolved_at__isnull=True)
-                     .select_related("lead"), to_attr="open_send_backs"),
-            # Feedback mode only: gold is never read for a page that could show it otherwise.
-            *([Prefetch("gold", queryset=GoldClaim.objects.filter(is_current=True), to_attr="current_gold")]
-              if feedback else []),
         )
     )
     overlap = answer.run.overlap
     blind = _blind_for(answer.run, reviewer)
-    views = []
-    for c in claims:
-        mine = next((label for label in c.all_labels if label.reviewer_id == reviewer.pk and label.is_current), None)
-        gold = c.current_gold[0] if feedback and c.current_gold else None
-        views.append(ClaimView(
-            claim=c, citations=list(c.citations.all()), my_label=mine,
-            open=sum(1 for label in c.all_labels if label.is_current and label.reviewer.kind == ReviewerKind.HUMAN)
-            < overlap,
-            send_back=c.open_send_backs[0] if c.open_send_backs else None,
-            # Shown once the reviewer labeled the gold claim (issue 25 §3), never before.
-            gold_feedback=gold if mine is not None else None))
+    views = [
+        ClaimView(claim=c, citations=list(c.citations.all()), my_label=next(
+            (label for label in c.all_labels if label.reviewer_id == reviewer.pk and label.is_current), None),
+            open=sum(1 for label in c.all_labels
+                     if label.is_current and label.reviewer.kind == ReviewerKind.HUMAN) < overlap,
+            sent_back=c.open_send_back is not None)
+        for c in claims
+    ]
     by_id = {view.claim.pk: view for view in views}
     current = by_id.get(claim_id) if claim_id is not None else None
     if current is None and views:
@@ -864,7 +869,16 @@ def review_context(*, answer: Answer, reviewer: Reviewer, claim_id: int | None =
     passages: list[CitationView] = []
     history: list[HistoryEntry] = []
     previous_claim = next_claim = None
+    current_gold = None
     if current is not None:
+        if current.sent_back:
+            current.send_back = SendBack.objects.select_related("lead").get(pk=current.claim.open_send_back)
+        gold_id = getattr(current.claim, "current_gold", None)
+        if gold_id is not None and (with_gold or current.my_label is not None):
+            current_gold = GoldClaim.objects.select_related("lead").get(pk=gold_id)
+            # Feedback shows it once the reviewer labeled the gold claim (issue 25 §3), never before.
+            if feedback and current.my_label is not None:
+                current.gold_feedback = current_gold
         position = views.index(current)
         previous_claim = views[position - 1] if position > 0 else None
         next_claim = views[position + 1] if position + 1 < len(views) else None
@@ -892,6 +906,7 @@ def review_context(*, answer: Answer, reviewer: Reviewer, claim_id: int | None =
         history=history, gold=question_gold(question=answer.question, answer=answer), previous_claim=previous_claim,
         next_claim=next_claim, answer_counts=counts, blind=blind, judging=judging, proposed=proposed,
         partials_enough=partials_enough, judged_precision=judged_precision,
+        current_gold=current_gold if with_gold else None,
     )
 
 

@@ -104,7 +104,7 @@ def _context(request: HttpRequest, run: Run, answer: Answer, claim_id: int | Non
     if review is None:
         # Opened on no claim, the page shows the first of the reviewer's queue there: reserve it.
         review = selectors.review_context(answer=answer, reviewer=request.user, claim_id=claim_id,
-                                          lease=run.may_label)
+                                          lease=run.may_label, with_gold=run.may_lead)
     current = review.current
     my_label = current.my_label if current is not None else None
     context = {
@@ -121,9 +121,8 @@ def _context(request: HttpRequest, run: Run, answer: Answer, claim_id: int | Non
         # A lead's tools on the claim (mark it gold, send a label back): never a reviewer's.
         "lead_tools": run.may_lead,
     }
-    if run.may_lead and current is not None:
-        # The claim's gold label, for the lead's tools (issue 25 §2): one query, leads only.
-        context["current_gold"] = GoldClaim.objects.filter(claim_id=current.claim.pk, is_current=True).first()
+    # The claim's gold label, for the lead's tools (issue 25 §2): leads only.
+    context["current_gold"] = review.current_gold
     context.update(extra)
     if review.judging:
         # What the judging form shows: the reviewer's current judgments, or what they sent when nothing was saved.
@@ -353,7 +352,8 @@ def _after_label(request: HttpRequest, run: Run, claim: Claim, label: Any, *, fi
     if request.POST.get("more_in_answer") != "0":
         following = queue.next_claim_in_answer(run=run, reviewer=request.user, after=claim, lease=True)
     if following is not None:
-        review = selectors.review_context(answer=claim.answer, reviewer=request.user, claim_id=following.pk)
+        review = selectors.review_context(answer=claim.answer, reviewer=request.user, claim_id=following.pk,
+                                          with_gold=run.may_lead)
         if not request.htmx:
             messages.success(request, notice)
             return redirect(review_url(run, claim.answer_id, following.pk))
