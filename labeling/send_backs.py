@@ -95,6 +95,8 @@ def open_send_backs(*, run: Run) -> QuerySet[SendBack]:
             .select_related("claim__answer", "reviewer", "lead").order_by("created_at", "id"))
 
 
-def open_send_back_count(*, run: Run) -> int:
-    """How many send-backs of ``run`` are open (the run page's count). One query."""
-    return SendBack.objects.filter(run=run, resolved_at__isnull=True).count()
+def open_send_back_count(*, run: Run, reviewer: Reviewer | None = None) -> int:
+    """How many send-backs of ``run`` are open (the run page's count), or only
+    ``reviewer``'s. One query."""
+    open_ones = SendBack.objects.filter(run=run, resolved_at__isnull=True)
+    return (open_ones.filter(reviewer=reviewer) if reviewer is not None else open_ones).count()

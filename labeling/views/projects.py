@@ -10,7 +10,7 @@ from django.template.loader import render_to_string
 from django.urls import reverse
 from django.views.decorators.http import require_GET
 
-from labeling import assignments, charts, metrics, quality, selectors
+from labeling import assignments, charts, metrics, quality, selectors, send_backs
 from labeling.models import Project, Run
 from labeling.services import run_manage_allowed
 from scoring.figures import figure_interval
@@ -133,6 +133,8 @@ def run_detail(request: HttpRequest, project_slug: str, run_name: str) -> HttpRe
     judged = (metrics.run_judgments(run, reviewer=None if run.sees_all_labels else request.user.username)
               if inline else None)
     may_quality = selectors.may(run.my_role, selectors.QUALITY)
+    # Labels a lead sent back to this reviewer (issue 25 §4): Start labeling takes them there first.
+    run.my_send_backs = send_backs.open_send_back_count(run=run, reviewer=request.user) if run.may_label else 0
     return render(request, "labeling/run_detail.html", {
         # Reviewer quality (issue 25): flags under the rule and open send-backs, for leads and viewers.
         "quality": quality.run_quality_summary(run=run) if may_quality else None, "may_quality": may_quality,

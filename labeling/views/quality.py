@@ -86,7 +86,7 @@ def run_dashboard(request: HttpRequest, project_slug: str, run_name: str) -> Htt
     sort = request.GET.get("sort", "reviewer")
     return render(request, "labeling/reviewer_dashboard.html", {
         "project": run.project, "run": run, "board": board, "rows": quality.sort_rows(board.rows, sort),
-        "sort": sort, "columns": _columns(),
+        "sort": sort, "columns": _columns(), "rate_percent": f"{run.gold_rate * 100:g}",
     })
 
 
@@ -139,7 +139,7 @@ def run_gold_checks(request: HttpRequest, project_slug: str, run_name: str) -> H
         return redirect("run_gold_checks", project_slug=project_slug, run_name=run.name)
     return render(request, "labeling/run_gold_checks.html", {
         "project": run.project, "run": run, "gold": quality.gold_claim_rows(run=run),
-        "rate_percent": round(run.gold_rate * 100, 2),
+        "rate_percent": f"{run.gold_rate * 100:g}",
     })
 
 
