@@ -70,50 +70,20 @@ WHERE g.run_id IN ({runs}) AND g.is_current AND l.is_current AND r.kind = %s AND
 GROUP BY g.run_id, l.reviewer_id
 """
 
-# Each human reviewer's label against the label that counts without theirs: the current
-# adjudication, else the value every other counted (human or external) label on the claim
-# gives; NULL (no reference) when the others disagree or there are none.
-_CONFUSION_SQL = """
-SELECT l.reviewer_id, l.value,
-  CASE WHEN adj.value IS NOT NULL THEN adj.value
-       WHEN k.s - (CASE WHEN l.value = %s THEN 1 ELSE 0 END) > 0
-            AND k.u - (CASE WHEN l.value = %s THEN 1 ELSE 0 END) = 0 THEN %s
-       WHEN k.u - (CASE WHEN l.value = %s THEN 1 ELSE 0 END) > 0
-            AND k.s - (CASE WHEN l.value = %s THEN 1 ELSE 0 END) = 0 THEN %s
-  END AS reference,
-  COUNT(*)
+# Every label row on the run's factual claims by a person (kind human or external): the
+# current ones for the counts and the reference, every save of a human for the seconds.
+# One scan; the figures are computed from it in numpy (three grouped queries over the
+# same rows cost twice as much on SQLite). Times as seconds: PostgreSQL's epoch, SQLite's
+# Julian day (× 86400 in Python).
+_LABEL_ROWS_SQL = """
+SELECT l.reviewer_id, l.claim_id, CASE l.value WHEN %s THEN 0 WHEN %s THEN 1 ELSE 2 END,
+       CASE WHEN l.is_current THEN 1 ELSE 0 END, CASE WHEN r.kind = %s THEN 1 ELSE 0 END, {seconds}
 FROM {label} l JOIN {reviewer} r ON r.id = l.reviewer_id JOIN {claim} c ON c.id = l.claim_id
 JOIN {answer} a ON a.id = c.answer_id
-JOIN (SELECT h.claim_id, SUM(CASE WHEN h.value = %s THEN 1 ELSE 0 END) AS s,
-             SUM(CASE WHEN h.value = %s THEN 1 ELSE 0 END) AS u
-      FROM {label} h JOIN {reviewer} hr ON hr.id = h.reviewer_id JOIN {claim} c ON c.id = h.claim_id
-      JOIN {answer} a ON a.id = c.answer_id
-      WHERE {scope} AND h.is_current AND hr.kind IN (%s, %s) AND h.value IN (%s, %s)
-      GROUP BY h.claim_id) k ON k.claim_id = l.claim_id
-LEFT JOIN {adjudication} adj ON adj.claim_id = l.claim_id AND adj.is_current
-WHERE {scope} AND l.is_current AND c.factual AND r.kind = %s AND l.value IN (%s, %s)
-GROUP BY l.reviewer_id, l.value, reference
+WHERE {scope} AND c.factual AND r.kind IN (%s, %s)
 """
-_CONFUSION_PARAMS = [S, U, S, U, S, U, S, U, HUMAN, ReviewerKind.EXTERNAL.value, S, U, HUMAN, S, U]
-
-# The gaps between a reviewer's consecutive label saves (every label row, history
-# included: each is a save), in seconds; gaps over the sitting break are dropped. On
-# PostgreSQL the median is taken in the database; SQLite returns the gaps.
-_GAPS_INNER = """
-SELECT l.reviewer_id, {seconds} AS gap
-FROM {label} l JOIN {reviewer} r ON r.id = l.reviewer_id JOIN {claim} c ON c.id = l.claim_id
-JOIN {answer} a ON a.id = c.answer_id
-WHERE {scope} AND r.kind = %s
-"""
-_GAP_SECONDS = {
-    "postgresql": "EXTRACT(EPOCH FROM l.created_at - LAG(l.created_at) OVER (PARTITION BY l.reviewer_id "
-                  "ORDER BY l.created_at, l.id))",
-    "sqlite": "(julianday(l.created_at) - julianday(LAG(l.created_at) OVER (PARTITION BY l.reviewer_id "
-              "ORDER BY l.created_at, l.id))) * 86400.0",
-}
-_MEDIAN_PG = ("SELECT reviewer_id, percentile_cont(0.5) WITHIN GROUP (ORDER BY gap) FROM ({inner}) t "
-              "WHERE gap <= %s GROUP BY reviewer_id")
-_GAPS_SQLITE = "SELECT reviewer_id, gap FROM ({inner}) t WHERE gap <= %s ORDER BY reviewer_id"
+_SECONDS = {"postgresql": "CAST(EXTRACT(EPOCH FROM l.created_at) AS double precision)",
+            "sqlite": "julianday(l.created_at)"}
 
 
 def _fetch(sql: str, params: list[Any]) -> list[tuple]:
@@ -135,30 +105,74 @@ def _gold_counts(runs: list[int]) -> dict[tuple[int, int], tuple[int, int]]:
     return {(run, reviewer): (int(correct or 0), int(total)) for run, reviewer, total, correct in rows}
 
 
-def _medians(runs: list[int]) -> dict[int, float]:
+@dataclass(frozen=True)
+class _LabelFigures:
+    counts: dict[int, tuple[int, int]]
+    medians: dict[int, float]
+    confusions: dict[int, np.ndarray]
+
+
+def _label_figures(runs: list[int]) -> _LabelFigures:
+    """Per human reviewer: (labels, UNSUPPORTED) of their current SUPPORTED/UNSUPPORTED
+    labels, the median seconds between saves (``scoring.reviewers``), and the 2 × 2
+    confusion (rows: the label that counts without theirs, columns: theirs; S, U).
+    Two queries: the label rows and the current adjudications."""
     vendor = "postgresql" if connection.vendor == "postgresql" else "sqlite"
-    inner = _GAPS_INNER.format(seconds=_GAP_SECONDS[vendor], scope=_scope(runs), **_tables())
-    if vendor == "postgresql":
-        rows = _fetch(_MEDIAN_PG.format(inner=inner), [HUMAN, figures.SITTING_GAP_SECONDS])
-        return {reviewer: float(median) for reviewer, median in rows}
-    rows = _fetch(_GAPS_SQLITE.format(inner=inner), [HUMAN, figures.SITTING_GAP_SECONDS])
-    gaps: dict[int, list[float]] = {}
-    for reviewer, gap in rows:
-        gaps.setdefault(reviewer, []).append(gap)
-    return {reviewer: float(np.median(values)) for reviewer, values in gaps.items()}
+    rows = _fetch(_LABEL_ROWS_SQL.format(seconds=_SECONDS[vendor], scope=_scope(runs), **_tables()),
+                  [S, U, HUMAN, HUMAN, ReviewerKind.EXTERNAL.value])
+    if not rows:
+        return _LabelFigures({}, {}, {})
+    # All numbers (values coded S 0, U 1, other 2): one array, built in C.
+    table = np.array(rows, dtype="float64")
+    reviewer, claim, value = table[:, 0].astype("int64"), table[:, 1].astype("int64"), table[:, 2]
+    current, human = table[:, 3] == 1, table[:, 4] == 1
+    seconds = table[:, 5] * (86400.0 if vendor == "sqlite" else 1.0)
+    judged = current & (value < 2)
+    is_s, is_u = judged & (value == 0), judged & (value == 1)
+    counts = {int(pk): (int(n), int(u)) for pk, n, u in zip(*_group_sums(reviewer[judged & human],
+                                                                       is_u[judged & human]), strict=True)}
+    # Seconds: every save of each human, in time order; a gap over the sitting break is dropped.
+    ordered = np.lexsort((seconds, reviewer))
+    saves = ordered[human[ordered]]
+    who, when = reviewer[saves], seconds[saves]
+    same = who[1:] == who[:-1]
+    gaps, owners = (when[1:] - when[:-1])[same], who[1:][same]
+    keep = gaps <= figures.SITTING_GAP_SECONDS
+    medians = {int(pk): float(np.median(gaps[keep][owners[keep] == pk])) for pk in np.unique(owners[keep])}
+    # The counted label without the reviewer's own: the adjudication, else the others' agreed value.
+    codes, claims = np.unique(claim, return_inverse=True)
+    n_s = np.bincount(claims, weights=is_s, minlength=len(codes))
+    n_u = np.bincount(claims, weights=is_u, minlength=len(codes))
+    mine = judged & human
+    others_s = n_s[claims[mine]] - is_s[mine]
+    others_u = n_u[claims[mine]] - is_u[mine]
+    reference = np.where((others_s > 0) & (others_u == 0), 0, np.where((others_u > 0) & (others_s == 0), 1, -1))
+    verdicts = dict(Adjudication.objects.filter(claim__answer__run_id__in=runs, is_current=True)
+                    .values_list("claim_id", "value"))
+    if verdicts:
+        by_code = np.full(len(codes), -1)
+        ids = np.array(list(verdicts), dtype="int64")
+        where = np.searchsorted(codes, ids)
+        found = (where < len(codes)) & (codes[np.minimum(where, len(codes) - 1)] == ids)
+        by_code[where[found]] = [0 if verdicts[int(pk)] == S else 1 for pk in ids[found]]
+        adjudicated = by_code[claims[mine]]
+        reference = np.where(adjudicated >= 0, adjudicated, reference)
+    given = np.where(is_u[mine], 1, 0)
+    confusions: dict[int, np.ndarray] = {}
+    with_reference = reference >= 0
+    for pk in np.unique(reviewer[mine]):
+        at = (reviewer[mine] == pk) & with_reference
+        if at.any():
+            cells = np.bincount(reference[at] * 2 + given[at], minlength=4).reshape(2, 2).astype("int64")
+            confusions[int(pk)] = cells
+    return _LabelFigures(counts, medians, confusions)
 
 
-def _confusions(runs: list[int]) -> dict[int, np.ndarray]:
-    """Reviewer id → 2 × 2 int matrix (rows: the reference, columns: the reviewer; S, U)."""
-    rows = _fetch(_CONFUSION_SQL.format(scope=_scope(runs), **_tables()), _CONFUSION_PARAMS)
-    position = {S: 0, U: 1}
-    out: dict[int, np.ndarray] = {}
-    for reviewer, value, reference, n in rows:
-        if reference is None:
-            continue
-        cells = out.setdefault(reviewer, np.zeros((2, 2), dtype="int64"))
-        cells[position[reference], position[value]] += int(n)
-    return out
+def _group_sums(keys: np.ndarray, flags: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Distinct ``keys``, how many rows each has, and how many of them are ``flags``."""
+    unique, inverse = np.unique(keys, return_inverse=True)
+    return unique, np.bincount(inverse, minlength=len(unique)), np.bincount(inverse, weights=flags,
+                                                                             minlength=len(unique))
 
 
 def _open_send_backs(runs: list[int]) -> dict[int, int]:
@@ -304,10 +318,9 @@ def sort_rows(rows: list[ReviewerQuality], key: str) -> list[ReviewerQuality]:
 
 def _dashboard(runs: list[Run], *, rule_run: Run | None) -> Dashboard:
     ids = [run.pk for run in runs]
-    counts = _label_counts(ids)
+    label_figures = _label_figures(ids)
+    counts, medians, confusions = label_figures.counts, label_figures.medians, label_figures.confusions
     gold = _gold_counts(ids)
-    medians = _medians(ids)
-    confusions = _confusions(ids)
     open_backs = _open_send_backs(ids)
     working = set(Assignment.objects.filter(run_id__in=ids, reviewer__kind=HUMAN).values_list("reviewer_id",
                                                                                              flat=True))
