@@ -81,12 +81,24 @@ class QuestionAdmin(admin.ModelAdmin):
         return ["question_id"] if obj is not None else []
 
 
+class ProvenanceInline(ViewOnly, admin.StackedInline):
+    """Where an imported dataset's run came from (``import_dataset`` writes it)."""
+
+    model = models.Provenance
+    fields = ["source", "url", "commit", "licence", "format", "files", "note", "imported_at"]
+    readonly_fields = fields
+
+
 @admin.register(models.Run)
 class RunAdmin(admin.ModelAdmin):
     list_display = ["name", "project", "overlap", "created_at"]
     list_filter = ["project"]
     # Overlap, blind labeling and assignment are set on the run's Reviewers page (leads), which checks them.
     exclude = ["overlap", "blind"]
+
+    def get_inlines(self, request: HttpRequest, obj: models.Run | None) -> list:
+        # A run being added has no provenance (import_dataset records it): no formset to post.
+        return [ProvenanceInline] if obj is not None else []
 
 
 class PassageInline(admin.TabularInline):

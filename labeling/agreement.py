@@ -5,18 +5,35 @@ Only cited claims count. A claim without citations is UNCITED by the SPEC §3
 rule, whoever looks at it: nobody judges it, so counting it would add free
 agreements and raise every figure. The categories a reviewer chooses between
 are therefore SUPPORTED and UNSUPPORTED (Gwet's q = 2).
+
+Whose figures: on a run with assigned reviewers the headline alpha, AC1 and
+disputed claims are the assigned reviewers' (with the run's promoted judge):
+labels imported from a file (kind ``external``) or given by anyone else are
+not the team's work and must not move the team's agreement. The same
+figures over every human reviewer stay available beside them, named as
+such (issue 20). With nobody assigned the headline is every human's.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-import pandas as pd
-
-from labeling.models import Adjudication, Claim, Label, LabelValue, Reviewer, ReviewerKind, Run
+from labeling.models import (
+    Adjudication,
+    Assignment,
+    CitationJudgment,
+    Claim,
+    Label,
+    LabelValue,
+    Reviewer,
+    ReviewerKind,
+    Run,
+)
 from scoring import agreement as scoring_agreement
 from scoring.agreement import Agreement, Reliability
+from scoring.judgment_agreement import JudgmentAgreement, judgment_agreement
 from scoring.labels import SUPPORTED, UNSUPPORTED, disagreements
+from scoring.lazy import pd  # loaded on first use: keeps start-up fast (issue 24)
 
 CATEGORIES = (SUPPORTED, UNSUPPORTED)
 
@@ -35,9 +52,13 @@ class RunAgreement:
     sorted. ``kinds``: reviewer name → kind (human, external, model).
     ``pairs``: :class:`scoring.agreement.Agreement` per pair of reviewers,
     confusion over SUPPORTED/UNSUPPORTED. ``overall``: alpha, AC1 and Fleiss' kappa across
-    the human reviewers (and the run's promoted judge). ``disputed``: claim
-    ids where the human reviewers who labeled the claim do not all agree,
-    sorted.
+    the counted reviewers: the assigned ones on a run with assignments, else
+    the human reviewers (with the run's promoted judge either way).
+    ``disputed``: claim ids where the counted reviewers who labeled the claim
+    do not all agree, sorted. ``assigned``: the counted reviewers are the
+    run's assigned ones. ``every_human`` and ``every_human_disputed``: the
+    same figures over every human reviewer (and the promoted judge), when
+    ``assigned`` and someone else's labels make them differ; else ``None``.
     """
 
     labels: pd.DataFrame
@@ -46,6 +67,9 @@ class RunAgreement:
     pairs: list[Agreement]
     overall: Reliability
     disputed: list[int]
+    assigned: bool = False
+    every_human: Reliability | None = None
+    every_human_disputed: list[int] | None = None
 
 
 def agreement_labels(run: Run) -> tuple[pd.DataFrame, dict[str, str]]:
@@ -71,25 +95,50 @@ def agreement_labels(run: Run) -> tuple[pd.DataFrame, dict[str, str]]:
 
 
 def run_agreement(*, run: Run) -> RunAgreement:
-    """Every pair's agreement and the all-reviewer figures of ``run``'s cited
-    claims (:class:`RunAgreement`). Two queries (labels, their reviewers).
+    """Every pair's agreement and the counted reviewers' figures of ``run``'s
+    cited claims (:class:`RunAgreement`). Three queries (labels, their
+    reviewers, the run's assigned reviewers).
 
     Pairs include judges (kind ``model``), each graded against every other
     reviewer; alpha, AC1 and the disputed claims are the humans' alone (SPEC
     §4.4: a judge never counts as a human), with the run's promoted judge if
-    a lead promoted one."""
+    a lead promoted one, and only the assigned reviewers' on a run with
+    assignments (module docstring), every human's then given beside them."""
     labels, kinds = agreement_labels(run)
     promoted = run.promoted_judge.username if run.promoted_judge_id else None
     humans = labels[labels["reviewer"].map(lambda name: kinds.get(name) != ReviewerKind.MODEL or name == promoted)
                     .astype(bool)]
+    assigned = set(Assignment.objects.filter(run=run).values_list("reviewer__username", flat=True))
+    counted = humans
+    if assigned:
+        counted = humans[humans["reviewer"].isin(assigned | {promoted} - {None})]
+    others = len(counted) < len(humans)
     return RunAgreement(
         labels=labels,
         reviewers=sorted(kinds),
         kinds=kinds,
         pairs=scoring_agreement.all_pairs(labels, categories=CATEGORIES),
-        overall=scoring_agreement.reliability(humans, categories=CATEGORIES),
-        disputed=disagreements(humans)["claim_id"].tolist(),
+        overall=scoring_agreement.reliability(counted, categories=CATEGORIES),
+        disputed=disagreements(counted)["claim_id"].tolist(),
+        assigned=bool(assigned),
+        every_human=scoring_agreement.reliability(humans, categories=CATEGORIES) if others else None,
+        every_human_disputed=disagreements(humans)["claim_id"].tolist() if others else None,
     )
+
+
+def run_judgment_agreement(*, run: Run) -> JudgmentAgreement:
+    """Krippendorff's alpha, nominal and ordinal, of the current citation
+    judgments on ``run``'s factual claims (``scoring.judgment_agreement``:
+    FULL > PARTIAL > NONE, UNJUDGEABLE left out), across the reviewers whose
+    labels count (people, imported annotators and the run's promoted judge;
+    a judge of kind ``model`` is never counted). One query."""
+    promoted = run.promoted_judge_id
+    rows = (CitationJudgment.objects.filter(citation__claim__answer__run=run, citation__claim__factual=True,
+                                            is_current=True)
+            .order_by().values_list("citation_id", "reviewer__username", "reviewer__kind", "reviewer_id", "judgment"))
+    kept = [(citation, name, judgment) for citation, name, kind, pk, judgment in rows
+            if kind != ReviewerKind.MODEL or pk == promoted]
+    return judgment_agreement(pd.DataFrame.from_records(kept, columns=["citation_id", "reviewer", "judgment"]))
 
 
 @dataclass(frozen=True)

@@ -20,12 +20,15 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
+from typing import Any
 
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import Count
+from django.utils import timezone
 
 from labeling.audit import audit_record
 from labeling.bulk import allocate_ids, insert_rows
@@ -137,14 +140,36 @@ def run_import(
     """
     if run_name is not None:
         run_name = clean(run_name, validate_run_name)
-    default_reviewer = clean(default_reviewer, validate_reviewer_name)
     open_records = answer_records(source, format=format, run=run_name)
+    if not source_name and isinstance(source, (str, Path)):
+        source_name = Path(source).name
+    report, _runs = records_import(project=project, records=open_records(), default_reviewer=default_reviewer,
+                                   actor=actor, source_name=source_name)
+    return report
+
+
+def records_import(
+    *, project: Project, records: RecordResults, default_reviewer: str = DEFAULT_IMPORT_REVIEWER,
+    actor: Reviewer | None = None, source_name: str = "", after_write: Callable[[dict[str, Run]], None] | None = None,
+) -> tuple[ImportReport, dict[str, Run]]:
+    """Write parsed answer ``records`` (``(line, AnswerRecord or None,
+    issues)``, as ``labeling.importers.answers.answer_records`` yields them)
+    into ``project``, all or nothing: the writing half of :func:`run_import`,
+    shared with ``labeling.dataset_import``. ``after_write`` is called with
+    the runs written (name → Run) inside the transaction, before the audit
+    entries (a dataset import records its provenance there).
+
+    Returns the report and the runs. Raises ValidationError for a bad
+    ``default_reviewer`` and ImportFailed listing every bad line; nothing is
+    written then.
+    """
+    default_reviewer = clean(default_reviewer, validate_reviewer_name)
     report = ImportReport()
     issues: list[ImportIssue] = []
     warnings: list[ImportIssue] = []
     with transaction.atomic():
         writer = _Writer(project=project, report=report, default_reviewer=default_reviewer)
-        for batch in _checked_batches(project=project, records=open_records(), issues=issues, warnings=warnings):
+        for batch in _checked_batches(project=project, records=records, issues=issues, warnings=warnings):
             if not issues:
                 writer.write(batch)
         if issues:
@@ -152,15 +177,18 @@ def run_import(
             raise ImportFailed(issues)
         report.warnings = warnings + report.warnings
         report.runs = sorted(writer.runs)
-        if not source_name and isinstance(source, (str, Path)):
-            source_name = Path(source).name
+        if after_write is not None:
+            after_write(writer.runs)
         for run in writer.runs.values():
             audit_record(action=AuditAction.IMPORT_ANSWERS, actor=actor, run=run, target=source_name,
                          detail={"summary": report.summary(), "answers_created": report.answers_created,
                                  "answers_unchanged": report.answers_unchanged,
-                                 "labels_created": report.labels_created})
+                                 "labels_created": report.labels_created,
+                                 # The reviewer a command named (labeling.audit: never the actor).
+                                 **({"reviewer": default_reviewer}
+                                    if default_reviewer != DEFAULT_IMPORT_REVIEWER else {})})
             claims_changed(run=run)
-    return report
+    return report, writer.runs
 
 
 def imported_reviewer_username(name: str, taken_by_humans: set[str]) -> str:
@@ -404,9 +432,9 @@ class _Writer:
         if not records:
             return
         answer_ids = allocate_ids(Answer, len(records))
-        insert_rows(Answer, ["run_id", "question_id", "question_key", "text", "content_hash"], (
-            (self.runs[r.run].pk, questions[r.question_id].pk, r.question_id, r.answer, answer_content_hash(r))
-            for r in records), ids=answer_ids)
+        insert_rows(Answer, ["run_id", "question_id", "question_key", "text", "content_hash", "external_id"], (
+            (self.runs[r.run].pk, questions[r.question_id].pk, r.question_id, r.answer, answer_content_hash(r),
+             r.external_id) for r in records), ids=answer_ids)
         passages: list[tuple] = []
         for record, answer_id in zip(records, answer_ids, strict=True):
             passages.extend((answer_id, p.passage_id, k, p.source, p.text) for k, p in enumerate(record.passages))
@@ -434,6 +462,7 @@ class _Writer:
 
         citations: list[tuple] = []
         labels: list[tuple] = []
+        now = timezone.now()
         # (index into citations, reviewer id, judgment, evidence): written once the citations have ids.
         judged: list[tuple[int, int, str, str]] = []
         fabricated = 0
@@ -452,18 +481,19 @@ class _Writer:
                         passage[1] if passage else (cited.passage_id or cited.source or ""),
                         cited.span, passage is None,
                     ))
-                    if cited.judgment is not None:
-                        # SPEC §6: a citation's judgment is given by the claim's reviewer.
-                        reviewer_id = self.reviewer(claim_record.reviewer or self.default_reviewer).pk
-                        judged.append((len(citations) - 1, reviewer_id, cited.judgment, cited.evidence))
-                if claim_record.label is not None:
+                    # SPEC §6: a single judgment is the claim's reviewer's (credited by the parser).
+                    for given in cited.judgments:
+                        reviewer_id = self.reviewer(given.reviewer or self.default_reviewer).pk
+                        judged.append((len(citations) - 1, reviewer_id, given.judgment, given.evidence))
+                for given in claim_record.labels:
                     # A new claim is at revision 1 (Claim.revision's default).
-                    labels.append((claim_id, self.reviewer(claim_record.reviewer or self.default_reviewer).pk,
-                                   claim_record.label, claim_record.justification, 1))
+                    labels.append((claim_id, self.reviewer(given.reviewer or self.default_reviewer).pk,
+                                   given.label, given.justification, 1, _labeled_at(given.labeled_at, now)))
         citation_ids = allocate_ids(Citation, len(citations)) if judged else None
         insert_rows(Citation, ["claim_id", "passage_id", "position", "cited_id", "span", "fabricated"], citations,
                     ids=citation_ids)
-        insert_rows(Label, ["claim_id", "reviewer_id", "value", "justification", "claim_revision"], labels)
+        insert_rows(Label, ["claim_id", "reviewer_id", "value", "justification", "claim_revision", "created_at"],
+                    labels)
         if citation_ids is not None:
             insert_rows(CitationJudgment, ["citation_id", "reviewer_id", "judgment", "evidence", "claim_revision"],
                         [(citation_ids[k], reviewer_id, judgment, evidence, 1)
@@ -486,7 +516,7 @@ class _Writer:
         A label already in the reviewer's history is not given again, so a
         re-import never reverts a later change.
         """
-        wanted = [(record, answer) for record, answer in known if any(c.label for c in record.claims)]
+        wanted = [(record, answer) for record, answer in known if any(c.labels for c in record.claims)]
         if not wanted:
             return
         by_text: dict[tuple[int, str], list[Claim]] = {}
@@ -508,30 +538,35 @@ class _Writer:
             for position, claim_record in enumerate(record.claims):
                 candidates = by_text.get((answer.pk, claim_record.text))
                 claim = candidates.pop(0) if candidates else None
-                if claim_record.label is None:
-                    continue
-                where = f"claims[{position}].label"
-                if claim is None:
-                    self.report.warnings.append(ImportIssue(
-                        record.line, where, "claim was split, merged or edited in Citelab since the import; "
-                        "its label from the file was not applied"))
-                    continue
-                broken = label_problem(claim_record.label, n_citations=claim.n_citations)
-                if broken is not None:
-                    self.report.warnings.append(ImportIssue(
-                        record.line, where, f"claim {claim.index} changed since: {broken.message}; not applied"))
-                    continue
-                reviewer = self.reviewer(claim_record.reviewer or self.default_reviewer)
-                past = history.get((claim.pk, reviewer.pk), [])
-                if any(lb.value == claim_record.label and lb.justification == claim_record.justification
-                       for lb in past):
-                    continue
-                replaced.extend(lb.pk for lb in past if lb.is_current)
-                created.append(Label(claim_id=claim.pk, reviewer_id=reviewer.pk, value=claim_record.label,
-                                     justification=claim_record.justification, claim_revision=claim.revision))
+                for k, given in enumerate(claim_record.labels):
+                    where = f"claims[{position}].label" if claim_record.label else f"claims[{position}].labels[{k}]"
+                    if claim is None:
+                        self.report.warnings.append(ImportIssue(
+                            record.line, where, "claim was split, merged or edited in Citelab since the import; "
+                            "its label from the file was not applied"))
+                        continue
+                    broken = label_problem(given.label, n_citations=claim.n_citations)
+                    if broken is not None:
+                        self.report.warnings.append(ImportIssue(
+                            record.line, where, f"claim {claim.index} changed since: {broken.message}; not applied"))
+                        continue
+                    reviewer = self.reviewer(given.reviewer or self.default_reviewer)
+                    past = history.get((claim.pk, reviewer.pk), [])
+                    if any(lb.value == given.label and lb.justification == given.justification for lb in past):
+                        continue
+                    replaced.extend(lb.pk for lb in past if lb.is_current)
+                    created.append(Label(claim_id=claim.pk, reviewer_id=reviewer.pk, value=given.label,
+                                         justification=given.justification, claim_revision=claim.revision))
         Label.objects.filter(pk__in=replaced).update(is_current=False)
         Label.objects.bulk_create(created)
         self.report.labels_created += len(created)
+
+
+def _labeled_at(moment: datetime | None, now: datetime) -> Any:
+    """A label's ``created_at`` as ``insert_rows`` writes it: the file's
+    ``labeled_at`` (so exports and newer-label checks see when it was given),
+    else the import's time."""
+    return Label._meta.get_field("created_at").get_db_prep_save(moment or now, connection)
 
 
 def project_for_import(*, slug: str | None, name: str | None = None) -> Project:

@@ -6,6 +6,15 @@ inside its transaction (a refused or rolled-back change leaves no event), or
 by the view that served a download. One INSERT, no other query: label saves
 stay as fast as before but for that row. Not signals (STYLE §9).
 
+Who (the actor), one rule for every path: the account that asked for the
+change in the browser; for every management command "command line"
+(:data:`COMMAND_LINE`, no account: whoever runs ``manage.py`` on the server),
+whatever reviewer the command names. A name a command is given
+(``import_labels --reviewer``, ``snapshot --author``, ``export_labels
+--reviewer``, ``import_answers --reviewer``, a judge's name) is in the
+event's detail under that word (``reviewer``, ``author``, ``judge``), never
+its actor: typing ``--reviewer demo`` does not make an event demo's.
+
 Reads: :func:`run_events` (the run's audit page, filtered and paginated)
 and :func:`events_for_run_name` (``manage.py audit``, which also finds the
 events of a deleted run by its name), and :func:`event_row`, the one plain
@@ -14,6 +23,9 @@ shape both print.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
@@ -21,9 +33,25 @@ from typing import Any
 from django.db.models import QuerySet
 from django.utils import timezone
 
+from labeling import webhooks
 from labeling.models import AuditEvent, Claim, Project, Reviewer, Run
 
 COMMAND_LINE = "command line"
+# The name of the API token a request authenticated with (labeling.api): every
+# event recorded while it is set names it, so each API write is audited with
+# the token that made it, whichever service records the event.
+_API_TOKEN: ContextVar[str | None] = ContextVar("citelab_audit_api_token", default=None)
+
+
+@contextmanager
+def api_token_events(name: str) -> Iterator[None]:
+    """Within the block, every :func:`audit_record` adds ``"token": name`` to its
+    ``detail``: the HTTP API wraps each operation in it (issue 27)."""
+    reset = _API_TOKEN.set(name)
+    try:
+        yield
+    finally:
+        _API_TOKEN.reset(reset)
 
 
 def audit_record(
@@ -34,12 +62,21 @@ def audit_record(
     ``AuditAction``) to ``run``; ``target`` names what, as a person reads it
     (``"q7 · claim 3"``, ``"version 4"``, a file name; cut to 300 characters),
     ``claim_id`` the claim when there is one, ``detail`` free metadata (JSON
-    values). One INSERT; call it inside the change's transaction."""
-    return AuditEvent.objects.create(
+    values). One INSERT; call it inside the change's transaction. Inside
+    :func:`api_token_events` the detail names the API token too. The events
+    webhooks are told about (``labeling.webhooks.audit_recorded``) look the
+    project's hooks up once the transaction commits: one query more then."""
+    token = _API_TOKEN.get()
+    if token is not None:
+        detail = {**(detail or {}), "token": token}
+    event = AuditEvent.objects.create(
         action=action, actor=actor, actor_name=actor.username if actor is not None else "",
         project_id=run.project_id, run=run, run_name=run.name, claim_id=claim_id, target=target[:300],
         detail=detail or {},
     )
+    # Labels, adjudications, versions and judge runs are also webhook events: sent once this commits.
+    webhooks.audit_recorded(event)
+    return event
 
 
 def claim_target(claim: Claim, *, index: int | None = None) -> str:

@@ -71,10 +71,12 @@ from labeling.models import Project
 APP = "labeling"
 # Models of the app that belong to no project (none today): named here so the
 # export knows it is meant to leave them out.
-GLOBAL_MODELS: frozenset[str] = frozenset()
-# Rows that are no part of a project's history: a claim lease reserves a claim for a
-# few minutes (labeling.queue); a restored one would only hold claims back.
-EPHEMERAL_MODELS: frozenset[str] = frozenset({"labeling.claimlease"})
+# A reviewer's single sign-on identity (labeling.sso) is the server's, not a project's: a
+# restored reviewer signing in again is a new account until an administrator ties them.
+GLOBAL_MODELS: frozenset[str] = frozenset({"labeling.ssoidentity"})
+# Models of the app whose rows a backup leaves out: a claim lease is a reservation of a
+# few minutes (labeling.queue), not data; a restored project starts with none.
+UNSAVED_MODELS: frozenset[str] = frozenset({"labeling.claimlease"})
 _BATCH = 2_000
 
 
@@ -104,7 +106,7 @@ def _path_to_project(model: type[models.Model], *, nullable: bool = False) -> st
     while queue:
         current, path = queue.popleft()
         for field in current._meta.concrete_fields:
-            target = field.related_model if field.is_relation and field.many_to_one else None
+            target = field.related_model if field.is_relation and (field.many_to_one or field.one_to_one) else None
             if target is None or target is user_model or target in seen or (field.null and not nullable):
                 continue
             step = f"{path}__{field.name}" if path else field.name
@@ -116,13 +118,14 @@ def _path_to_project(model: type[models.Model], *, nullable: bool = False) -> st
 
 
 def project_models() -> list[ProjectModel]:
-    """Every model of the app with its path to ``Project``, ``Project`` first.
+    """Every model of the app with its path to ``Project``, ``Project`` first
+    (``UNSAVED_MODELS`` left out).
     Raises ``LookupError`` naming a model with no path that ``GLOBAL_MODELS`` does
     not list (decide where it belongs before backups silently miss it)."""
     found, unplaced = [], []
     user_model = get_user_model()
     for model in apps.get_app_config(APP).get_models():
-        if model is user_model or model._meta.label_lower in GLOBAL_MODELS | EPHEMERAL_MODELS:
+        if model is user_model or model._meta.label_lower in GLOBAL_MODELS | UNSAVED_MODELS:
             continue
         path = _path_to_project(model)
         if path is None:

@@ -11,17 +11,17 @@ in the chart's ``viewBox``; every value shown is also in a ``<title>``.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
-
-import pandas as pd
 
 from labeling.comparison import answer_review_url
 from labeling.exports import frames
 from labeling.metrics import resolved_claims_frame
 from labeling.models import Run
 from scoring.claims import ClaimMetrics, claim_metrics
+from scoring.lazy import pd  # loaded on first use: keeps start-up fast (issue 24)
 from scoring.ratio import format_value
 
 # The four patterns of the seed "Measure Citation Coverage and Support"; a
@@ -238,8 +238,11 @@ class TrendSeries:
 class TrendLabel:
     """A run's name under the x axis: the run sits at ``position``; the text is
     drawn with its anchor at ``x, y`` (``text-anchor`` ``anchor``), rotated by
-    ``rotate`` degrees about that point. ``left``, ``right`` and ``bottom`` are
-    the text's estimated extent in chart units (see :func:`text_width`)."""
+    ``rotate`` degrees about that point, one ``lines`` item a line (level
+    names wrap; turned ones are one line). ``text`` is what is drawn, joined;
+    ``full`` the run's whole name (the label's tooltip). ``left``, ``right``
+    and ``bottom`` are the text's estimated extent in chart units (see
+    :func:`text_width`)."""
 
     position: float
     text: str
@@ -250,6 +253,8 @@ class TrendLabel:
     left: float
     right: float
     bottom: float
+    lines: tuple[str, ...] = ()
+    full: str = ""
 
 
 @dataclass(frozen=True)
@@ -273,6 +278,13 @@ TREND_SERIES = (("coverage", "Coverage"), ("support", "Support"), ("gap", "Gap (
 # reserved for it, so the labels fit at every size the stylesheet uses.
 TREND_TICK_FONT = 16
 LABEL_ANGLE = 35  # degrees the run names turn (counter-clockwise) when there are more than 4 runs
+# Level run names wrap at '-', '_', '.' or a space into lines of at most LINE_CHARS characters,
+# at most LABEL_LINES lines; a turned name is one line of at most TURNED_CHARS characters. Only
+# a longer name is cut (with "…"), and every label carries the whole name as its tooltip.
+LINE_CHARS = 18
+LABEL_LINES = 3
+TURNED_CHARS = 32
+LINE_HEIGHT = 1.2  # em, the spacing of a wrapped name's lines
 _NARROW = frozenset(" .,:;'|!()[]{}ijlft-")
 _WIDE = frozenset("mwMW@%…")
 
@@ -290,15 +302,46 @@ def text_width(text: str, font_size: float = TREND_TICK_FONT) -> float:
     return sum(em(char) for char in text) * font_size
 
 
-def _run_label(position: float, text: str, *, bottom: float, rotate: bool) -> TrendLabel:
-    """Place ``text`` under the run at ``position``; the plot's frame is at ``bottom``."""
-    width = text_width(text)
+def label_lines(name: str, *, width: int = LINE_CHARS, lines: int = LABEL_LINES) -> tuple[str, ...]:
+    """``name`` in lines of at most ``width`` characters, broken after ``-``,
+    ``_``, ``.`` or a space (inside a longer part where it must), at most
+    ``lines`` lines, the last ending in "…" when the name does not fit:
+    ``"seed-coverage-support-v2"`` → ``("seed-coverage-", "support-v2")``."""
+    parts = re.findall(r"[^-_. ]*[-_. ]|[^-_. ]+$", name) or [name]
+    out: list[str] = []
+    current = ""
+    for part in parts:
+        while len(part) > width:  # a part longer than a line: cut it where the line ends
+            room = width - len(current)
+            out.append(current + part[:room])
+            current, part = "", part[room:]
+        if len(current) + len(part) > width:
+            out.append(current)
+            current = part
+        else:
+            current += part
+    if current:
+        out.append(current)
+    out = [line.rstrip(" ") for line in out if line.strip()]
+    if len(out) > lines:
+        out = out[:lines]
+        out[-1] = _shorten(out[-1] + "…", width) if len(out[-1]) >= width else out[-1] + "…"
+    return tuple(out)
+
+
+def _run_label(position: float, name: str, *, bottom: float, rotate: bool) -> TrendLabel:
+    """Place ``name`` under the run at ``position``; the plot's frame is at ``bottom``."""
     ascent, descent = 0.8 * TREND_TICK_FONT, 0.25 * TREND_TICK_FONT
     if not rotate:
+        lines = label_lines(name)
+        width = max(text_width(line) for line in lines)
         y = bottom + 6 + ascent
-        return TrendLabel(position, text, position, round(y, 2), "middle", 0,
+        last = y + (len(lines) - 1) * LINE_HEIGHT * TREND_TICK_FONT
+        return TrendLabel(position, " ".join(lines), position, round(y, 2), "middle", 0,
                           left=round(position - width / 2, 2), right=round(position + width / 2, 2),
-                          bottom=round(y + descent, 2))
+                          bottom=round(last + descent, 2), lines=lines, full=name)
+    text = _shorten(name, TURNED_CHARS)
+    width = text_width(text)
     # The text ends (text-anchor end) just right of and below the tick, and runs
     # up-right at LABEL_ANGLE, so it hangs down-left: its top-left corner is its
     # leftmost point, its bottom-left corner its lowest.
@@ -306,7 +349,7 @@ def _run_label(position: float, text: str, *, bottom: float, rotate: bool) -> Tr
     x, y = position + 4, bottom + 6 + ascent * cos
     return TrendLabel(position, text, round(x, 2), round(y, 2), "end", -LABEL_ANGLE,
                       left=round(x - width * cos - ascent * sin, 2), right=round(x + descent * sin, 2),
-                      bottom=round(y + width * sin + descent * cos, 2))
+                      bottom=round(y + width * sin + descent * cos, 2), lines=(text,), full=name)
 
 
 def trend_chart(rows: Iterable[Mapping[str, Any]]) -> TrendChart:
@@ -317,9 +360,10 @@ def trend_chart(rows: Iterable[Mapping[str, Any]]) -> TrendChart:
     optionally each one's interval as ``<key>_low``/``<key>_high`` (drawn as a
     band around the line, its bounds in the tooltips).
     The y axis runs from 1 down to 0, or lower in steps of 0.25 when a gap is
-    negative. Run names longer than 16 characters are shortened on the axis
-    (full in the tooltips); with more than 8 runs every k-th name is shown,
-    with more than 4 they turn by LABEL_ANGLE. The chart is 960 units wide
+    negative. Run names are written whole: level names wrap into lines
+    (:func:`label_lines`), turned ones (more than 4 runs, by LABEL_ANGLE) are
+    cut only past TURNED_CHARS characters, and every name is the tooltip of
+    its label; with more than 8 runs every k-th name is shown. The chart is 960 units wide
     (the page draws it at the card's width); the first and last runs move in
     from the plot's edges as far as their names need to stay inside it, and
     the bottom margin is as deep as the lowest name.
@@ -328,7 +372,7 @@ def trend_chart(rows: Iterable[Mapping[str, Any]]) -> TrendChart:
     width, top, plot_height, margin = 960, 12, 220, 4
     rotate = len(rows) > 4
     every = max(1, math.ceil(len(rows) / 8))
-    shown = {i: _shorten(str(row["run"])) for i, row in enumerate(rows) if i % every == 0}
+    shown = {i: str(row["run"]) for i, row in enumerate(rows) if i % every == 0}
 
     values = [_number(row.get(f"{key}{end}")) for row in rows for key, _ in TREND_SERIES for end in ("", "_low")]
     lowest = min([value for value in values if value is not None] + [0.0])

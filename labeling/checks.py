@@ -6,10 +6,10 @@ from importlib.util import find_spec
 from typing import Any
 
 from django.conf import settings
-from django.core.checks import Error, register
+from django.core.checks import Error, Tags, register
 
 
-@register()
+@register(Tags.files)  # tagged, so the data commands (DATA_COMMAND_CHECKS) run it too
 def storage_backend_installed(app_configs: Any, **kwargs: Any) -> list[Error]:
     """``CITELAB_STORAGE=s3`` needs django-storages and boto3 (the ``s3`` extra):
     say so at start, not at the first snapshot."""

@@ -15,12 +15,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-import pandas as pd
 from django.core.exceptions import ValidationError
 from django.urls import NoReverseMatch, reverse
-from openpyxl import Workbook
-from openpyxl.cell import WriteOnlyCell
-from openpyxl.styles import Font
 
 from labeling.exports import frames
 from labeling.exports.cells import spreadsheet_text, text_cell
@@ -28,6 +24,7 @@ from labeling.models import Run
 from scoring.compare import DEFAULT_THRESHOLD, Comparison, RunFrames, compare_runs
 from scoring.deltas import MetricDelta, format_delta
 from scoring.intervals import DEFAULT_CONFIDENCE
+from scoring.lazy import pd  # loaded on first use: keeps start-up fast (issue 24)
 from scoring.ratio import format_value
 
 # How many rows each list of the comparison page shows; the xlsx has them all.
@@ -219,6 +216,11 @@ def comparison_xlsx(comparison: RunComparison) -> bytes:
     empty cells; text goes through ``labeling.exports.cells.text_cell``
     (control characters, length, formulas written as text; SPEC §7).
     """
+    # openpyxl (1 s to import) loads only when a workbook is written
+    from openpyxl import Workbook
+    from openpyxl.cell import WriteOnlyCell
+    from openpyxl.styles import Font
+
     result = comparison.result
     workbook = Workbook(write_only=True)
     bold = Font(bold=True)

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import pandas as pd
 from django.db.models import Count, Q
 
 from labeling.exports.frames import citations_frame, resolved_claims_frame
 from labeling.models import COUNTED_KINDS, Adjudication, JudgeRun, JudgeRunStatus, Label, Reviewer, ReviewerKind, Run
 from scoring.judge_grading import CATEGORIES, JudgeGrade, grade_judge
+from scoring.lazy import pd  # loaded on first use: keeps start-up fast (issue 24)
 
 REFERENCE = "humans"
 

@@ -18,8 +18,13 @@ without a verdict is *missing*, one with two verdicts is *duplicated*, a
 verdict that is not an object with a known label and a string reason is
 *malformed*, a verdict for an id that was not asked about is *unknown*. None
 of these is guessed: the claim stays unlabeled by the judge and the count is
-reported. A reply that is not such a JSON object (prose, a list, a truncated
-object) fails the whole answer: :class:`JudgeReplyError`, nothing written.
+reported. A reason is stored as the label's justification, so it follows the
+text rules of every justification (``labeling.names.text_problem``: no NUL,
+lone surrogate or other control character but tab and line breaks): a
+verdict whose reason breaks them is malformed, the reason saying why. A
+reply that is not such a JSON object (prose, a list, a truncated object, an
+HTML page, a body that is not JSON, JSON nested too deep to read) fails the
+whole answer: :class:`JudgeReplyError`, nothing written.
 
 The HTTP side is the maintained ``openai`` client pointed at ``base_url``: it
 retries 429 and 5xx replies and timeouts with exponential backoff (honouring
@@ -38,6 +43,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from labeling.names import text_problem
 from scoring.labels import SUPPORTED, UNSUPPORTED
 
 JUDGE_LABELS = (SUPPORTED, UNSUPPORTED)
@@ -115,6 +121,8 @@ class ParsedReply:
     well-formed verdict. ``missing``, ``duplicated``, ``malformed``: claim ids
     of the request left unlabeled for that reason (in request order).
     ``unknown``: how many verdicts named an id not in the request, or no id.
+    ``problems``: why verdicts were malformed, one sentence each, where the
+    reason is worth keeping (a reason breaking the text rules).
     """
 
     verdicts: dict[str, Verdict] = field(default_factory=dict)
@@ -122,6 +130,7 @@ class ParsedReply:
     duplicated: list[str] = field(default_factory=list)
     malformed: list[str] = field(default_factory=list)
     unknown: int = 0
+    problems: list[str] = field(default_factory=list)
 
 
 class JudgeReplyError(ValueError):
@@ -166,8 +175,11 @@ def parse_reply(content: str | None, claim_ids: list[str]) -> ParsedReply:
     """Match the reply ``content`` to ``claim_ids`` (module docstring).
 
     Raises :class:`JudgeReplyError` when ``content`` is not a JSON object whose
-    ``verdicts`` is a list (prose, a bare list, an empty reply).
+    ``verdicts`` is a list (prose, a bare list, an empty reply, JSON nested
+    deeper than the parser's recursion limit).
     """
+    if content is not None and not isinstance(content, str):
+        raise JudgeReplyError(f"the reply's message is not text but {type(content).__name__}")
     text = (content or "").strip()
     if text.startswith("```"):
         # A fenced block is still the JSON object the prompt asked for.
@@ -175,8 +187,9 @@ def parse_reply(content: str | None, claim_ids: list[str]) -> ParsedReply:
     try:
         reply = json.loads(text)
     except ValueError:
-        shown = (content or "").strip()[:80]
-        raise JudgeReplyError(f"the reply is not JSON (it begins {shown!r})") from None
+        raise JudgeReplyError(f"the reply is not JSON (it begins {_shown(content)})") from None
+    except RecursionError:
+        raise JudgeReplyError("the reply is JSON nested too deep to read") from None
     if not isinstance(reply, dict) or not isinstance(reply.get("verdicts"), list):
         raise JudgeReplyError('the reply is not a JSON object with a "verdicts" list')
     asked = set(claim_ids)
@@ -192,6 +205,12 @@ def parse_reply(content: str | None, claim_ids: list[str]) -> ParsedReply:
         seen[claim_id] += 1
         label, reason = item.get("label"), item.get("reason", "")
         if isinstance(label, str) and label.strip().upper() in JUDGE_LABELS and isinstance(reason, str | None):
+            problem = text_problem(reason or "")
+            if problem:
+                # A justification's rule (labeling.names): stored, it would break PostgreSQL or the export.
+                broken.add(claim_id)
+                parsed.problems.append(f"claim {claim_id}: the reason {problem}")
+                continue
             usable[claim_id] = Verdict(label.strip().upper(), (reason or "").strip())
         else:
             broken.add(claim_id)
@@ -205,6 +224,25 @@ def parse_reply(content: str | None, claim_ids: list[str]) -> ParsedReply:
         else:
             parsed.verdicts[claim_id] = usable[claim_id]
     return parsed
+
+
+def _shown(content: str | None, limit: int = 80) -> str:
+    """The beginning of a reply, quoted, for an error message (control characters escaped by ``repr``)."""
+    return repr((content or "").strip()[:limit])
+
+
+def _message_content(completion: Any) -> str | None:
+    """The assistant message's content of a chat completion, or JudgeReplyError
+    when the reply is not one: the ``openai`` client hands back the body as
+    text when it is not announced as JSON (an HTML error page of a proxy)."""
+    if isinstance(completion, str):
+        raise JudgeReplyError(f"the reply is not JSON but a page of text (it begins {_shown(completion)})")
+    try:
+        choices = completion.choices or []
+        message = choices[0].message if choices else None
+        return message.content if message else None
+    except (AttributeError, TypeError, IndexError, KeyError):
+        raise JudgeReplyError("the reply is JSON but not a chat completion (no choices[0].message)") from None
 
 
 @dataclass(frozen=True)
@@ -242,8 +280,9 @@ class JudgeClient:
         """Ask about ``claims`` of one answer; the parsed reply.
 
         Raises :class:`JudgeRequestError` when the request failed after the
-        retries, :class:`JudgeReplyError` when the reply is not the JSON object
-        asked for.
+        retries, :class:`JudgeReplyError` when the reply is not a chat
+        completion (an HTML page, a body that is not JSON or too deeply nested
+        to read) or its message is not the JSON object asked for.
         """
         import openai
 
@@ -266,6 +305,9 @@ class JudgeClient:
                                        if exc.status_code == 429 or exc.status_code >= 500 else "")) from None
         except openai.OpenAIError as exc:
             raise JudgeRequestError(f"the request to {where} failed ({type(exc).__name__})") from None
-        choices = completion.choices or []
-        content = choices[0].message.content if choices and choices[0].message else None
-        return parse_reply(content, [claim.id for claim in claims])
+        except RecursionError:
+            raise JudgeReplyError(f"the reply from {where} is JSON nested too deep to read") from None
+        except ValueError:
+            # The client parses a body announced as JSON itself: a truncated or garbled one lands here.
+            raise JudgeReplyError(f"the reply from {where} is not JSON") from None
+        return parse_reply(_message_content(completion), [claim.id for claim in claims])

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
-from django.db import IntegrityError, transaction
+from django.db import DatabaseError, IntegrityError, transaction
 from django.db.models import Count, Exists, F, OuterRef, Q
 from django.utils import timezone
 
@@ -56,6 +56,15 @@ from scoring.normalize import normalize_text
 logger = logging.getLogger(__name__)
 
 ACTIVE = (JudgeRunStatus.QUEUED, JudgeRunStatus.RUNNING)
+# The answer limit is stored in a PositiveIntegerField: 2**31 − 1 on every database.
+MAX_ANSWER_LIMIT = 2**31 - 1
+# Reasons kept on a judge run (details["problems"]): enough to see a pattern, bounded.
+MAX_PROBLEMS_KEPT = 200
+# What a lead sees for every failed request of a judge run started in the browser: the
+# same words whether the host refused, answered 404 or never answered, so the form
+# cannot map the server's network. The log (and the command line) keep the details.
+BROWSER_REQUEST_FAILED = ("the endpoint gave no usable answer (no connection, an HTTP error or no reply in "
+                          "time; the server's log says which)")
 
 
 def judge_reviewer(name: str) -> Reviewer:
@@ -101,14 +110,22 @@ def judge_run_create(*, run: Run, reviewer_name: str, endpoint: JudgeEndpoint, a
     temperature and base URL; ``answers_total`` = the answers it will ask
     about now (at most ``answer_limit``).
 
-    Raises ValidationError for a blank model, a limit below 1, a reviewer
-    name that is a person's, or when this judge already has a queued or
-    running judge run on ``run``.
+    ``started_by`` is the lead who started it in the browser (``None``: the
+    command line); such a run may only use an endpoint of
+    :func:`browser_endpoints`.
+
+    Raises ValidationError for a blank model, a limit outside 1 …
+    :data:`MAX_ANSWER_LIMIT`, a reviewer name that is a person's, an
+    endpoint a lead may not choose, or when this judge already has a queued
+    or running judge run on ``run``.
     """
     if not endpoint.model.strip():
         raise ValidationError("name the model to ask (e.g. gpt-4o-mini, or the model your server serves)")
-    if answer_limit is not None and answer_limit < 1:
-        raise ValidationError(f"the answer limit must be at least 1, not {answer_limit}")
+    if answer_limit is not None and not 1 <= answer_limit <= MAX_ANSWER_LIMIT:
+        raise ValidationError(f"the answer limit must be a whole number from 1 to {MAX_ANSWER_LIMIT:,}, "
+                              f"not {answer_limit:,}")
+    if started_by is not None:
+        browser_endpoint_check(endpoint.base_url)
     if not 0 <= endpoint.temperature <= 2:
         raise ValidationError(f"the temperature must be between 0 and 2, not {endpoint.temperature:g}")
     with transaction.atomic():
@@ -127,6 +144,25 @@ def judge_run_create(*, run: Run, reviewer_name: str, endpoint: JudgeEndpoint, a
         judge_run.answers_total = len(_answer_ids(judge_run))
         judge_run.save(update_fields=["answers_total"])
     return judge_run
+
+
+def browser_endpoints() -> list[str]:
+    """The base URLs a lead may choose for a judge in the browser: the configured
+    endpoint (``CITELAB_OPENAI_BASE_URL``; ``""`` is the client's default,
+    OpenAI's) and those of ``CITELAB_JUDGE_ENDPOINTS``, without trailing ``/``."""
+    return list(dict.fromkeys([base_url_from_env().rstrip("/"), *settings.CITELAB_JUDGE_ENDPOINTS]))
+
+
+def browser_endpoint_check(base_url: str) -> None:
+    """Raise ValidationError unless ``base_url`` (compared without a trailing
+    ``/``) is one of :func:`browser_endpoints`: a lead must not make the server
+    send requests to hosts of their choosing (its own network included)."""
+    allowed = browser_endpoints()
+    if base_url.strip().rstrip("/") in allowed:
+        return
+    shown = ", ".join(repr(url) if url else "OpenAI's (leave the endpoint empty)" for url in allowed)
+    raise ValidationError(f"the endpoint {base_url.strip()!r} is not one a lead may choose here; allowed: "
+                          f"{shown}. An administrator adds endpoints with CITELAB_JUDGE_ENDPOINTS.")
 
 
 def _request_claims(answer: Answer, claims: list[Claim]) -> list[ClaimToJudge]:
@@ -190,6 +226,16 @@ def _add(judge_run: JudgeRun, **deltas: int) -> None:
     JudgeRun.objects.filter(pk=judge_run.pk).update(**{name: F(name) + value for name, value in deltas.items()})
 
 
+def _keep_problems(judge_run: JudgeRun, problems: list[str], new: list[str]) -> None:
+    """Append ``new`` to the judge run's ``details["problems"]`` (at most
+    :data:`MAX_PROBLEMS_KEPT`; the executor is the only writer of ``details``)."""
+    room = MAX_PROBLEMS_KEPT - len(problems)
+    if not new or room <= 0:
+        return
+    problems.extend(new[:room])
+    JudgeRun.objects.filter(pk=judge_run.pk).update(details={**(judge_run.details or {}), "problems": problems})
+
+
 def endpoint_key(judge_run: JudgeRun) -> str:
     """The API key a judge run may send: the environment's
     (``judge_protocol.api_key_from_env``) for a run started from the command
@@ -207,7 +253,13 @@ def judge_run_execute(judge_run_id: int, *, api_key: str | None = None) -> Judge
     point, and ``manage.py autolabel``'s): ask the endpoint about each answer
     with claims left to label, write the verdicts, keep the counts up to date
     as it goes, and finish as ``done`` (or ``failed`` when no answer could be
-    judged, the last error kept). ``api_key``: ``None`` takes
+    judged, the last error kept). An answer whose request or reply fails
+    (an HTTP error, a timeout, an HTML page, a body that is not JSON or is
+    nested too deep, verdicts the database refuses) fails alone: nothing is
+    written for it, its reason goes to ``details["problems"]`` (with the
+    reasons of verdicts left malformed), and the next answer is asked. For a
+    run started in the browser every failed request reads
+    :data:`BROWSER_REQUEST_FAILED`. ``api_key``: ``None`` takes
     :func:`endpoint_key`. Returns the finished judge run.
     """
     judge_run = JudgeRun.objects.select_related("run", "reviewer").get(pk=judge_run_id)
@@ -225,6 +277,16 @@ def judge_run_execute(judge_run_id: int, *, api_key: str | None = None) -> Judge
         prompt=judge_run.prompt,
     ), api_key=api_key)
     error = ""
+    problems: list[str] = []
+    browser = judge_run.started_by_id is not None
+
+    def fail(question_key: str, reason: str) -> None:
+        # Only this answer fails: its reason is kept on the judge run, and the next answer is asked.
+        nonlocal error
+        error = f"question {question_key}: {reason}"
+        _keep_problems(judge_run, problems, [error])
+        _add(judge_run, answers_failed=1)
+
     try:
         for answer_id in answer_ids:
             answer = Answer.objects.select_related("question").get(pk=answer_id)
@@ -235,17 +297,31 @@ def judge_run_execute(judge_run_id: int, *, api_key: str | None = None) -> Judge
                 continue
             try:
                 reply = client.judge(answer.question.text, _request_claims(answer, claims))
-            except (JudgeRequestError, JudgeReplyError) as exc:
-                error = f"question {answer.question_key}: {exc}"
-                logger.warning("judge run %s: %s", judge_run.pk, error)
-                _add(judge_run, answers_failed=1)
+            except JudgeRequestError as exc:
+                logger.warning("judge run %s: question %s: %s", judge_run.pk, answer.question_key, exc)
+                fail(answer.question_key, BROWSER_REQUEST_FAILED if browser else str(exc))
+                continue
+            except JudgeReplyError as exc:
+                logger.warning("judge run %s: question %s: %s", judge_run.pk, answer.question_key, exc)
+                fail(answer.question_key, str(exc))
+                continue
+            except Exception as exc:
+                # A reply the protocol module did not foresee: this answer fails, the run goes on.
+                logger.exception("judge run %s: question %s", judge_run.pk, answer.question_key)
+                fail(answer.question_key, f"the reply could not be read ({type(exc).__name__})")
                 continue
             try:
                 written = _write_verdicts(judge_run, claims, reply)
             except IntegrityError:
-                error = f"question {answer.question_key}: labels changed while the verdicts were written"
-                _add(judge_run, answers_failed=1)
+                fail(answer.question_key, "labels changed while the verdicts were written")
                 continue
+            except (DatabaseError, ValueError) as exc:
+                # What the database refused (rolled back with _write_verdicts' transaction): this answer only.
+                logger.exception("judge run %s: question %s", judge_run.pk, answer.question_key)
+                fail(answer.question_key, f"the verdicts could not be stored ({type(exc).__name__})")
+                continue
+            _keep_problems(judge_run, problems, [f"question {answer.question_key}, {problem}"
+                                                 for problem in reply.problems])
             _add(judge_run, answers_done=1, claims_labeled=written["labeled"],
                  claims_malformed=len(reply.malformed) + written["malformed"], claims_changed=written["changed"],
                  claims_missing=len(reply.missing), claims_duplicated=len(reply.duplicated),

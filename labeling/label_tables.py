@@ -20,7 +20,14 @@ Whose label a row is: an import never re-attributes a label. A row whose
 refused — unless a lead imports with ``keep_reviewers``: then each row is
 recorded under the reviewer it names (an ``external`` reviewer is created for
 a new name). With ``adjudicate`` (leads only) each row is the lead's
-adjudication of the claim, its justification the reason.
+adjudication of the claim, its ``adjudication_reason`` (else its
+justification) the reason.
+
+Adjudicated rows: the agreed table shows a lead's adjudication with
+``adjudicated_by`` (and no reviewer). Without ``adjudicate`` such a row is
+nobody's label: it changes nothing when its label is still the claim's
+current adjudication, and is refused when edited (a reviewer's import never
+writes an adjudication, nor turns one into a reviewer's label).
 
 When a row changes something: a row with a blank label changes nothing (an
 import never removes a label); a row on a claim without citations changes
@@ -53,7 +60,6 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import IO
 
-import pandas as pd
 from django.core.cache import cache
 from django.core.exceptions import ValidationError
 from django.core.files.base import ContentFile
@@ -75,6 +81,7 @@ from labeling.exports.label_table import (
     table_claim_metrics,
     table_from_canonical,
 )
+from labeling.exports.parquet import PARQUET_EXTRA, parquet_available, write_parquet
 from labeling.exports.xlsx import WorkbookInfo, write_label_workbook
 from labeling.importers.label_table import LabelTableFile, LabelTableRow
 from labeling.importers.records import ImportIssue
@@ -96,12 +103,15 @@ from labeling.models import (
 from labeling.services import claims_changed
 from scoring.claims import ClaimMetrics
 from scoring.labels import label_problem
+from scoring.lazy import pd  # loaded on first use: keeps start-up fast (issue 24)
 
-EXPORT_FORMATS = ("xlsx", "csv", "jsonl")
+# Parquet (issue 26) needs the optional pyarrow (labeling.exports.parquet).
+EXPORT_FORMATS = ("xlsx", "csv", "jsonl", "parquet")
 CONTENT_TYPES = {
     "xlsx": "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
     "csv": "text/csv; charset=utf-8",
     "jsonl": "application/x-ndjson; charset=utf-8",
+    "parquet": "application/vnd.apache.parquet",
 }
 MAX_NOTE_CHARS = 2000
 NEWER_LABELS = "newer_labels"  # ValidationError code of label_table_import_apply
@@ -125,8 +135,13 @@ class VersionIntegrityError(Exception):
 # ---------------------------------------------------------------- versions
 
 
-def label_table_snapshot(*, run: Run, author: Reviewer | None = None, note: str = "") -> LabelTableVersion:
-    """Freeze ``run``'s current label table as its next version.
+def label_table_snapshot(*, run: Run, author: Reviewer | None = None, note: str = "",
+                         command_line: bool = False) -> LabelTableVersion:
+    """Freeze ``run``'s current label table as its next version, by ``author``.
+
+    The audit log names the one who asked (``labeling.audit``): ``author``
+    in the browser; with ``command_line`` "command line", the author in the
+    event's detail (``author``).
 
     The number is max + 1 under a row lock on the run (retried on the unique
     constraint if two snapshots still race). ``row_count`` = claims,
@@ -165,9 +180,11 @@ def label_table_snapshot(*, run: Run, author: Reviewer | None = None, note: str 
                 version.file.save(name, ContentFile(data), save=False)
                 stored = version.file.name
                 version.save()
-                audit_record(action=AuditAction.SNAPSHOT, actor=author, run=run, target=f"version {number}",
+                audit_record(action=AuditAction.SNAPSHOT, actor=None if command_line else author, run=run,
+                             target=f"version {number}",
                              detail={"sha256": digest, "rows": version.row_count, "labels": version.label_count,
-                                     "note": note[:300]})
+                                     "note": note[:300],
+                                     **({"author": author.username} if command_line and author else {})})
                 return version
         except (IntegrityError, OperationalError) as exc:
             # A concurrent snapshot took the number (its commit came after this one's moment), or
@@ -263,22 +280,39 @@ def export_filename(run: Run, fmt: str, *, version: int | None = None, reviewer:
     return get_valid_filename("_".join(parts) + f".{fmt}")
 
 
+def _reviewer_of(run: Run, name: str) -> bool:
+    """``name`` is a member of ``run``'s project, or has given a label on ``run``
+    (an imported ``external`` or ``model`` reviewer is no member). One or two queries."""
+    return (Membership.objects.filter(project_id=run.project_id, reviewer__username=name).exists()
+            or Label.objects.filter(claim__answer__run=run, reviewer__username=name).exists())
+
+
 def label_table_export(
     *, run: Run, fmt: str, out: IO[bytes], version: LabelTableVersion | None = None, reviewer: str | None = None,
     actor: Reviewer | None = None,
 ) -> None:
     """Write ``run``'s label table — current (agreed, or ``reviewer``'s
-    labels) or ``version``'s — as ``fmt`` (xlsx, csv, jsonl) to ``out``, and
-    record in the audit log that ``actor`` (None: the command line) did.
+    labels) or ``version``'s — as ``fmt`` (xlsx, csv, jsonl, parquet) to
+    ``out``, and record in the audit log that ``actor`` (None: the command
+    line) did.
 
-    Raises ValueError for an unknown format or a reviewer combined with a
-    version (a version stores the agreed labels), VersionIntegrityError when
-    the version's file fails verification.
+    Raises ValueError for an unknown format, for parquet without pyarrow (the
+    ``parquet`` extra), a reviewer combined with a version (a version stores
+    the agreed labels), or a ``reviewer`` who is neither a member of the run's
+    project nor has a label on the run (an unknown name, a typo: their table
+    would be silently empty); VersionIntegrityError when the version's file
+    fails verification.
     """
     if fmt not in EXPORT_FORMATS:
         raise ValueError(f"unknown format {fmt!r}: use {', '.join(EXPORT_FORMATS)}")
+    if fmt == "parquet" and not parquet_available():
+        raise ValueError(f"the parquet format needs pyarrow: {PARQUET_EXTRA}")
     if version is not None and reviewer:
         raise ValueError("a version stores the agreed labels; a reviewer's labels export from the current table")
+    if reviewer and not _reviewer_of(run, reviewer):
+        # One message whether the account exists or not: the name is not this run's reviewer either way.
+        raise ValueError(f"reviewer {reviewer!r} is not a member of project {run.project.slug!r} and has no label "
+                         f"on run {run.name!r}: there are no labels of theirs to export")
     # The table and its Passages sheet as of one moment (labeling.db).
     with consistent_read():
         if version is not None:
@@ -290,6 +324,8 @@ def label_table_export(
         write_csv(table, out)
     elif fmt == "jsonl":
         write_jsonl(table, out)
+    elif fmt == "parquet":
+        write_parquet(table, out)
     else:
         info = WorkbookInfo(
             project=run.project.slug, run=run.name, version=version.number if version else None,
@@ -491,6 +527,11 @@ def label_table_import_preview(
             labels = labels.filter(reviewer=reviewer)
         current = {(who, claim_id): (value, justification) for who, claim_id, value, justification in
                    labels.values_list("reviewer__username", "claim_id", "value", "justification")}
+    # The claims' current adjudications, for rows that show one (adjudicated_by) outside adjudicate mode.
+    adjudicated: dict[int, str] = {}
+    if not adjudicate and any(row.adjudicated_by for row in table_file.rows):
+        adjudicated = dict(Adjudication.objects.filter(claim__answer__run=run, is_current=True)
+                           .values_list("claim_id", "value"))
     # Every reviewer's current label with its time (to the second, as exported).
     made: dict[int, dict[str, tuple[str, datetime]]] = {}
     if table_file.has_labeled_at:
@@ -500,7 +541,8 @@ def label_table_import_preview(
             for pk, labels in table[["claim_id", "reviewer_labels"]].itertuples(index=False) if labels
         }
     require_supported = run.project.require_justification_for_supported
-    seen: dict[int, int] = {}
+    seen: dict[tuple[int, str], int] = {}
+    factual_rows: dict[int, tuple[bool, int]] = {}
     for row in table_file.rows:
         if row.run is not None and row.run.strip() and row.run.strip() != run.name:
             problem(ImportIssue(row.line, "run", f"the row is for run {row.run.strip()!r}, not {run.name!r}"))
@@ -516,10 +558,6 @@ def label_table_import_preview(
                 problem(ImportIssue(row.line, "claim_index", f"unknown claim: question {row.question_id!r} has "
                                                              f"no claim {row.claim_index} in run {run.name!r}"))
                 continue
-        if claim_id in seen:
-            problem(ImportIssue(row.line, "claim_id", f"claim {claim_id} is also on row {seen[claim_id]}"))
-            continue
-        seen[claim_id] = row.line
         named = [Reviewer.normalize_username(name) for name in split_citations(row.reviewer)]
         owner = reviewer.username
         if keep_reviewers and len(named) > 1:
@@ -528,7 +566,21 @@ def label_table_import_preview(
             continue
         if keep_reviewers and named:
             owner = named[0]
-        elif not adjudicate and any(name != reviewer.username for name in named):
+        # With keep_reviewers a claim takes one row per reviewer (several annotators in one file);
+        # otherwise every row is the importer's (or the lead's verdict), so one row per claim.
+        key = (claim_id, owner) if keep_reviewers else (claim_id, "")
+        if key in seen:
+            whose = f" for reviewer {owner}" if keep_reviewers else ""
+            problem(ImportIssue(row.line, "claim_id", f"claim {claim_id}{whose} is also on row {seen[key]}"))
+            continue
+        seen[key] = row.line
+        if keep_reviewers and row.factual is not None:
+            other = factual_rows.setdefault(claim_id, (row.factual, row.line))
+            if other[0] != row.factual:
+                problem(ImportIssue(row.line, "factual", f"claim {claim_id} is factual={str(other[0]).lower()} "
+                                                         f"on row {other[1]}: one claim, one mark"))
+                continue
+        if not (keep_reviewers and named) and not adjudicate and any(name != reviewer.username for name in named):
             problem(ImportIssue(row.line, "reviewer", (
                 f"the row is {row.reviewer}'s label, not {reviewer.username}'s: an import never gives one "
                 f"reviewer's label to another. Export your own labels (export_labels --reviewer "
@@ -577,7 +629,17 @@ def label_table_import_preview(
         if not n_citations:
             preview.unchanged += 1  # UNCITED is automatic: nothing to record
             continue
-        justification = row.justification.strip()
+        if row.adjudicated_by and not adjudicate:
+            if adjudicated.get(claim_id) == row.label:
+                preview.unchanged += 1  # the claim's adjudication, as it stands: nobody's label to record
+                continue
+            problem(ImportIssue(row.line, "label", (
+                f"the row shows {row.adjudicated_by}'s adjudication, not a reviewer's label, and its label was "
+                f"changed (or the adjudication since): a lead records adjudications (import with --adjudicate); "
+                f"a reviewer changes their own labels (export_labels --reviewer {reviewer.username})")))
+            continue
+        justification = (row.adjudication_reason or row.justification).strip() if adjudicate else (
+            row.justification.strip())
         own = current.get((owner, claim_id))
         if own and own[0] == row.label and _comparable(own[1], fmt) == _comparable(justification, fmt):
             preview.unchanged += 1
@@ -589,7 +651,7 @@ def label_table_import_preview(
             continue
         if adjudicate and not justification:
             problem(ImportIssue(row.line, "justification", "an adjudication needs its reason in the "
-                                                           "justification column"))
+                                                           "adjudication_reason (or justification) column"))
             continue
         preview.changes.append(LabelChange(
             line=row.line, claim_id=claim_id, claim_revision=revision, question_id=question_id, claim_index=index,
@@ -635,12 +697,13 @@ def _changed_since_preview(before: tuple[int, int] | None, claim_id: int, revisi
 def label_table_import_apply(
     *, run: Run, reviewer: Reviewer, table_file: LabelTableFile, checked: dict[int, tuple[int, int]] | None = None,
     overwrite_newer: bool | None = None, keep_reviewers: bool = False, adjudicate: bool = False,
-    source_name: str = "",
+    source_name: str = "", command_line: bool = False,
 ) -> LabelImportPreview:
     """Apply ``table_file`` for ``reviewer`` on ``run``, all or nothing
     (``keep_reviewers``, ``adjudicate``: see :func:`label_table_import_preview`).
-    The audit log records the import under ``reviewer``, naming the file
-    ``source_name``.
+    The audit log records the import, naming the file ``source_name``, as
+    done by ``reviewer`` (the browser's user), or with ``command_line`` by
+    "command line" for ``reviewer`` (in the event's detail: ``labeling.audit``).
 
     Re-validates under a row lock on the run (the database may have moved
     since the preview; ``checked`` is that preview's, see
@@ -684,7 +747,8 @@ def label_table_import_apply(
                 preview.skipped_newer = newer
                 preview.changes = [change for change in preview.changes if change.newer is None]
             _audit_import(run=run, reviewer=reviewer, preview=preview, source_name=source_name,
-                          mode="adjudicate" if adjudicate else "keep_reviewers" if keep_reviewers else "own")
+                          mode="adjudicate" if adjudicate else "keep_reviewers" if keep_reviewers else "own",
+                          command_line=command_line)
             if adjudicate:
                 _apply_adjudications(reviewer, preview.changes)
                 return preview
@@ -731,13 +795,15 @@ def _apply_judgments(reviewer: Reviewer, preview: LabelImportPreview) -> None:
 
 
 def _audit_import(*, run: Run, reviewer: Reviewer, preview: LabelImportPreview, source_name: str,
-                  mode: str) -> None:
-    audit_record(action=AuditAction.IMPORT_LABELS, actor=reviewer, run=run, target=source_name,
+                  mode: str, command_line: bool) -> None:
+    audit_record(action=AuditAction.IMPORT_LABELS, actor=None if command_line else reviewer, run=run,
+                 target=source_name,
                  detail={"format": preview.format, "rows": preview.rows, "labels": len(preview.changes),
                          # Citation judgments and factual marks (SPEC §4.3b), when the file changed any.
                          **({"judgments": len(preview.judgment_changes), "factual": len(preview.factual_changes)}
                             if preview.judgment_changes or preview.factual_changes else {}),
-                         "skipped_newer": len(preview.skipped_newer), "mode": mode})
+                         "skipped_newer": len(preview.skipped_newer), "mode": mode,
+                         **({"reviewer": reviewer.username} if command_line else {})})
 
 
 def _owners(names: set[str]) -> dict[str, Reviewer]:

@@ -70,6 +70,23 @@ def membership_remove(*, project: Project, reviewer: Reviewer) -> None:
         membership.delete()
 
 
+def project_settings_set(*, project: Project, judge_citations: bool,
+                         require_justification_for_supported: bool) -> Project:
+    """Set how ``project``'s reviewers label (the project's settings page, for
+    leads; the caller checks the role): ``judge_citations`` asks for a
+    judgment of each citation before the claim's label (SPEC §4.3b; off: the
+    one-key SUPPORTED/UNSUPPORTED flow), ``require_justification_for_supported``
+    asks for a reason with SUPPORTED too. Labels and judgments already given
+    stay as they are. Returns the project."""
+    with transaction.atomic():
+        Project.objects.filter(pk=project.pk).update(
+            judge_citations=bool(judge_citations),
+            require_justification_for_supported=bool(require_justification_for_supported))
+    project.judge_citations = bool(judge_citations)
+    project.require_justification_for_supported = bool(require_justification_for_supported)
+    return project
+
+
 def run_settings_set(*, run: Run, overlap: int, blind: bool | None = None) -> Run:
     """Set how many reviewers each claim of ``run`` needs (``overlap``, 1–5) and
     whether labeling is blind (``None``: blind exactly when overlap > 1).

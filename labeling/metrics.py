@@ -15,7 +15,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-import pandas as pd
 from django.db.models import Q
 
 from labeling.exports import frames
@@ -33,6 +32,7 @@ from scoring.figures import FigureInterval, RunFigures, intervals_dict, run_figu
 from scoring.gold import GoldMetrics, gold_metrics
 from scoring.intervals import DEFAULT_CONFIDENCE, check_confidence
 from scoring.judgments import DEFAULT_RULE, JudgmentMetrics, citation_judgments
+from scoring.lazy import pd  # loaded on first use: keeps start-up fast (issue 24)
 from scoring.matching import DEFAULT_MATCH_METHOD, get_matcher
 from scoring.ratio import Ratio
 from scoring.summary import RATIO_COLUMNS, RunSummary

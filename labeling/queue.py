@@ -15,14 +15,16 @@ the first claim of an answer opened without one), it records a lease
 different claims and a claim never has more reviewers on it than its overlap.
 The lease ends with the reviewer's label on the claim (``services.label_save``),
 when the queue hands them another claim of the run (a skip: one lease per
-reviewer and run), or at ``expires_at``. ``lease_take`` takes it in one
-transaction: on PostgreSQL the claim's row is locked first (``FOR NO KEY
-UPDATE SKIP LOCKED``: a claim another reviewer is taking right now is
-skipped, never waited for), then one conditional upsert counts the claim's
-human labels and other reviewers' unexpired leases, in a snapshot taken after
-the lock, and writes the lease only when they are below the overlap; on
-SQLite the transaction holds the database's write lock from its start
-(``BEGIN IMMEDIATE``, labeling/settings.py), which serializes takes the same way.
+reviewer and run), or at ``expires_at``. ``lease_take`` writes it with one
+conditional upsert that counts the claim's human labels and other reviewers'
+unexpired leases and writes only when they are below the overlap. On
+PostgreSQL it runs in a transaction after locking the claim's row (``FOR NO
+KEY UPDATE SKIP LOCKED``: a claim another reviewer is taking or labeling
+right now is skipped, never waited for), so its snapshot, taken after the
+lock, sees what every earlier taker committed; on SQLite the statement runs
+under the database's write lock (one writer at a time), which serializes
+takes the same way. ``tests/test_leases.py`` checks it with six reviewers at
+once on both.
 
 Every label save runs these, so two of them are written in SQL: building the
 same statements with the ORM took 3–4 ms of Python each against 1–2 ms of
@@ -442,7 +444,8 @@ def next_unlabeled_claim(*, run: Run, reviewer: Reviewer, after: Claim | None = 
     ``next_answer_to_label``) and wraps around to the start of the run.
     ``None`` when the queue is empty. The claim comes with its answer and
     question. At most five small queries, whatever the size of the run. With
-    ``lease``, the claim is reserved for the reviewer (``lease_take``): what the
+    ``lease``, the claim is reserved for the reviewer (``lease_take``: one more
+    statement, three with PostgreSQL's row lock, per claim tried): what the
     queue hands out to be labeled.
     """
     if after is not None:

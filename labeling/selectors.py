@@ -17,7 +17,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-import pandas as pd
 from django.core.paginator import Page, Paginator
 from django.db import connection
 from django.db.models import (
@@ -64,6 +63,7 @@ from scoring import judgments as judgments_module
 from scoring.figures import FigureInterval, RunFigures, run_intervals
 from scoring.gold import answer_gold_matches
 from scoring.intervals import DEFAULT_CONFIDENCE, AnswerValues, Interval, Units, clustered_ratio
+from scoring.lazy import pd  # loaded on first use: keeps start-up fast (issue 24)
 from scoring.matching import DEFAULT_MATCH_METHOD, get_matcher
 from scoring.normalize import normalize_source
 from scoring.ratio import Ratio, gap

@@ -608,6 +608,37 @@ def run_rename(*, run: Run, user: Reviewer, name: str) -> Run:
         return locked
 
 
+def run_create(*, project: Project, user: Reviewer | None, name: str, metadata: dict | None = None) -> Run:
+    """Create the empty run ``name`` (checked by :func:`run_name_clean`) in
+    ``project``, with free ``metadata`` (a JSON object); its answers come with
+    an import. ``user`` is the lead creating it (``None``: the command line),
+    recorded in the audit log; ``project.my_role``, when the caller set it
+    (the HTTP API: its token's role), is their role there.
+
+    Raises PermissionDenied when ``user`` is not a lead of the project,
+    ValidationError for a bad or taken name or metadata that is not an
+    object; nothing is created then.
+    """
+    if user is not None:
+        role = getattr(project, "my_role", None)
+        if role is None:
+            role = visible_projects(user=user).filter(pk=project.pk).values_list("my_role", flat=True).first()
+        if not may(role, LEAD):
+            raise PermissionDenied("Only a lead of the project can create runs.")
+    if not isinstance(metadata or {}, dict):
+        raise ValidationError("A run's metadata is a JSON object.", code="bad_metadata")
+    with transaction.atomic():
+        name = run_name_clean(name, project=project)
+        try:
+            with transaction.atomic():
+                run = Run.objects.create(project=project, name=name, metadata=metadata or {})
+        except IntegrityError:  # the same name taken by a concurrent create or import
+            raise ValidationError(f"Project {project.slug!r} already has a run named {name!r}.",
+                                  code="exists") from None
+        audit_record(action=AuditAction.CREATE, actor=user, run=run, target=name)
+    return run
+
+
 @dataclass(frozen=True)
 class RunContents:
     """What deleting a run removes: its answers, claims, labels (every label,

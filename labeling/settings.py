@@ -29,6 +29,23 @@ Environment variables:
 - ``CITELAB_OPENAI_API_KEY`` (or ``OPENAI_API_KEY``) and
   ``CITELAB_OPENAI_BASE_URL``: the judge's OpenAI-compatible endpoint, read
   when a judge run starts (``labeling.judge_protocol``), never stored.
+- ``CITELAB_API_RATE_PER_MINUTE``: requests one API token may make a minute
+  (default 600); more answer 429 with ``Retry-After``.
+- ``CITELAB_OIDC_CLIENT_ID`` (turns single sign-on on), ``CITELAB_OIDC_CLIENT_SECRET``,
+  ``CITELAB_OIDC_ISSUER``, ``CITELAB_OIDC_AUTHORIZATION_ENDPOINT``,
+  ``CITELAB_OIDC_TOKEN_ENDPOINT``, ``CITELAB_OIDC_USERINFO_ENDPOINT``,
+  ``CITELAB_OIDC_JWKS_ENDPOINT`` (with ``CITELAB_OIDC_SIGN_ALGO`` RS256, the
+  default), ``CITELAB_OIDC_SCOPES``, ``CITELAB_OIDC_USERNAME_CLAIM`` (default
+  ``preferred_username``), ``CITELAB_OIDC_ROLE_CLAIM`` (default ``groups``),
+  ``CITELAB_OIDC_ROLE_MAP`` (``VALUE=PROJECT:ROLE,…``): see ``labeling.sso``.
+- ``CITELAB_WEBHOOK_ALLOW``: comma-separated destinations webhooks may reach:
+  ``public`` (the default: globally routable addresses), IP networks
+  (``10.0.0.0/8``) and host names (``hooks.example.org``, ``*.example.org``).
+- ``CITELAB_WEBHOOK_RETRY_SECONDS``: delay before a failed delivery's first
+  retry, doubled at each next one (default 30).
+- ``CITELAB_JUDGE_ENDPOINTS``: comma-separated base URLs a lead may type as a
+  judge's endpoint in the browser, besides ``CITELAB_OPENAI_BASE_URL`` (default
+  none: only the configured endpoint). ``autolabel --base-url`` is not limited.
 - ``CITELAB_LOG_LEVEL``: ``DEBUG``, ``INFO`` (default), ``WARNING``, ``ERROR``
   or ``CRITICAL``: the least severe record written to stderr.
 """
@@ -115,6 +132,8 @@ INSTALLED_APPS = [
     "csp",
     # failed-login throttling (issue 14 §5)
     "axes",
+    # The HTTP API (issue 27); listed so its docs page serves Swagger UI from its own static files, not a CDN.
+    "ninja",
     "labeling",
 ]
 
@@ -297,11 +316,60 @@ CITELAB_MAX_UNZIPPED_BYTES = env_int("CITELAB_MAX_UNZIPPED_MB", 512) * 1024 * 10
 DATA_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
 FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
 
+# HTTP API (issue 27): requests per token per minute, over the whole API.
+CITELAB_API_RATE_PER_MINUTE = env_int("CITELAB_API_RATE_PER_MINUTE", 600)
+# Single sign-on with OpenID Connect (issue 27, labeling.sso): on with CITELAB_OIDC_CLIENT_ID. The
+# provider's endpoints are given (no discovery request at start-up); the ID token is checked against
+# the provider's keys (JWKS, RS256) or the client secret (HS256).
+CITELAB_OIDC_CLIENT_ID = os.environ.get("CITELAB_OIDC_CLIENT_ID", "").strip()
+CITELAB_OIDC_ENABLED = bool(CITELAB_OIDC_CLIENT_ID)
+CITELAB_OIDC_ISSUER = os.environ.get("CITELAB_OIDC_ISSUER", "").strip()
+CITELAB_OIDC_USERNAME_CLAIM = os.environ.get("CITELAB_OIDC_USERNAME_CLAIM", "preferred_username").strip()
+CITELAB_OIDC_ROLE_CLAIM = os.environ.get("CITELAB_OIDC_ROLE_CLAIM", "groups").strip()
+CITELAB_OIDC_ROLE_MAP = os.environ.get("CITELAB_OIDC_ROLE_MAP", "")
+CITELAB_OIDC_LOGIN_LABEL = os.environ.get("CITELAB_OIDC_LOGIN_LABEL", "Log in with single sign-on")
+OIDC_AUTHENTICATION_CALLBACK_URL = "sso_callback"
+LOGIN_REDIRECT_URL_FAILURE = "/login/?sso=failed"
+if CITELAB_OIDC_ENABLED:
+    _oidc = {name: os.environ.get(f"CITELAB_OIDC_{name}", "").strip() for name in (
+        "ISSUER", "CLIENT_SECRET", "AUTHORIZATION_ENDPOINT", "TOKEN_ENDPOINT", "USERINFO_ENDPOINT")}
+    _missing = [f"CITELAB_OIDC_{name}" for name, value in _oidc.items() if not value]
+    if _missing:
+        raise ImproperlyConfigured(f"CITELAB_OIDC_CLIENT_ID is set: set {', '.join(_missing)} too")
+    OIDC_RP_CLIENT_ID, OIDC_RP_CLIENT_SECRET = CITELAB_OIDC_CLIENT_ID, _oidc["CLIENT_SECRET"]
+    OIDC_OP_AUTHORIZATION_ENDPOINT = _oidc["AUTHORIZATION_ENDPOINT"]
+    OIDC_OP_TOKEN_ENDPOINT, OIDC_OP_USER_ENDPOINT = _oidc["TOKEN_ENDPOINT"], _oidc["USERINFO_ENDPOINT"]
+    OIDC_RP_SIGN_ALGO = os.environ.get("CITELAB_OIDC_SIGN_ALGO", "RS256").strip()
+    OIDC_OP_JWKS_ENDPOINT = os.environ.get("CITELAB_OIDC_JWKS_ENDPOINT", "").strip() or None
+    if OIDC_RP_SIGN_ALGO.startswith("RS") and not OIDC_OP_JWKS_ENDPOINT:
+        raise ImproperlyConfigured(f"CITELAB_OIDC_SIGN_ALGO={OIDC_RP_SIGN_ALGO} needs CITELAB_OIDC_JWKS_ENDPOINT")
+    OIDC_RP_SCOPES = os.environ.get("CITELAB_OIDC_SCOPES", "openid email profile").strip()
+    AUTHENTICATION_BACKENDS.append("labeling.sso.CitelabOIDCBackend")
+
+# Webhooks (issue 27): where deliveries may go ("public": globally routable addresses; add IP
+# networks or host names to reach the server's own networks), and the first retry's delay.
+CITELAB_WEBHOOK_ALLOW = env_list("CITELAB_WEBHOOK_ALLOW", ["public"])
+CITELAB_WEBHOOK_RETRY_SECONDS = env_int("CITELAB_WEBHOOK_RETRY_SECONDS", 30)
+
 # Task queue (django-q2) for judge runs: its ORM broker keeps the queue in the
 # project's database (no extra server); CITELAB_REDIS_URL moves it to Redis
 # workers. Start a worker with `manage.py qcluster` (`manage.py demo` starts one).
 CITELAB_REDIS_URL = os.environ.get("CITELAB_REDIS_URL", "").strip()
 CITELAB_TASKS_SYNC = env_bool("CITELAB_TASKS_SYNC", False)
+
+
+def env_urls(name: str) -> list[str]:
+    """Read a comma-separated list of http(s) base URLs (trailing ``/`` dropped); ImproperlyConfigured else."""
+    urls = [item.rstrip("/") for item in env_list(name, [])]
+    for url in urls:
+        if not url.startswith(("http://", "https://")) or len(url) > 1000:
+            raise ImproperlyConfigured(f"{name}: {url!r} is not an http:// or https:// base URL")
+    return urls
+
+
+# The judge endpoints a lead may type in the browser (labeling.judges): the
+# server's own network is not theirs to probe. The command line is not limited.
+CITELAB_JUDGE_ENDPOINTS = env_urls("CITELAB_JUDGE_ENDPOINTS")
 Q_CLUSTER = {
     "name": "citelab",
     "workers": 1,
@@ -315,6 +383,10 @@ Q_CLUSTER = {
     "log_level": "WARNING",
     **({"redis": CITELAB_REDIS_URL} if CITELAB_REDIS_URL else {"orm": "default", "poll": 1}),
 }
+# With Redis, the cache is shared by every server process (the API's rate limit counts there);
+# else each process keeps its own in memory.
+if CITELAB_REDIS_URL:
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": CITELAB_REDIS_URL}}
 
 # Everything goes to stderr, where the process manager or container keeps it.
 # Django's default logging prints nothing with DEBUG off (it mails ADMINS), so

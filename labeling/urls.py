@@ -4,17 +4,21 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path, register_converter
 
+from labeling.api.main import api
 from labeling.forms import LoginForm
 from labeling.views import agreement as agreement_views
 from labeling.views import audit as audit_views
+from labeling.views import auth as auth_view
 from labeling.views import compare as compare_views
 from labeling.views import judges as judge_views
 from labeling.views import label_tables as label_table_views
 from labeling.views import members as member_views
-from labeling.views import projects
+from labeling.views import projects, sso
 from labeling.views import quality as quality_views
 from labeling.views import review as review_views
 from labeling.views import runs as run_views
+from labeling.views import tokens as token_views
+from labeling.views import webhooks as webhook_views
 from labeling.views.params import IdConverter
 
 register_converter(IdConverter, "id")
@@ -67,11 +71,25 @@ run_urlpatterns = [
 
 urlpatterns = [
     path("admin/", admin.site.urls),
-    path("login/", auth_views.LoginView.as_view(authentication_form=LoginForm), name="login"),
+    # The HTTP API (issue 27): /api/v1/openapi.json, /api/v1/docs, and the routes of labeling.api.
+    path("api/v1/", api.urls),
+    path("login/", auth_view.LoginView.as_view(authentication_form=LoginForm), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    # Single sign-on (labeling.sso): 404 unless CITELAB_OIDC_CLIENT_ID is set.
+    path("sso/login/", sso.sso_login, name="sso_login"),
+    path("sso/callback/", sso.sso_callback, name="sso_callback"),
     path("", projects.project_list, name="project_list"),
     path("p/<slug:project_slug>/", projects.project_detail, name="project_detail"),
     path("p/<slug:project_slug>/members/", member_views.project_members, name="project_members"),
+    path("p/<slug:project_slug>/tokens/", token_views.project_tokens_page, name="project_tokens"),
+    path("p/<slug:project_slug>/tokens/<id:token_id>/revoke/", token_views.project_token_revoke,
+         name="project_token_revoke"),
+    path("p/<slug:project_slug>/webhooks/", webhook_views.project_webhooks, name="project_webhooks"),
+    path("p/<slug:project_slug>/webhooks/<id:hook_id>/test/", webhook_views.project_webhook_test,
+         name="project_webhook_test"),
+    path("p/<slug:project_slug>/webhooks/<id:hook_id>/delete/", webhook_views.project_webhook_delete,
+         name="project_webhook_delete"),
+    path("p/<slug:project_slug>/settings/", member_views.project_settings, name="project_settings"),
     path("p/<slug:project_slug>/summary/", projects.project_summary, name="project_summary"),
     path("p/<slug:project_slug>/guidelines/", quality_views.project_guidelines, name="project_guidelines"),
     path("p/<slug:project_slug>/dashboard/", quality_views.project_dashboard, name="project_dashboard"),

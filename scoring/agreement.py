@@ -39,11 +39,8 @@ from fractions import Fraction
 from itertools import combinations
 from typing import Any
 
-import krippendorff
-import numpy as np
-import pandas as pd
-
 from scoring.labels import LABEL_VALUES, check_labels_frame, sort_by
+from scoring.lazy import np, pd  # loaded on first use: keeps start-up fast (issue 24)
 from scoring.ratio import Ratio
 
 BOOTSTRAP_RESAMPLES = 2_000
@@ -375,6 +372,8 @@ def _alpha_value(counts: np.ndarray) -> float | None:
     pairable = counts[counts.sum(axis=1) >= 2]
     if len(pairable) == 0 or np.count_nonzero(pairable.sum(axis=0)) < 2:
         return None
+    import krippendorff  # imports numpy's test helpers: loaded only when alpha is asked for
+
     return float(krippendorff.alpha(value_counts=pairable, level_of_measurement="nominal"))
 
 

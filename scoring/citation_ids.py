@@ -23,12 +23,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-import pandas as pd
-
 from scoring.claims import frame_units, frame_values, mean_of_defined, native_records
 from scoring.intervals import AnswerValues, Units
 from scoring.labels import require_columns, sort_by
+from scoring.lazy import np, pd  # loaded on first use: keeps start-up fast (issue 24)
 from scoring.ratio import Ratio
 
 ANSWER_COLUMNS = ("answer_id", "question_id", "has_gold")

@@ -26,9 +26,6 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-import pandas as pd
-
 from scoring.intervals import AnswerValues, Units
 from scoring.labels import (
     LABEL_VALUES,
@@ -39,6 +36,7 @@ from scoring.labels import (
     require_columns,
     sort_by,
 )
+from scoring.lazy import np, pd  # loaded on first use: keeps start-up fast (issue 24)
 from scoring.ratio import Ratio, gap
 
 CLAIM_COLUMNS = ("answer_id", "question_id", "claim_index", "n_citations", "label")

@@ -46,11 +46,6 @@ from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from typing import Any
 
-import numpy as np
-import pandas as pd
-from rapidfuzz.distance import Indel
-from rapidfuzz.process import cdist
-
 from scoring.citation_ids import citation_id_metrics
 from scoring.claims import ClaimMetrics, claim_metrics, to_native
 from scoring.deltas import MetricDelta, per_question_deltas, summary_deltas
@@ -58,6 +53,7 @@ from scoring.figures import paired_differences, run_figures
 from scoring.intervals import DEFAULT_CONFIDENCE, PairedDifference, check_confidence
 from scoring.judgments import DEFAULT_RULE, JudgmentMetrics, citation_judgments
 from scoring.labels import require_columns
+from scoring.lazy import np, pd  # loaded on first use: keeps start-up fast (issue 24)
 from scoring.normalize import normalize_source, normalize_text, strip_markers
 from scoring.ratio import Ratio
 
@@ -447,6 +443,10 @@ def _fuzzy_pairs(
     empty = (np.array([], dtype="int64"), np.array([], dtype="int64"), np.array([], dtype=float))
     if left_a.empty or left_b.empty:
         return empty
+    # rapidfuzz loads only when runs are compared, not with every module that imports this one
+    from rapidfuzz.distance import Indel
+    from rapidfuzz.process import cdist
+
     limit = Fraction(str(threshold))
     num, den = limit.numerator, limit.denominator
     # Both frames are sorted by question (``_keyed``): slice each question's rows

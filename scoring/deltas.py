@@ -15,10 +15,9 @@ from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Any
 
-import pandas as pd
-
 from scoring.claims import ClaimMetrics, to_native
 from scoring.intervals import PairedDifference, interval_key
+from scoring.lazy import pd  # loaded on first use: keeps start-up fast (issue 24)
 from scoring.ratio import Ratio, exact_gap, format_value
 
 

@@ -60,17 +60,16 @@ from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-import numpy as np
-import pandas as pd
-
 from scoring.claims import frame_units, frame_values, mean_of_defined, native_records
 from scoring.intervals import AnswerValues, Units
 from scoring.labels import require_columns, sort_by
+from scoring.lazy import np, pd  # loaded on first use: keeps start-up fast (issue 24)
 from scoring.matching import Matcher, Verdict
 from scoring.normalize import normalize_source, normalize_text
 from scoring.ratio import Ratio, f1
 
-Column = pd.Series | list[Any]
+# A string: evaluating ``pd.Series`` here would import pandas with the module.
+Column = "pd.Series | list[Any]"
 
 ANSWER_COLUMNS = ("answer_id", "question_id", "has_references", "has_expected_sources")
 CITATION_COLUMNS = ("answer_id", "citation_id", "source", "text")

@@ -33,7 +33,9 @@ Figures, on the claims both labeled (``n``):
   citation let through): ``missed_unsupported``.
 - the confusion matrix (rows: the humans' label, columns: the judge's) and
   the disagreements, borderline first: a claim is borderline for each of
-  these signs — it contains a number (a digit), the cited text is long
+  these signs — it contains a number (a digit outside its citation
+  markers: ``[3]``, ``[P1]``, ``【4】`` name passages, not quantities;
+  ``scoring.normalize.strip_markers``), the cited text is long
   (≥ :data:`LONG_CITED_CHARS` characters), the human justification speaks of
   partial support ("partial", "partly", "incomplete"); more signs first,
   then claim id.
@@ -48,10 +50,9 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
-import numpy as np
-import pandas as pd
-
 from scoring.labels import SUPPORTED, UNSUPPORTED
+from scoring.lazy import np, pd  # loaded on first use: keeps start-up fast (issue 24)
+from scoring.normalize import strip_markers
 from scoring.ratio import Ratio
 
 CATEGORIES = (SUPPORTED, UNSUPPORTED)
@@ -117,7 +118,8 @@ def _ratio(ratio: Ratio) -> dict[str, Any]:
 def borderline_signs(claim: str, cited_chars: int, justification: str) -> list[str]:
     """Which of :data:`BORDERLINE_SIGNS` a claim shows (module docstring)."""
     signs = []
-    if _NUMBER.search(claim or ""):
+    # The markers' digits name passages: a claim ending in "[3]" states no number.
+    if _NUMBER.search(strip_markers(claim or "")):
         signs.append("number")
     if cited_chars >= LONG_CITED_CHARS:
         signs.append("long cited text")

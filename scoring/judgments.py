@@ -37,12 +37,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-import pandas as pd
-
 from scoring.claims import frame_units, frame_values, mean_of_defined, to_native
 from scoring.intervals import AnswerValues, Units
 from scoring.labels import SUPPORTED, UNSUPPORTED, require_columns, sort_by
+from scoring.lazy import np, pd  # loaded on first use: keeps start-up fast (issue 24)
 from scoring.ratio import Ratio
 
 FULL = "FULL"

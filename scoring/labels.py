@@ -22,8 +22,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-import numpy as np
-import pandas as pd
+from scoring.lazy import np, pd  # loaded on first use: keeps start-up fast (issue 24)
 
 SUPPORTED = "SUPPORTED"
 UNSUPPORTED = "UNSUPPORTED"

@@ -39,8 +39,6 @@ from collections.abc import Iterator, Sequence
 from functools import lru_cache
 from typing import Any, Literal, Protocol, runtime_checkable
 
-import numpy as np
-
 from scoring.backends import (
     BackendError,
     ChatBackend,
@@ -50,6 +48,7 @@ from scoring.backends import (
     cosine_similarities,
     make_embedding_backend,
 )
+from scoring.lazy import np  # loaded on first use: keeps start-up fast (issue 24)
 from scoring.normalize import ELLIPSIS, normalize_text
 
 MATCH_METHODS = ("substring", "ngram", "embeddings", "llm")

@@ -28,9 +28,13 @@ from labeling.models import (
     JudgeRunStatus,
     Label,
     Project,
+    Provenance,
     ReviewerKind,
     Role,
+    Webhook,
+    WebhookDelivery,
 )
+from labeling.tokens import token_create
 from tests.factories import (
     AnswerFactory,
     CitationFactory,
@@ -51,7 +55,8 @@ def build_project(slug: str) -> Project:
     assigned, one answer, one passage, one claim citing it; ann's label
     replaced by a second one (``supersedes``), the judge's label, ann's
     citation judgment, the lead's adjudication, one saved version (its file),
-    and the audit events those writes left."""
+    the run's provenance, an API token, a webhook with a delivery, and the
+    audit events those writes left."""
     lead = ReviewerFactory(username=f"{slug}-lead")
     ann = ReviewerFactory(username=f"{slug}-ann")
     judge = ReviewerFactory(username=f"{slug}-judge", kind=ReviewerKind.MODEL)
@@ -80,6 +85,15 @@ def build_project(slug: str) -> Project:
     CitationJudgment.objects.create(citation=citation, reviewer=ann, judgment="FULL", claim_revision=claim.revision)
     adjudication.adjudication_save(claim=claim, lead=lead, value="SUPPORTED", reason="the passage says it")
     label_table_snapshot(run=run, author=lead, note="v1")
+    # Where the run came from (import_dataset writes it; issue 26).
+    Provenance.objects.create(run=run, format="expertqa", source="ExpertQA", url="https://example.org/expertqa",
+                              commit="1aa7ba8", licence="MIT", files=[{"name": "r2.jsonl", "sha256": "0" * 64}])
+    # The lead's API token for ann, and a webhook with one delivery logged (issue 27).
+    token_create(project=project, reviewer=ann, created_by=lead, name=f"{slug}-ci")
+    hook = Webhook.objects.create(project=project, url="https://hooks.example.org/x", events=["label.saved"],
+                                  secret="s", created_by=lead)
+    WebhookDelivery.objects.create(webhook=hook, event="label.saved", payload={"event": "label.saved"},
+                                   status="delivered", attempts=1, response_status=200)
     return project
 
 

@@ -14,9 +14,17 @@ script keyed by question text (``behaviours``), default ``"valid"``:
 - ``prose``: a sentence instead of the JSON object;
 - ``rate_limit_once``: HTTP 429 (``retry-after-ms: 10``) the first time, then ``valid``;
 - ``server_error``: HTTP 500 every time;
+- ``not_found``: HTTP 404 every time (a host that answers, but is no judge);
 - ``timeout``: answers only after ``delay`` seconds (default 60: far longer than a
   test client's timeout, so the client always gives up first however busy the
   machine), or when the server closes.
+- ``html``: HTTP 200 with an HTML page (``Content-Type: text/html``), as a proxy's error page;
+- ``not_json``: HTTP 200 announcing JSON but carrying a truncated body;
+- ``nul_reason``, ``surrogate_reason``, ``control_reason``: like ``valid`` with the first
+  claim's reason holding a NUL, a lone surrogate (``\\ud800`` in the JSON) or an ESC character;
+- ``deep``: the message content is a JSON object nested 100,000 levels deep (RecursionError
+  for a recursive parser);
+- ``deep_body``: the HTTP body itself nested 100,000 levels deep.
 
 ``pause`` seconds pass before every reply; with ``gate`` (a ``threading.Event``)
 every reply waits until the test sets it (a browser test sees the judge run under
@@ -37,6 +45,9 @@ from typing import Any
 
 # The questions of the ``judging_run`` fixture (tests/conftest.py), one per scripted behaviour.
 QUESTIONS = ("valid", "missing", "unknown", "prose", "rate limited", "timeout")
+# What the bad-reason behaviours put in the first verdict's reason.
+BAD_REASONS = {"nul_reason": "\x00", "surrogate_reason": "\ud800", "control_reason": "\x1b"}
+DEPTH = 100_000
 
 
 def judging_answers(path: Path) -> Path:
@@ -103,6 +114,8 @@ class JudgeServer:
             return 429, {"retry-after-ms": "10"}, json.dumps({"error": {"message": "slow down", "type": "rate"}})
         if behaviour == "server_error":
             return 500, {}, json.dumps({"error": {"message": "boom", "type": "server"}})
+        if behaviour == "not_found":
+            return 404, {}, json.dumps({"error": {"message": "no such route", "type": "not_found"}})
         if self.gate is not None:
             self.gate.wait()
         if behaviour == "timeout":
@@ -111,6 +124,14 @@ class JudgeServer:
             time.sleep(self.pause)
         if behaviour == "prose":
             return 200, {}, _completion(body, "I think every claim is supported by its sources.")
+        if behaviour == "html":
+            return 200, {"Content-Type": "text/html"}, "<html><body><h1>502 Bad Gateway</h1></body></html>"
+        if behaviour == "not_json":
+            return 200, {}, '{"id": "chatcmpl-test", "choices": [{"message": {"content": "{\\"verd'
+        if behaviour == "deep":
+            return 200, {}, _completion(body, '{"verdicts": ' + "[" * DEPTH + "]" * DEPTH + "}")
+        if behaviour == "deep_body":
+            return 200, {}, '{"choices": ' + "[" * DEPTH + "]" * DEPTH + "}"
         verdicts = []
         for claim in asked["claims"]:
             label = self.labels_by_id.get(claim["id"]) or self.labels.get(claim["text"], "SUPPORTED")
@@ -123,6 +144,8 @@ class JudgeServer:
             verdicts.append(dict(verdicts[0], label="UNSUPPORTED"))
         elif behaviour == "malformed":
             verdicts[0] = dict(verdicts[0], label="MAYBE")
+        elif behaviour in BAD_REASONS:
+            verdicts[0] = dict(verdicts[0], reason=f"judged{BAD_REASONS[behaviour]}here")
         return 200, {}, _completion(body, json.dumps({"verdicts": verdicts}))
 
     def _handler(self):
@@ -139,7 +162,7 @@ class JudgeServer:
                 data = content.encode("utf-8")
                 try:
                     self.send_response(status)
-                    self.send_header("Content-Type", "application/json")
+                    headers = {"Content-Type": "application/json", **headers}
                     self.send_header("Content-Length", str(len(data)))
                     for name, value in headers.items():
                         self.send_header(name, value)

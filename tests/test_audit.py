@@ -155,12 +155,14 @@ def test_label_import_and_deleting_the_run_are_logged_and_the_log_outlives_the_r
 
     events = AuditEvent.objects.filter(project=run.project, run_name=RUN).order_by("id")
 
+    # The command line imported lea's labels (labeling.audit: a command's actor is the command line).
     assert [(e.actor_name, e.action, e.target, e.run_id) for e in events] == [
         ("", "import_answers", "seed_coverage_support.jsonl", None),
-        ("lea", "import_labels", "mine.csv", None),
+        ("", "import_labels", "mine.csv", None),
         ("lea", "delete", RUN, None),
     ]
-    assert events[1].detail == {"format": "csv", "rows": 1, "labels": 1, "skipped_newer": 0, "mode": "own"}
+    assert events[1].detail == {"format": "csv", "rows": 1, "labels": 1, "skipped_newer": 0, "mode": "own",
+                                "reviewer": "lea"}
     assert events[2].detail == {"answers": 1, "claims": 5, "labels": 6, "versions": 0}
 
 
@@ -314,3 +316,56 @@ def test_admin_lists_events_read_only(client, site):
     assert change.status_code == 403
     event.refresh_from_db()
     assert event.target == "seed_coverage_support.jsonl"
+
+
+# ------------------------------------------------------------------ who: one rule
+
+
+def test_every_command_is_the_command_line_whatever_reviewer_it_names(site, tmp_path):
+    """import_answers --reviewer, snapshot --author, export_labels --reviewer,
+    import_labels --reviewer, autolabel --reviewer and import_verdicts --reviewer,
+    each naming someone: every event's actor is "command line", the name in its
+    detail under the flag's word. Before: snapshot and import_labels named lea."""
+    from tests.judge_server import JudgeServer
+
+    run, lea, _bob = site
+    out = io.StringIO()
+    answers = tmp_path / "more.jsonl"
+    answers.write_text(SEED.read_text().replace('"seed-support-1"', '"seed-support-9"')
+                       .replace('"reviewer": "seed-reviewer", ', ""), encoding="utf-8")
+    call_command("import_answers", str(answers), project="seed", reviewer="expert-9", stdout=out)
+    call_command("snapshot", run=RUN, project="seed", note="first", author="lea", stdout=out)
+    call_command("export_labels", run=RUN, project="seed", reviewer="lea", output=tmp_path / "lea.csv",
+                 stdout=out)
+    mine = tmp_path / "mine.csv"
+    first = Claim.objects.get(answer__run=run, answer__question_key=Q, index=1)
+    mine.write_text(f"claim_id,label,justification\n{first.pk},UNSUPPORTED,reads more than it says\n")
+    call_command("import_labels", str(mine), run=RUN, project="seed", reviewer="lea", apply=True, stdout=out)
+    with JudgeServer() as server:
+        call_command("autolabel", run=RUN, project="seed", reviewer="judge-a", model="m", base_url=server.base_url,
+                     limit=1, stdout=out)
+    verdicts = tmp_path / "verdicts.jsonl"
+    verdicts.write_text('{"question_id": "seed-support-1", "claim_index": 1, "label": "SUPPORTED", '
+                        '"reason": "says so"}\n')
+    call_command("import_verdicts", str(verdicts), run=RUN, project="seed", reviewer="judge-b", stdout=out)
+
+    events = [(e.actor_name or COMMAND_LINE, e.action, e.detail) for e in
+              AuditEvent.objects.filter(run=run).order_by("id")]
+    assert [(actor, action) for actor, action, _ in events] == [
+        (COMMAND_LINE, "import_answers"), (COMMAND_LINE, "import_answers"), (COMMAND_LINE, "snapshot"),
+        (COMMAND_LINE, "export"), (COMMAND_LINE, "import_labels"), (COMMAND_LINE, "label"),
+        (COMMAND_LINE, "import_labels")]
+    named = [{key: detail[key] for key in ("reviewer", "author", "judge") if key in detail}
+             for _, _, detail in events]
+    assert named == [{}, {"reviewer": "expert-9"}, {"author": "lea"}, {"reviewer": "lea"}, {"reviewer": "lea"},
+                     {"judge": "judge-a"}, {"judge": "judge-b"}]
+    assert run.versions.get().author == lea  # the version still records its author
+
+
+def test_in_the_browser_the_actor_is_the_user(client, site, tmp_path):
+    """The same two changes made in the browser (a version, a label import) are lea's, no name in the detail."""
+    run, lea, _bob = site
+    client.force_login(lea)
+    client.post(url("version_create", run), {"note": "first pass"})
+    event = AuditEvent.objects.get(run=run, action="snapshot")
+    assert (event.actor_name, "author" in event.detail) == ("lea", False)

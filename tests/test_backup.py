@@ -128,8 +128,7 @@ def test_the_archive_holds_exactly_the_project(team_project, tmp_path):
 
 def test_every_model_of_the_app_is_backed_up():
     """Found from the models: a new model with a foreign key towards Project is
-    included without touching the backup code (the reviewers come by reference);
-    claim leases, reservations of a few minutes, are no part of the history."""
+    included without touching the backup code (the reviewers come by reference)."""
     labels = {spec.label for spec in project_models()}
     assert {"labeling.project", "labeling.membership", "labeling.question", "labeling.goldpassageid",
             "labeling.run", "labeling.assignment", "labeling.answer", "labeling.passage", "labeling.claim",
@@ -137,7 +136,7 @@ def test_every_model_of_the_app_is_backed_up():
             "labeling.auditevent"} <= labels
     from django.apps import apps
     assert labels == {m._meta.label_lower for m in apps.get_app_config("labeling").get_models()} - {
-        "labeling.reviewer", "labeling.claimlease"}
+        "labeling.reviewer", "labeling.claimlease", "labeling.ssoidentity"}  # leases: minutes, not data
 
 
 def test_importing_over_an_existing_project_is_refused_and_writes_nothing(team_project, tmp_path):

@@ -9,7 +9,15 @@ import pytest
 from django.template.loader import render_to_string
 from django.urls import reverse
 
-from labeling.charts import LABEL_ANGLE, TREND_TICK_FONT, run_scatter, scatter_chart, text_width, trend_chart
+from labeling.charts import (
+    LABEL_ANGLE,
+    TREND_TICK_FONT,
+    label_lines,
+    run_scatter,
+    scatter_chart,
+    text_width,
+    trend_chart,
+)
 from labeling.models import Run
 
 # Scatter geometry (labeling.charts.scatter_chart): plot box x 56..446, y 8..392;
@@ -87,14 +95,42 @@ def test_trend_places_runs_in_order_and_breaks_lines_on_undefined_values():
     assert [m.title for m in gap.markers] == ["v1: gap (coverage − support) -0.13", "v3: gap (coverage − support) 0.75"]
 
 
-def test_trend_without_negative_values_starts_at_zero_and_shortens_long_names():
+def test_trend_without_negative_values_starts_at_zero_and_wraps_long_names():
     """One run sits in the middle of the plot 47..944 (widest y label "0.00":
-    2.26·16 = 36.16 units, ceil(6 + 36.16 + 4) = 47): x = 495.5."""
+    2.26·16 = 36.16 units, ceil(6 + 36.16 + 4) = 47): x = 495.5. Its 27-character
+    name is written whole on two lines broken after a '-' (issue 20: names cut to
+    15 characters made two runs look alike); the second line's baseline is 1.2 em
+    (19.2 units) below the first: bottom = 232 + 6 + 12.8 + 19.2 + 4 = 274."""
     chart = trend_chart([{"run": "a-very-long-run-name-indeed", "coverage": 0.5, "support": 0.5, "gap": 0.0}])
     assert chart.zero_y is None
     assert [t.text for t in chart.y_ticks] == ["0.00", "0.25", "0.50", "0.75", "1.00"]
-    assert chart.x_ticks[0].text == "a-very-long-run…"
-    assert chart.x_ticks[0].position == 495.5
+    label = chart.x_ticks[0]
+    assert (label.lines, label.full) == (("a-very-long-run-", "name-indeed"), "a-very-long-run-name-indeed")
+    assert label.position == 495.5 and label.bottom == 274.0
+
+
+def test_the_demo_comparison_runs_have_names_that_tell_them_apart():
+    """The demo's comparison: "seed-coverage-support" and "seed-coverage-support-v2" were
+    both "seed-coverage-s…". Now their second lines differ, and each label's tooltip is
+    the whole name."""
+    chart = trend_chart([{"run": name, "coverage": 1.0, "support": 0.6, "gap": 0.4}
+                         for name in ("seed-coverage-support", "seed-coverage-support-v2")])
+    assert [label.lines for label in chart.x_ticks] == [("seed-coverage-", "support"),
+                                                        ("seed-coverage-", "support-v2")]
+    html = render_to_string("labeling/_runs_trend.html", {"trend": chart})
+    assert "<title>seed-coverage-support-v2</title>" in html
+    assert '<tspan x="890.08" dy="1.2em">support-v2</tspan>' in html  # moved in: its name needs the room
+
+
+@pytest.mark.parametrize(("name", "lines"), [
+    ("v1", ("v1",)),
+    ("post_hoc_gs_gpt4", ("post_hoc_gs_gpt4",)),
+    ("a" * 40, ("a" * 18, "a" * 18, "aaaa")),
+    ("x" * 70, ("x" * 18, "x" * 18, "x" * 17 + "…")),
+    ("experiment number twelve with spaces and more words", ("experiment number", "twelve with", "spaces and more…")),
+])
+def test_label_lines_break_after_separators_and_cut_only_past_three_lines(name, lines):
+    assert label_lines(name) == lines
 
 
 DEMO_RUNS = ["seed-coverage-support", "seed-citation-ids", "seed-gold-references", "post_hoc_gs_gpt4",
@@ -105,7 +141,7 @@ def _extent_left(label) -> float:
     """How far the label's text reaches left of its anchor x, by the estimate the chart
     reserves room with: centred text half its width; text turned 35° (ending at x)
     its width · cos 35° plus its ascent (0.8 em) · sin 35°."""
-    width = text_width(label.text, TREND_TICK_FONT)
+    width = max(text_width(line, TREND_TICK_FONT) for line in label.lines)
     if label.rotate == 0:
         return width / 2
     angle = math.radians(LABEL_ANGLE)
@@ -137,16 +173,16 @@ def test_trend_run_names_stay_inside_the_chart(names):
 
 
 def test_trend_turned_names_of_the_demo_project():
-    """Seven runs: the first name "seed-coverage-s…" (13 plain characters, 2 narrow
-    "-", 1 wide "…": (13·0.62 + 2·0.4 + 0.95)·16 = 156.96 units) turned 35° reaches
-    156.96·cos 35° + 12.8·sin 35° = 128.57 + 7.34 = 135.91 left of its anchor. The
+    """Seven runs: the first name "seed-coverage-support", whole (18 plain characters,
+    3 narrow "-", "-", "t": (18·0.62 + 3·0.4)·16 = 197.76 units) turned 35° reaches
+    197.76·cos 35° + 12.8·sin 35° = 162.00 + 7.34 = 169.34 left of its anchor. The
     anchor sits 4 right of the run and the text keeps a margin of 4 from the
-    edge, so the first run moves in to x = 4 + 135.91 − 4 = 135.91 (left 4.0)."""
+    edge, so the first run moves in to x = 4 + 169.34 − 4 = 169.34 (left 4.0)."""
     chart = trend_chart([{"run": name, "coverage": 0.5, "support": 0.5, "gap": 0.0} for name in DEMO_RUNS])
     first = chart.x_ticks[0]
-    assert (first.text, first.rotate, first.anchor) == ("seed-coverage-s…", -35, "end")
-    assert text_width(first.text) == pytest.approx(156.96)
-    assert first.position == pytest.approx(135.91, abs=0.01)
+    assert (first.text, first.rotate, first.anchor) == ("seed-coverage-support", -35, "end")
+    assert text_width(first.text) == pytest.approx(197.76)
+    assert first.position == pytest.approx(169.34, abs=0.01)
     assert first.left == pytest.approx(4.0, abs=0.01)
     assert chart.x_ticks[-1].position == 920.0
 

@@ -436,3 +436,167 @@ def test_label_table_upload_larger_than_the_limit_is_refused_before_it_is_read(c
     assert ('<p class="message error" role="alert">The upload is larger than the limit of 1000\xa0bytes '
             "(CITELAB_MAX_UPLOAD_MB).</p>") in page
     assert row_counts() == before
+
+
+# ------------------------------------------- public datasets (import_dataset)
+
+def refused_dataset(project, fmt: str, files: list[tuple[str, bytes]]) -> list[tuple[str, int, str, str]]:
+    """The issues of importing ``files`` (name, bytes) as dataset ``fmt``; fails unless nothing was written."""
+    from labeling.dataset_import import dataset_import
+    from labeling.importers.datasets.common import SourceFile
+
+    before = row_counts()
+    with pytest.raises(ImportFailed) as failure:
+        dataset_import(project=project, format=fmt, files=[SourceFile(name, data) for name, data in files])
+    assert row_counts() == before
+    return [(issue.file, issue.line, issue.field, issue.reason) for issue in failure.value.issues]
+
+
+EXPERTQA_LINE = {"question": "Why?", "annotator_id": "e1", "answers": {"rr_gs_gpt4": {
+    "answer_string": "Because [1].", "annotator_id": "a1",
+    "claims": [{"claim_string": "Because [1].", "evidence": ["[1] https://x.example The reason."],
+                "support": "Complete", "worthiness": "Yes"}]}}}
+LFQA_DOCS = json.dumps([{"question_id": 1, "question": "Why?", "docs": [{"doc_id": "d0", "title": "T", "text": "X."}]}])
+RAGTRUTH_SOURCE = json.dumps({"source_id": "s1", "task_type": "QA", "source": "MARCO",
+                              "source_info": {"question": "Why?", "passages": "passage 1: The reason."},
+                              "prompt": "Answer"}) + "\n"
+RAGTRUTH_RESPONSE = {"id": "r1", "source_id": "s1", "model": "m", "labels": [], "response": "Because."}
+
+
+def expertqa_with(**claim) -> bytes:
+    line = json.loads(json.dumps(EXPERTQA_LINE))
+    line["answers"]["rr_gs_gpt4"]["claims"][0].update(claim)
+    return jsonl_bytes(line)
+
+
+# Each case: format, files (name, bytes), then the issues (file, line, field, reason).
+DATASET_CASES = {
+    "expertqa: pdf renamed": ("expertqa", [("r2.jsonl", b"%PDF-1.7\n%\xe2\xe3\xcf\xd3\n")],
+                              [("r2.jsonl", 1, "(file)", "not a JSONL text file: it is a PDF document")]),
+    "expertqa: utf-16": ("expertqa", [("r2.jsonl", codecs.BOM_UTF16_LE + jsonl_bytes(EXPERTQA_LINE).decode()
+                                       .encode("utf-16-le"))],
+                         [("r2.jsonl", 1, "(file)", f"the file is UTF-16 text: {UTF16_ADVICE}")]),
+    "expertqa: not json": ("expertqa", [("r2.jsonl", jsonl_bytes(EXPERTQA_LINE) + b"{oops\n")],
+                           [("r2.jsonl", 2, "(line)", "invalid JSON: Expecting property name enclosed in double "
+                                                      "quotes at column 2")]),
+    "expertqa: unknown support": ("expertqa", [("r2.jsonl", expertqa_with(support="Mostly"))],
+                                  [("r2.jsonl", 1, "answers.rr_gs_gpt4.claims[0].support",
+                                    "unknown value 'Mostly' (expected one of 'Complete', 'Partial', 'Incomplete', "
+                                    "'Missing', 'N/A', None)")]),
+    "expertqa: evidence without its number": ("expertqa", [("r2.jsonl", expertqa_with(evidence=["https://x.example"]))],
+                                              [("r2.jsonl", 1, "answers.rr_gs_gpt4.claims[0].evidence[0]",
+                                                "expected '[n] URL passage', got 'https://x.example'")]),
+    "expertqa: no question": ("expertqa", [("r2.jsonl", jsonl_bytes({"answers": {}}))],
+                              [("r2.jsonl", 1, "question", "missing")]),
+    "expertqa: a control character in a claim": (
+        "expertqa", [("r2.jsonl", expertqa_with(claim_string="Because\x07 [1]."))],
+        [("r2.jsonl", 1, "claims[0].text", "contains the control character U+0007 at character 8, which cannot be "
+                                           "stored: remove it")]),
+    "lfqa: gzip": ("lfqa-verification", [("annotations-x.json", gzip.compress(b"[]", mtime=0)),
+                                         ("docs-webgpt.json", LFQA_DOCS.encode())],
+                   [("annotations-x.json", 1, "(file)", "not a JSON text file: it is a gzip archive: unpack it "
+                                                        "first")]),
+    "lfqa: broken json": ("lfqa-verification", [("annotations-x.json", b'[\n {"question_id": 1,\n'),
+                                                ("docs-webgpt.json", LFQA_DOCS.encode())],
+                          [("annotations-x.json", 3, "(file)", "invalid JSON: Expecting property name enclosed in "
+                                                               "double quotes at column 1")]),
+    "lfqa: an object, not a list": ("lfqa-verification", [("docs-webgpt.json", b'{"docs": []}')],
+                                    [("docs-webgpt.json", 1, "(file)", "expected a JSON list of questions (an "
+                                                                       "annotations or a docs file)")]),
+    "ragtruth: a line that is neither": ("ragtruth", [("response.jsonl", jsonl_bytes({"id": "1"}))],
+                                         [("response.jsonl", 1, "(line)", "neither a response (no 'response' key) "
+                                                                          "nor a source (no 'source_info' key): give "
+                                                                          "dataset/response.jsonl and "
+                                                                          "dataset/source_info.jsonl")]),
+    "ragtruth: a source given twice": ("ragtruth", [("source_info.jsonl", (RAGTRUTH_SOURCE * 2).encode()),
+                                                    ("response.jsonl", jsonl_bytes(RAGTRUTH_RESPONSE))],
+                                       [("source_info.jsonl", 2, "source_id",
+                                         "source 's1' is also on line 1 of source_info.jsonl")]),
+    "ragtruth: unknown task": ("ragtruth", [("source_info.jsonl", RAGTRUTH_SOURCE.replace('"QA"', '"Chat"').encode()),
+                                            ("response.jsonl", jsonl_bytes(RAGTRUTH_RESPONSE))],
+                               [("source_info.jsonl", 1, "task_type",
+                                 "unknown task type 'Chat' (expected QA, Summary or Data2txt)")]),
+    "alce: a list, not an object": ("alce", [("human_eval.json", b"[]")],
+                                    [("human_eval.json", 1, "(file)", "expected a JSON object: dataset → model → "
+                                                                      "question id → output")]),
+    "alce: unknown score": ("alce", [("human_eval.json", json.dumps({"eli5": {"m.json": {"7": {
+        "question": "Why?", "output": "Because [1].", "sentences": [
+            {"text": "Because [1].", "sentence_recall_score": 1, "sentence_precision_score": 1,
+             "citations": [{"title": "T", "text": "X", "citation_precision_score": 3}]}]}}}}, indent=1).encode())],
+                            [("human_eval.json", 4, "eli5.m.json.7.sentences[0].citations[0].citation_precision_score",
+                              "unknown value 3 (expected one of 2, 1, 0)")]),
+    "liu2023: not utf-8": ("liu2023", [("human.jsonl", b'{"query": "caf\xe9"}\n')],
+                           [("human.jsonl", 1, "(file)", "not UTF-8 text: invalid continuation byte at byte 15 of "
+                                                         "line 1; save the file as UTF-8 (in Excel: 'CSV UTF-8')")]),
+    "hagrid: a quote given twice": ("hagrid", [("dev.jsonl", jsonl_bytes(
+        {"query_id": "1", "query": "Why?", "quotes": [{"idx": 1, "docid": "a", "text": "X"},
+                                                      {"idx": 1, "docid": "b", "text": "Y"}], "answers": []}))],
+                                    [("dev.jsonl", 1, "quotes[1].idx", "quote 1 is given twice")]),
+}
+
+
+@pytest.mark.parametrize("case", list(DATASET_CASES))
+def test_bad_dataset_files_are_refused_naming_file_line_and_field(seeded, case):
+    fmt, files, expected = DATASET_CASES[case]
+
+    assert refused_dataset(seeded, fmt, files) == expected
+
+
+def test_a_dataset_past_the_row_limit_stops_at_the_first_line_over_it(seeded, settings):
+    settings.CITELAB_MAX_IMPORT_ROWS = 2
+    data = jsonl_bytes(*[EXPERTQA_LINE | {"question": f"Why {n}?"} for n in range(3)])
+
+    assert refused_dataset(seeded, "expertqa", [("r2.jsonl", data)]) == [
+        ("r2.jsonl", 3, "(file)", "more than 2 rows: the limit of one import (CITELAB_MAX_IMPORT_ROWS); split the "
+                                  "file")]
+
+
+def test_import_dataset_command_prints_every_issue_with_its_file(seeded, tmp_path):
+    path = tmp_path / "r2.jsonl"
+    path.write_bytes(expertqa_with(support="Mostly") + expertqa_with(support="Sometimes"))
+    err = io.StringIO()
+    with pytest.raises(CommandError, match="2 problem"):
+        call_command("import_dataset", "--format", "expertqa", str(path), "--project", "seed", stderr=err)
+    assert err.getvalue().splitlines() == [
+        "r2.jsonl: line 1: answers.rr_gs_gpt4.claims[0].support: unknown value 'Mostly' (expected one of "
+        "'Complete', 'Partial', 'Incomplete', 'Missing', 'N/A', None)",
+        "r2.jsonl: line 2: answers.rr_gs_gpt4.claims[0].support: unknown value 'Sometimes' (expected one of "
+        "'Complete', 'Partial', 'Incomplete', 'Missing', 'N/A', None)"]
+
+
+# ---------------------------------------------------- traces (import_traces)
+
+TRACE_CASES = {
+    "openinference: gzip": ("openinference", gzip.compress(b"[]", mtime=0),
+                            [(1, "(file)", "not a JSON text file: it is a gzip archive: unpack it first")]),
+    "openinference: utf-16": ("openinference", codecs.BOM_UTF16_LE + "[]".encode("utf-16-le"),
+                              [(1, "(file)", f"the file is UTF-16 text: {UTF16_ADVICE}")]),
+    "openinference: a list of numbers": ("openinference", b"[1, 2]",
+                                         [(1, "(line)", "expected a span: a JSON object"),
+                                          (1, "(line)", "expected a span: a JSON object")]),
+    "langfuse: broken json lines": ("langfuse", b'{"id": "o1", "traceId": "t1", "type": "GENERATION"}\n{"id":\n',
+                                    [(2, "(line)", "invalid JSON: Expecting value at column 7")]),
+    "langfuse: observations not a list": ("langfuse", json.dumps({"id": "t1", "observations": {}}).encode(),
+                                          [(1, "observations", "must be a list of observations")]),
+    "langsmith: a run without its id": ("langsmith", jsonl_bytes({"trace_id": "t1", "run_type": "llm"}),
+                                        [(1, "id", "missing: every run names itself and its trace")]),
+    "langsmith: no answer anywhere": ("langsmith", jsonl_bytes({"id": "r1", "trace_id": "t1", "run_type": "chain",
+                                                                "inputs": {"question": "Why?"}}),
+                                      [(1, "(file)", "no trace holds an answer to review (span r1 (trace t1): no LLM "
+                                                     "span with an output in this trace: nothing to review; the "
+                                                     "trace is left out)")]),
+}
+
+
+@pytest.mark.parametrize("case", list(TRACE_CASES))
+def test_bad_trace_exports_are_refused_naming_line_and_field(seeded, case):
+    from labeling.importers.datasets.common import SourceFile
+    from labeling.trace_import import trace_import
+
+    fmt, data, expected = TRACE_CASES[case]
+    before = row_counts()
+    with pytest.raises(ImportFailed) as failure:
+        trace_import(project=seeded, format=fmt, file=SourceFile("export.json", data), run_name="traces")
+    assert row_counts() == before
+    assert [(i.line, i.field, i.reason) for i in failure.value.issues] == expected
+    assert {i.file for i in failure.value.issues} == {"export.json"}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from django.test import override_settings
 from django.urls import reverse
 
 from labeling.memberships import run_settings_set
@@ -22,8 +23,10 @@ def lead(judging_run, client):
 
 
 def _start(client, server, **fields):
+    """Post the panel's form with the fake judge's endpoint, which the operator allows (CITELAB_JUDGE_ENDPOINTS)."""
     data = {"reviewer": "judge-a", "model": "fake", "base_url": server.base_url, "limit": ""} | fields
-    return client.post(reverse("judge_run_start", args=ARGS), data, HTTP_HX_REQUEST="true")
+    with override_settings(CITELAB_JUDGE_ENDPOINTS=[server.base_url]):
+        return client.post(reverse("judge_run_start", args=ARGS), data, HTTP_HX_REQUEST="true")
 
 
 def test_lead_starts_a_judge_run_and_the_panel_shows_it_finished(judging_run, lead, client, settings):

@@ -96,7 +96,7 @@ def test_canonical_file_is_sorted_json_lines_without_passage_text(seed_run):
     rows = [json.loads(line) for line in lines[:-1]]
     assert [row["claim_index"] for row in rows] == [1, 2, 3, 4, 5]
     assert all(list(row) == sorted(CANONICAL_COLUMNS) for row in rows)
-    assert lines[0].startswith('{"answer_id":') and ", " not in lines[0].split('"claim":')[0]
+    assert lines[0].startswith('{"adjudicated_at":null,') and ", " not in lines[0].split('"claim":')[0]
     first = rows[0]
     assert first["label"] == "SUPPORTED"
     assert first["citations"] == "P1"

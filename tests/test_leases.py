@@ -206,3 +206,29 @@ def _label_until_done(client: Client, name: str, mine: list[int], rng: random.Ra
         mine.append(int(fields["claim"]))
         form = form_of(html) if re.search(r'id="label-form"', html) else None
     raise AssertionError(f"{name} was still labeling after 200 steps")
+
+
+@pytest.mark.django_db
+def test_a_backup_leaves_leases_out_and_a_restore_starts_with_none(settings, tmp_path):
+    """A lease is a reservation of minutes, not data: the archive of a project with one
+    held has no lease table, and the restored project has no lease."""
+    import io
+    import json
+    import zipfile
+
+    from django.core.management import call_command
+
+    settings.MEDIA_ROOT = tmp_path / "media"
+    run, (c0, *_rest), p = _team(1, ("ann",))
+    assert _handed(run, p["ann"]) == c0
+    archive = tmp_path / "lease.zip"
+    call_command("export_project", "lease", str(archive), stdout=io.StringIO())
+    with zipfile.ZipFile(archive) as zipped:
+        manifest = json.loads(zipped.read("manifest.json"))
+        names = zipped.namelist()
+    run.project.delete()
+    call_command("import_project", str(archive), stdout=io.StringIO())
+
+    assert "labeling.claim" in manifest["models"] and "labeling.claimlease" not in manifest["models"]
+    assert not any("claimlease" in name for name in names)
+    assert Claim.objects.filter(pk=c0).exists() and not ClaimLease.objects.exists()

@@ -27,12 +27,21 @@ A URL name (or, for the admin's unnamed patterns, route) missing from
 ``RULES`` fails ``test_every_url_pattern_has_a_rule``: add a rule for a new
 URL there. Every request runs in a savepoint that is rolled back, so a POST
 (a delete, a rename) never changes what the next cell sees.
+
+The HTTP API (``api:…``, issue 27) is walked the same way, each actor sending
+``Authorization: Bearer`` with its own project token instead of a session:
+``team`` tokens for ``lead``, ``rev``, ``view`` and ``super``, ``rival``
+tokens for the ``o_*`` actors, and for ``outsider`` a ``team`` token whose
+reviewer was removed from the project (401, like no token at all). Its rules
+name every method of every operation (GET, POST, PATCH, DELETE):
+``test_every_api_operation_has_a_rule`` reads them from the OpenAPI schema.
 """
 
 from __future__ import annotations
 
 import copy
 import inspect
+import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -49,9 +58,11 @@ from django.utils import timezone
 from django_q.models import OrmQ, Schedule, Task
 
 from labeling import models
+from labeling.api.main import api
 from labeling.label_tables import label_table_snapshot
 from labeling.models import Membership, Role
 from labeling.services import label_save
+from labeling.tokens import token_create
 from tests.factories import (
     AnswerFactory,
     CitationFactory,
@@ -64,6 +75,7 @@ from tests.factories import (
 )
 
 ACTORS = ("anonymous", "outsider", "o_lead", "o_rev", "o_view", "lead", "rev", "view", "super")
+METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
 
 # -- the data: built once for the module, rolled back at its end -------------------------------
 
@@ -78,6 +90,8 @@ class World:
     own: dict[str, object]
     other: dict[str, object]
     objects: dict[str, object] = field(default_factory=dict)
+    # actor → the API token it sends (none for ``anonymous``).
+    tokens: dict[str, str] = field(default_factory=dict)
 
 
 def _project(slug: str, run_name: str, people: dict[str, str], users: dict) -> dict:
@@ -147,7 +161,24 @@ def _build() -> World:
         "axes.accessfailurelog": AccessFailureLog.objects.create(username="walk-rev", ip_address="10.0.0.1",
                                                                  **_access),
     }
-    return World(users=users, own=own, other=other, objects=objects)
+    tokens = {actor: token_create(project=(own if actor in ("lead", "rev", "view", "super") else other)["project"],
+                                  reviewer=users[actor], created_by=None, name=f"walk-{actor}")
+              for actor in ("lead", "rev", "view", "super", "o_lead", "o_rev", "o_view")}
+    # A token made while ``outsider`` was a member of team, who then left: it opens nothing.
+    gone = Membership.objects.create(project=own["project"], reviewer=users["outsider"], role=Role.REVIEWER)
+    tokens["outsider"] = token_create(project=own["project"], reviewer=users["outsider"], created_by=None,
+                                      name="walk-outsider")
+    gone.delete()
+    own["token"], other["token"] = tokens["lead"].token, tokens["o_lead"].token
+    judge = models.Reviewer.objects.get(username="walk-judge")
+    for side in (own, other):
+        # Its destination is not resolved here (rows made directly): the walk never delivers.
+        side["webhook"] = models.Webhook.objects.create(project=side["project"], url="https://hooks.example.org/x",
+                                                        events=["label.saved"], secret="walk")
+        side["judge_run"] = models.JudgeRun.objects.create(run=side["run"], reviewer=judge, model="walk",
+                                                           status=models.JudgeRunStatus.DONE)
+    return World(users=users, own=own, other=other, objects=objects,
+                 tokens={actor: issued.secret for actor, issued in tokens.items()})
 
 
 @pytest.fixture(scope="module")
@@ -174,13 +205,16 @@ GET_ONLY = "L 405 405 405 405 405 405 405 405"
 def _own(world: World) -> dict[str, object]:
     own = world.own
     return {"project_slug": own["project"].slug, "run_name": own["run"].name, "answer_id": own["answer"].pk,
-            "claim_id": own["claims"][0].pk, "number": own["version"].number}
+            "claim_id": own["claims"][0].pk, "number": own["version"].number, "token_id": own["token"].pk,
+            "slug": own["project"].slug, "run": own["run"].name, "judge_run_id": own["judge_run"].pk,
+            "hook_id": own["webhook"].pk}
 
 
 def _other(world: World) -> dict[str, object]:
     other = world.other
     return {"run_name": other["run"].name, "answer_id": other["answer"].pk, "claim_id": other["claims"][0].pk,
-            "number": other["version"].number}
+            "number": other["version"].number, "token_id": other["token"].pk, "run": other["run"].name,
+            "judge_run_id": other["judge_run"].pk, "hook_id": other["webhook"].pk}
 
 
 @dataclass(frozen=True)
@@ -192,8 +226,10 @@ class Cell:
     method: str
     url: str
     expected: tuple[str, ...]
-    data: dict | None = None
+    data: dict | bytes | None = None
     htmx: bool = False
+    # An API cell: sent with the actor's bearer token, its body as JSON (or raw bytes).
+    api: bool = False
     # (world, response) -> "" or what went wrong, checked before the cell is rolled back
     check: Callable[[World, Any], str] | None = None
 
@@ -258,6 +294,8 @@ RULES = {
     "project_summary": {"GET": TEAM_READ, "POST": POST_ONLY},
     "project_members": {"GET": TEAM_LEAD_ONLY, "POST": "L 404 404 404 404 R 403 403 R",
                         "data": lambda w: {"reviewer": "walk-view", "role": "reviewer"}},
+    "project_settings": {"GET": TEAM_LEAD_ONLY, "POST": "L 404 404 404 404 R 403 403 R",
+                         "data": lambda w: {"judge_citations": "on"}},
     "run_detail": {"GET": TEAM_READ, "HX": True, "POST": POST_ONLY},
     "run_rename": {"GET": GET_ONLY, "POST": "L 404 404 404 404 R 403 403 R",
                    "data": lambda w: {"name": "r1-renamed"}},
@@ -359,6 +397,100 @@ RULES = {
                              "L 404 404 404 404 400 400 400 400", _rival_not_shown)]},
 }
 
+# -- the HTTP API (issue 27) and its tokens page --------------------------------------------------
+
+# Token of no project or none at all: 401; a rival token: team's objects are 404 to it.
+API_READ = "401 401 404 404 404 200 200 200 200"
+API_LEAD = "401 401 404 404 404 200 403 403 200"
+API_PUBLIC = "200 200 200 200 200 200 200 200 200"
+API_405 = "405 405 405 405 405 405 405 405 405"
+
+
+def _api_answers(world: World) -> bytes:
+    """A one-answer JSON Lines file for run r1 of team (a new question: imported, 201)."""
+    return (json.dumps({"question_id": "walk-api-q", "question": "Is the sky blue?", "run": "r1",
+                        "answer": "The sky is blue [P1].",
+                        "passages": [{"id": "P1", "source": "sky.txt", "text": "The sky is blue."}]}) + "\n").encode()
+
+
+def _nothing_listed(world: World, response) -> str:
+    """A 200 list of team's that names another project's object must come back empty."""
+    if response.status_code != 200:
+        return ""
+    count = response.json()["count"]
+    return f"{count} item(s) of rival listed" if count else ""
+
+
+RULES |= {
+    # The lead's page of the project's API tokens; creating one shows it once (200), revoking redirects.
+    "project_tokens": {"GET": TEAM_LEAD_ONLY, "POST": TEAM_LEAD_ONLY,
+                       "data": lambda w: {"reviewer": "walk-rev", "days": "30"}},
+    "project_token_revoke": {"GET": "L 405 405 405 405 405 405 405 405", "POST": "L 404 404 404 404 R 403 403 R"},
+    # Single sign-on is off here (no CITELAB_OIDC_CLIENT_ID): both are 404 to everyone.
+    "sso_login": {"GET": "404 404 404 404 404 404 404 404 404", "POST": "404 404 404 404 404 404 404 404 404"},
+    "sso_callback": {"GET": "404 404 404 404 404 404 404 404 404"},
+    # A lead's page of the project's webhooks; the loopback is not an allowed destination (200, refused).
+    "project_webhooks": {"GET": TEAM_LEAD_ONLY, "POST": TEAM_LEAD_ONLY,
+                         "data": lambda w: {"url": "http://127.0.0.1:9/hook", "events": ["label.saved"]}},
+    # The test delivery is queued once the request commits (never in the walk): a redirect.
+    "project_webhook_test": {"GET": "L 405 405 405 405 405 405 405 405", "POST": "L 404 404 404 404 R 403 403 R"},
+    "project_webhook_delete": {"GET": "L 405 405 405 405 405 405 405 405", "POST": "L 404 404 404 404 R 403 403 R"},
+    # The schema and its docs page are public (they describe the API, they hold no data).
+    "api:openapi-json": {"GET": API_PUBLIC, "POST": API_405},
+    "api:openapi-view": {"GET": API_PUBLIC, "POST": API_405},
+    # django-ninja's root: no page of its own.
+    "api:api-root": {"GET": "404 404 404 404 404 404 404 404 404"},
+    # A rival token lists its own project; outsider's token (reviewer no longer a member) opens nothing.
+    "api:project_list": {"GET": "401 401 200 200 200 200 200 200 200", "POST": API_405},
+    "api:project_detail": {"GET": API_READ, "PUT": API_405},
+    "api:run_list": {"GET": API_READ, "PUT": API_405},
+    "api:run_create": {"POST": "401 401 404 404 404 201 403 403 201", "data": lambda w: {"name": "walk-new"}},
+    "api:run_detail": {"GET": API_READ, "PUT": API_405},
+    "api:run_rename": {"PATCH": API_LEAD, "data": lambda w: {"name": "r1-renamed"}},
+    "api:run_delete": {"DELETE": API_LEAD},
+    "api:answers_import": {"POST": "401 401 404 404 404 201 403 403 201", "GET": API_405, "data": _api_answers},
+    "api:claim_list": {
+        "GET": API_READ, "POST": API_405,
+        "extra": lambda w: [("question of rival", "GET", {"question_id": "rival-q1"}, API_READ, _nothing_listed)]},
+    "api:claim_detail": {"GET": API_READ, "DELETE": API_405},
+    # Claim 2 of team (no label yet): a reviewer's or lead's first label, 201.
+    "api:label_create": {"POST": "401 401 404 404 404 201 201 403 201", "GET": API_405,
+                         "values": lambda w: {"claim_id": w.own["claims"][1].pk},
+                         "data": lambda w: {"value": "SUPPORTED", "justification": "", "revision": 1,
+                                            "base_label": None}},
+    "api:label_list": {
+        "GET": API_READ, "POST": API_405,
+        "extra": lambda w: [("run of rival", "GET", {"run": "rival-run"}, API_READ, _nothing_listed),
+                            ("reviewer of rival", "GET", {"reviewer": "walk-o_rev"}, API_READ, _nothing_listed)]},
+    "api:version_list": {"GET": API_READ, "PUT": API_405},
+    # Version 1 holds the table as it is: a second one is refused as unchanged (409).
+    "api:version_create": {"POST": "401 401 404 404 404 409 403 403 409", "data": lambda w: {"note": "walk"}},
+    "api:version_detail": {"GET": API_READ, "POST": API_405},
+    "api:version_file": {"GET": API_READ, "POST": API_405},
+    "api:run_score": {"GET": API_READ, "POST": API_405},
+    # Team has one run: no baseline to gate against (422, naming the field).
+    "api:run_gate": {
+        "POST": "401 401 404 404 404 422 422 422 422", "GET": API_405,
+        "data": lambda w: {"baseline": "r0", "max_drop": {"support": 0.05}},
+        "extra": lambda w: [("rival's run as baseline", "POST",
+                             {"baseline": w.other["run"].name, "max_drop": {"support": 0.05}},
+                             "401 401 404 404 404 422 422 422 422", _rival_not_shown)]},
+    "api:run_compare": {
+        "GET": "401 401 404 404 404 422 422 422 422", "POST": API_405, "query": lambda w: {"a": "r1", "b": "r1"},
+        "extra": lambda w: [("rival's run as B", "GET", {"a": "r1", "b": w.other["run"].name},
+                             "401 401 404 404 404 422 422 422 422", _rival_not_shown)]},
+    "api:run_agreement": {"GET": API_READ, "POST": API_405},
+    "api:judge_run_list": {"GET": API_READ, "PUT": API_405},
+    # Recorded and queued (the queue runs it once the request commits: never in the walk).
+    "api:judge_run_start": {"POST": "401 401 404 404 404 202 403 403 202",
+                             "data": lambda w: {"judge": "walk-judge", "model": "walk-model"}},
+    "api:judge_run_detail": {"GET": API_READ, "POST": API_405},
+    "api:audit_list": {
+        "GET": API_LEAD, "POST": API_405,
+        "extra": lambda w: [("run of rival", "GET", {"run": "rival-run"}, API_LEAD, _nothing_listed)]},
+}
+
+
 # The admin: staff only (nobody here but ``super`` is staff). Per registered model,
 # what a superuser gets on its add, change and delete pages (view-only models: 403
 # on add and delete, the change page shows the object read-only).
@@ -458,9 +590,9 @@ def _tokens(row: str) -> tuple[str, ...]:
 
 def _cross(token: str, param: str) -> str:
     """What an actor gets when ``param`` names an object of project ``rival``: the
-    login redirect, a refused method or (below the run) a refused role stay as
-    they were; everything else is 404."""
-    if token in ("L", "AL", "405") or (token == "403" and param != "run_name"):
+    login redirect, a refused token or method or (below the run) a refused role
+    stay as they were; everything else is 404."""
+    if token in ("L", "AL", "401", "405") or (token == "403" and param not in ("run_name", "run")):
         return token
     return "404"
 
@@ -476,12 +608,13 @@ def cells(world: World) -> list[Cell]:
         values = {**own, **rule.get("values", lambda w: {})(world)}
         url = rule["path"](world) if "path" in rule else _fill(route, values)
         query = rule.get("query", lambda w: {})(world)
-        for method in ("GET", "POST"):
+        api_cell = key.startswith("api:")
+        for method in METHODS:
             if method not in rule:
                 continue
             expected = _tokens(rule[method])
-            data = rule.get("data", lambda w: {})(world) if method == "POST" else query
-            out.append(Cell(key, "own", method, url, expected, data))
+            data = rule.get("data", lambda w: {})(world) if method != "GET" else query
+            out.append(Cell(key, "own", method, url, expected, data, api=api_cell))
             if method == "GET" and rule.get("HX"):
                 hx = expected if rule["HX"] is True else _tokens(rule["HX"])
                 out.append(Cell(key, "own, htmx", method, url, hx, data, htmx=True))
@@ -492,9 +625,9 @@ def cells(world: World) -> list[Cell]:
                 if name in other:
                     crossed = tuple(_cross(token, name) for token in expected)
                     out.append(Cell(key, f"{name} of rival", method, _fill(route, {**values, name: other[name]}),
-                                    crossed, data))
+                                    crossed, data, api=api_cell))
         for variant, method, data, row, check in rule.get("extra", lambda w: [])(world):
-            out.append(Cell(key, variant, method, url, _tokens(row), data, check=check))
+            out.append(Cell(key, variant, method, url, _tokens(row), data, check=check, api=api_cell))
     return out
 
 
@@ -514,6 +647,18 @@ def _token_of(response) -> str:
             return "L"
         return "R"
     return str(response.status_code)
+
+
+def test_every_api_operation_has_a_rule():
+    """Every operation of the OpenAPI schema (path × method) has its rule: the
+    walk covers every API route and method (issue 27)."""
+    schema = api.get_openapi_schema(path_prefix="/api/v1/")
+    operations = [(operation["operationId"], method.upper(), path)
+                  for path, methods in schema["paths"].items() for method, operation in methods.items()]
+    assert len(operations) >= 20
+    missing = [f"{method} {path} (api:{name})" for name, method, path in operations
+               if method not in RULES.get(f"api:{name}", {})]
+    assert not missing, "add the method to the API rule in RULES:\n" + "\n".join(missing)
 
 
 def test_claim_bodies_are_bodies_not_rules():
@@ -545,9 +690,15 @@ def test_every_url_answers_each_actor_as_its_rule_says(world, actor, db):
     for cell in walked:
         client.cookies = copy.deepcopy(cookies)  # a logout in a previous cell logs nobody out
         headers = {"HX-Request": "true"} if cell.htmx else {}
+        if cell.api and actor in world.tokens:
+            headers["Authorization"] = f"Bearer {world.tokens[actor]}"
         with transaction.atomic():
             if cell.method == "GET":
                 response = client.get(cell.url, cell.data, headers=headers)
+            elif cell.api:
+                raw = isinstance(cell.data, bytes)
+                response = client.generic(cell.method, cell.url, cell.data if raw else json.dumps(cell.data or {}),
+                                          "application/x-ndjson" if raw else "application/json", headers=headers)
             else:
                 response = client.post(cell.url, cell.data, headers=headers)
             problem = cell.check(world, response) if cell.check else ""

@@ -20,8 +20,6 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from openpyxl.cell import WriteOnlyCell
-
 EXCEL_MAX_CELL_CHARS = 32_767
 FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
 TRUNCATED_MARKER = "…"
@@ -50,6 +48,8 @@ def text_cell(worksheet: Any, value: str, *, style: Any = None, quoted_style: An
     if not value:
         return None
     value = spreadsheet_text(value)
+    from openpyxl.cell import WriteOnlyCell  # openpyxl loads with the first workbook, not at start-up
+
     if value.startswith(FORMULA_PREFIXES):
         cell = WriteOnlyCell(worksheet, value=value)
         cell.data_type = "s"  # never a formula, whatever the first character

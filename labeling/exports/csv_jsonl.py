@@ -21,10 +21,9 @@ import io
 import json
 from typing import IO, Any
 
-import pandas as pd
-
 from labeling.exports.label_table import LABEL_TABLE_COLUMNS
 from scoring.claims import to_native
+from scoring.lazy import pd  # loaded on first use: keeps start-up fast (issue 24)
 
 CSV_PREFIXED = ("=", "+", "-", "@", "\t", "\r", "'")
 

@@ -15,7 +15,6 @@ Column names follow the contracts in ``scoring.claims``, ``scoring.labels``,
 
 from __future__ import annotations
 
-import pandas as pd
 from django.db.models import Count
 
 from labeling.models import (
@@ -33,6 +32,10 @@ from labeling.models import (
 )
 from scoring.judgments import resolve_judgments
 from scoring.labels import apply_adjudications, counted_labels, resolve_labels
+from scoring.lazy import pd  # loaded on first use: keeps start-up fast (issue 24)
+
+# Who adjudicated a claim, when and why (resolved_claims_frame's columns beside the label).
+ADJUDICATION_DETAILS = ("adjudicated_by", "adjudicated_at", "adjudication_reason")
 
 
 def answers_frame(run: Run) -> pd.DataFrame:
@@ -188,7 +191,10 @@ def resolved_claims_frame(run: Run, *, reviewer: str | None = None,
 
     Returns ``(frame, disagreements)``: the claims frame of
     :func:`claims_frame` plus ``label`` (value or None = pending),
-    ``disagreement`` (bool) and ``adjudicated`` (bool), and the number of cited
+    ``disagreement`` (bool), ``adjudicated`` (bool) and the current
+    adjudication's ``adjudicated_by`` (the lead's username),
+    ``adjudicated_at`` (aware datetime) and ``adjudication_reason`` (None
+    where the claim has none), and the number of cited
     claims whose current human reviewers disagree and no lead adjudicated (an
     automated labeler's labels never count, ``scoring.labels.counted_labels``;
     with ``reviewer`` that reviewer's labels count, whatever its kind; a judge a
@@ -213,10 +219,14 @@ def resolved_claims_frame(run: Run, *, reviewer: str | None = None,
             labels = labels[~labels["reviewer"].isin(run_exclusion(run=run).names)]
     resolved = resolve_labels(labels[["claim_id", "reviewer", "label"]], reviewer=reviewer)
     adjudications = pd.DataFrame(
-        list(Adjudication.objects.filter(claim__answer__run=run, is_current=True).values_list("claim_id", "value"))
-        if reviewer is None else [], columns=["claim_id", "label"])
-    resolved = apply_adjudications(resolved, adjudications)
+        list(Adjudication.objects.filter(claim__answer__run=run, is_current=True).values_list(
+            "claim_id", "value", "lead__username", "created_at", "reason"))
+        if reviewer is None else [], columns=["claim_id", "label", *ADJUDICATION_DETAILS])
+    resolved = apply_adjudications(resolved, adjudications[["claim_id", "label"]])
     merged = claims.merge(resolved[["claim_id", "label", "disagreement", "adjudicated"]], on="claim_id", how="left")
+    merged = merged.merge(adjudications[["claim_id", *ADJUDICATION_DETAILS]], on="claim_id", how="left")
+    for column in ADJUDICATION_DETAILS:
+        merged[column] = merged[column].astype(object).where(merged[column].notna(), None)
     merged["disagreement"] = merged["disagreement"].fillna(False).astype(bool)
     merged["adjudicated"] = merged["adjudicated"].fillna(False).astype(bool)
     uncited = merged["n_citations"] == 0

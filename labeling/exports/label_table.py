@@ -16,14 +16,17 @@ passage         text of each cited passage, ``[id] text`` blocks separated
                 by a blank line; a fabricated id reads ``[id] (not among the
                 passages sent with this answer)``
 label           SUPPORTED / UNSUPPORTED / UNCITED, or ``None`` = pending
-justification   str ("" when none)
+justification   str ("" when none; "" on an adjudicated row, whose reason
+                is ``adjudication_reason``)
 reviewer        the reviewer(s) whose label the row shows, ``", "``-joined
-                usernames in name order ("" when none)
+                usernames in name order ("" when none, and on an
+                adjudicated row: the label is the lead's, not theirs)
 labeled_at      latest ``created_at`` of those labels, ISO 8601 UTC to the
                 second (``"2025-01-31T09:15:00Z"``), or ``None``
-status          ``labeled`` (cited, label agreed), ``pending`` (cited, no
-                label yet), ``disagreement`` (cited, the counted reviewers
-                disagree: label ``None``), ``uncited`` (no citation: UNCITED
+status          ``labeled`` (cited, label agreed), ``adjudicated`` (cited,
+                the label is a lead's adjudication, SPEC §4.4), ``pending``
+                (cited, no label yet), ``disagreement`` (cited, the counted
+                reviewers disagree: label ``None``), ``uncited`` (no citation: UNCITED
                 automatically, SPEC §3), ``abstention`` (claim of an answer
                 that abstains, SPEC §4.2: not scored), ``non_factual``
                 (marked not a factual claim, SPEC §4.3b: not scored)
@@ -39,6 +42,12 @@ judgments       the citations' judgments (SPEC §4.3b), one line ``[id]
                 is left out); "" when none
 evidence        the evidence of those judgments, one line ``[id] words``
                 per judgment that has some ("" when none)
+adjudicated_by  the lead whose current adjudication is the row's label
+                (SPEC §4.4; "" when none, and always "" in one reviewer's
+                table, which leaves adjudications out)
+adjudicated_at  when that adjudication was recorded, as ``labeled_at``, or
+                ``None``
+adjudication_reason  the lead's reason ("" when none)
 guidelines_     the number of the project's guidelines version the row's
 version         label(s) were made under (issue 25 §1), ``", "``-joined
                 when its reviewers labeled under different versions, in
@@ -60,6 +69,10 @@ reviewer agrees on (pending when they disagree), UNCITED for a claim without
 citations — or, with ``reviewer=NAME``, that one reviewer's current label.
 ``justification`` is the counted reviewer's, or, when several reviewers
 agree and more than one wrote one, ``"name: text"`` paragraphs in name order.
+A claim a lead adjudicated shows the adjudicated label with
+``adjudicated_by``, ``adjudicated_at`` and ``adjudication_reason``, and no
+reviewer, time or justification: a reviewer who happened to agree did not
+decide it (their labels stay in ``reviewer_labels``).
 
 The canonical serialization of a table (what a label table version stores and
 hashes) is :func:`canonical_bytes`: UTF-8 JSON Lines of ``CANONICAL_COLUMNS``
@@ -79,29 +92,33 @@ from collections import defaultdict
 from datetime import UTC, datetime
 from typing import Any
 
-import pandas as pd
-
 from labeling.db import consistent_read
 from labeling.exports import frames
 from labeling.models import COUNTED_KINDS, Citation, CitationJudgment, Claim, Passage, Run
 from scoring.claims import ClaimMetrics, claim_metrics, to_native
+from scoring.lazy import pd  # loaded on first use: keeps start-up fast (issue 24)
 
 LABEL_TABLE_COLUMNS = (
     "run", "question_id", "answer_id", "claim_index", "claim", "citations", "cited_span", "passage",
     "label", "justification", "reviewer", "labeled_at", "status", "claim_id", "claim_revision",
-    "factual", "judgments", "evidence", "guidelines_version",
+    "factual", "judgments", "evidence", "adjudicated_by", "adjudicated_at", "adjudication_reason",
+    "guidelines_version",
 )
 JUDGMENT_COLUMNS = frozenset({"factual", "judgments", "evidence"})
+ADJUDICATION_COLUMNS = frozenset({"adjudicated_by", "adjudicated_at", "adjudication_reason"})
 GUIDELINES_COLUMN = "guidelines_version"
 REVIEWER_LABELS = "reviewer_labels"
 CANONICAL_COLUMNS = (*(column for column in LABEL_TABLE_COLUMNS if column != "passage"), REVIEWER_LABELS)
-# The keys of the first versions: later ones added reviewer_labels, then the judgments (SPEC §4.3b).
-_EARLIEST_CANONICAL_COLUMNS = frozenset(CANONICAL_COLUMNS) - {REVIEWER_LABELS, GUIDELINES_COLUMN} - JUDGMENT_COLUMNS
+# The keys of the first versions: later ones added reviewer_labels, the judgments (SPEC §4.3b), the
+# adjudications (issue 20), then the guidelines version (issue 25).
+_EARLIEST_CANONICAL_COLUMNS = (frozenset(CANONICAL_COLUMNS) - {REVIEWER_LABELS, GUIDELINES_COLUMN} - JUDGMENT_COLUMNS
+                               - ADJUDICATION_COLUMNS)
 INT_COLUMNS = ("answer_id", "claim_index", "claim_id", "claim_revision")
 CITATION_SEPARATOR = ", "
 FABRICATED_PASSAGE = "(not among the passages sent with this answer)"
 
 STATUS_LABELED = "labeled"
+STATUS_ADJUDICATED = "adjudicated"
 STATUS_PENDING = "pending"
 STATUS_DISAGREEMENT = "disagreement"
 STATUS_UNCITED = "uncited"
@@ -171,23 +188,32 @@ def _label_table_frame(run: Run, *, reviewer: str | None, with_passages: bool) -
 
     columns: dict[str, list[Any]] = {column: [] for column in (*LABEL_TABLE_COLUMNS, REVIEWER_LABELS)}
     add = {column: values.append for column, values in columns.items()}
+    # Who adjudicated, when and why (SPEC §4.4; one reviewer's table has no adjudications).
+    adjudications = [
+        (lead, format_labeled_at(pd.Timestamp(at).to_pydatetime()), reason) if is_adjudicated and lead else None
+        for is_adjudicated, lead, at, reason in zip(*(claims[column].tolist() for column in (
+            "adjudicated", "adjudicated_by", "adjudicated_at", "adjudication_reason")), strict=True)
+    ]
     for (claim_id, answer_id, question_id, claim_index, text, n_citations, abstention, label, disagreement,
-         factual) in zip(
+         factual), adjudication in zip(zip(
         *(claims[column].tolist() for column in ("claim_id", "answer_id", "question_id", "claim_index", "claim",
                                                  "n_citations", "abstention", "label", "disagreement", "factual")),
-        strict=True,
+        strict=True), adjudications, strict=True,
     ):
         citations = cited.get(claim_id, [])
         label = to_native(label)
         everyone = sorted(every_label.get(claim_id, []))
         given = everyone if reviewer is None else [item for item in everyone if item[0] == reviewer]
-        counted = given if disagreement else [item for item in given if item[1] == label]
+        # An adjudicated label is the lead's: no reviewer who happened to agree is shown as its author.
+        counted = [] if adjudication else given if disagreement else [item for item in given if item[1] == label]
         if abstention:
             status = STATUS_ABSTENTION
         elif not factual:
             status = STATUS_NON_FACTUAL
         elif n_citations == 0:
             status = STATUS_UNCITED
+        elif adjudication:
+            status = STATUS_ADJUDICATED
         elif disagreement:
             status = STATUS_DISAGREEMENT
         elif label is None:
@@ -213,6 +239,9 @@ def _label_table_frame(run: Run, *, reviewer: str | None, with_passages: bool) -
         judgment_cell, evidence_cell = judged.get(claim_id, ("", ""))
         add["judgments"](judgment_cell)
         add["evidence"](evidence_cell)
+        add["adjudicated_by"](adjudication[0] if adjudication else "")
+        add["adjudicated_at"](adjudication[1] if adjudication else None)
+        add["adjudication_reason"](adjudication[2] if adjudication else "")
         made_under = sorted({versions[(claim_id, item[0])] for item in counted} - {None})
         add[GUIDELINES_COLUMN](CITATION_SEPARATOR.join(str(number) for number in made_under))
         add[REVIEWER_LABELS]([{"reviewer": name, "label": value, "justification": text, "labeled_at": at}
@@ -304,8 +333,10 @@ def table_from_canonical(data: bytes) -> pd.DataFrame:
             raise ValueError(f"line {number}: invalid JSON ({exc.msg})") from None
         if not isinstance(row, dict) or not _EARLIEST_CANONICAL_COLUMNS <= set(row) <= set(CANONICAL_COLUMNS):
             raise ValueError(f"line {number}: expected an object with keys {', '.join(CANONICAL_COLUMNS)}")
-        # A version from before judgments were kept: every claim factual, nothing judged.
-        defaults = {"factual": True, "judgments": "", "evidence": "", GUIDELINES_COLUMN: ""}
+        # A version from before judgments were kept: every claim factual, nothing judged; from before
+        # adjudications were in the table: none shown; from before guidelines: no version.
+        defaults = {"factual": True, "judgments": "", "evidence": "", "adjudicated_by": "",
+                    "adjudicated_at": None, "adjudication_reason": "", GUIDELINES_COLUMN: ""}
         for column in CANONICAL_COLUMNS:
             columns[column].append(row.get(column, defaults.get(column)))
         columns["passage"].append("")

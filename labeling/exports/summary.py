@@ -4,10 +4,6 @@ from __future__ import annotations
 
 import io
 
-from openpyxl import Workbook
-from openpyxl.cell import WriteOnlyCell
-from openpyxl.styles import Font
-
 from labeling.exports.cells import text_cell
 from labeling.models import Project
 from scoring.intervals import DEFAULT_CONFIDENCE
@@ -28,6 +24,11 @@ def summary_xlsx(*, project: Project, runs: list[RunSummary], rule: str) -> byte
     ``ci_high`` columns; undefined values are empty cells), the unweighted mean of the
     runs last; then the project, the citation precision rule and what the mean is.
     Run names go through ``text_cell`` (formulas written as text, SPEC §7)."""
+    # openpyxl (1 s to import) loads only when a workbook is written
+    from openpyxl import Workbook
+    from openpyxl.cell import WriteOnlyCell
+    from openpyxl.styles import Font
+
     workbook = Workbook(write_only=True)
     sheet = workbook.create_sheet("Runs")
     sheet.freeze_panes = "A2"

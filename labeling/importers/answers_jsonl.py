@@ -8,7 +8,6 @@ service that writes, which sees the whole stream.
 
 from __future__ import annotations
 
-import functools
 import json
 import re
 from collections.abc import Iterable, Iterator
@@ -16,6 +15,13 @@ from typing import Any
 
 from django.core.exceptions import ValidationError
 
+from labeling.importers.answer_labels import (
+    citation_judgments,
+    claim_label,
+    claim_labels,
+    credit_judgments,
+    optional_str,
+)
 from labeling.importers.cells import MAX_SMALL_NUMBER
 from labeling.importers.content import max_rows, too_many_rows
 from labeling.importers.markers import find_markers, split_claims
@@ -25,6 +31,7 @@ from labeling.importers.records import (
     ClaimRecord,
     GoldRecord,
     ImportIssue,
+    LabelRecord,
     PassageRecord,
 )
 from labeling.limits import MAX_JUSTIFICATION_CHARS, MAX_TEXT_CHARS
@@ -32,11 +39,10 @@ from labeling.names import (
     normalize_name,
     text_problem,
     validate_question_id,
-    validate_reviewer_name,
     validate_run_name,
 )
 from scoring.judgments import JUDGMENTS, check_judgment
-from scoring.labels import LABEL_VALUES, label_problem
+from scoring.labels import label_problem
 from scoring.normalize import normalize_source
 
 
@@ -139,6 +145,9 @@ def answer_record_from_dict(data: Any, *, line: int, run: str | None = None,
         answer = ""
     elif len(answer) > MAX_TEXT_CHARS:
         problem("answer", f"longer than {MAX_TEXT_CHARS} characters")
+    external_id = optional_str(data.get("external_id"), "external_id", problem).strip()
+    if len(external_id) > 200:
+        problem("external_id", "longer than 200 characters")
     answerable = data.get("answerable")
     if answerable is not None and not isinstance(answerable, bool):
         problem("answerable", "must be true, false or null")
@@ -173,10 +182,11 @@ def answer_record_from_dict(data: Any, *, line: int, run: str | None = None,
                                 f"passage id {citation.passage_id!r} was not sent with this answer: "
                                 "kept and flagged as a fabricated citation")
                 )
-        if claim.label is not None:
-            broken = label_problem(claim.label, n_citations=len(claim.citations), n_sent=n_sent)
+        for k, given in enumerate(claim.labels):
+            broken = label_problem(given.label, n_citations=len(claim.citations), n_sent=n_sent)
             if broken is not None and broken.code == "supported_on_fabricated":
-                problem(f"claims[{i}].label", broken.message)
+                problem(f"claims[{i}].labels[{k}].label" if claim.label is None else f"claims[{i}].label",
+                        broken.message)
     if issues:
         raise _LineProblems(issues)
     return AnswerRecord(
@@ -191,6 +201,7 @@ def answer_record_from_dict(data: Any, *, line: int, run: str | None = None,
         gold=gold,
         claims_split=claims_split,
         warnings=warnings,
+        external_id=external_id,
     )
 
 
@@ -237,17 +248,6 @@ def _required_str(data: dict, key: str, problem, *, hint: str = "") -> str:
     return value
 
 
-def _optional_str(value: Any, field: str, problem) -> str:
-    if value is None:
-        return ""
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return str(value)
-    if not isinstance(value, str):
-        problem(field, "must be a string")
-        return ""
-    return value
-
-
 def _passages(value: Any, problem) -> list[PassageRecord]:
     if value is None:
         return []
@@ -261,7 +261,7 @@ def _passages(value: Any, problem) -> list[PassageRecord]:
         if not isinstance(item, dict):
             problem(field, "must be an object with id, source, text")
             continue
-        passage_id = _optional_str(item.get("id"), f"{field}.id", problem).strip()
+        passage_id = optional_str(item.get("id"), f"{field}.id", problem).strip()
         if not passage_id:
             problem(f"{field}.id", "missing")
             continue
@@ -273,10 +273,10 @@ def _passages(value: Any, problem) -> list[PassageRecord]:
             problem(f"{field}.id", f"duplicate passage id {passage_id!r} (also passages[{seen[key]}])")
             continue
         seen[key] = i
-        source = _optional_str(item.get("source"), f"{field}.source", problem)
+        source = optional_str(item.get("source"), f"{field}.source", problem)
         if len(source) > 1000:
             problem(f"{field}.source", "longer than 1000 characters")
-        text = _optional_str(item.get("text"), f"{field}.text", problem)
+        text = optional_str(item.get("text"), f"{field}.text", problem)
         passages.append(PassageRecord(passage_id=passage_id, source=source, text=text))
     return passages
 
@@ -304,29 +304,17 @@ def _claims(value: Any, problem) -> list[ClaimRecord]:
             problem(f"{field}.index", f"duplicate claim index {index} (also claims[{indexes[index]}])")
         indexes.setdefault(index, i)
         citations = _citations(item.get("citations"), field, problem)
-        label = item.get("label")
-        if label is not None:
-            if not isinstance(label, str) or label.strip().upper() not in LABEL_VALUES:
-                expected = ", ".join(LABEL_VALUES)
-                problem(f"{field}.label", f"unknown label {label!r} (expected one of {expected} or null)")
-                label = None
-            else:
-                label = label.strip().upper()
-                # Imported datasets keep their annotators' labels as given: no justification check.
-                if (broken := label_problem(label, n_citations=len(citations))) is not None:
-                    problem(f"{field}.{broken.field}", broken.message)
-        justification = _optional_str(item.get("justification"), f"{field}.justification", problem).strip()
-        if len(justification) > MAX_JUSTIFICATION_CHARS:
-            problem(f"{field}.justification", f"{len(justification):,} characters long; the limit is "
-                                              f"{MAX_JUSTIFICATION_CHARS:,} (as in the review page)")
-        reviewer = item.get("reviewer")
-        if reviewer is not None and (not isinstance(reviewer, str) or not reviewer.strip()):
-            problem(f"{field}.reviewer", "must be a non-empty string or null")
-            reviewer = None
-        if reviewer is not None:
-            reviewer, reason = _reviewer_name(reviewer)
-            if reason:
-                problem(f"{field}.reviewer", reason)
+        label, justification, reviewer, labeled_at = claim_label(item, field, len(citations), problem)
+        labels: list[LabelRecord] = []
+        if item.get("labels") is not None:
+            if label is not None:
+                problem(f"{field}.labels", "give the claim's labels either as label (one reviewer) or as labels "
+                                           "(a list, one entry per reviewer), not both")
+            labels = claim_labels(item.get("labels"), field, len(citations), problem)
+        elif label is not None:
+            labels = [LabelRecord(reviewer=reviewer or None, label=label, justification=justification,
+                                  labeled_at=labeled_at)]
+        credit_judgments(citations, reviewer, labels, field, problem)
         factual = item.get("factual", True)
         if factual is None:
             factual = True
@@ -342,22 +330,11 @@ def _claims(value: Any, problem) -> list[ClaimRecord]:
                 justification=justification,
                 reviewer=reviewer or None,
                 factual=factual,
+                labels=labels,
             )
         )
     claims.sort(key=lambda c: c.index)
     return claims
-
-
-@functools.lru_cache(maxsize=1024)
-def _reviewer_name(value: str) -> tuple[str, str]:
-    """``value`` in normal form and why it is not a reviewer name ("" when it is).
-    Cached: a file names the same few reviewers on every claim."""
-    name = normalize_name(value)
-    try:
-        validate_reviewer_name(name)
-    except ValidationError as exc:
-        return name, " ".join(exc.messages)
-    return name, ""
 
 
 def _citations(value: Any, field: str, problem) -> list[CitationRecord]:
@@ -375,8 +352,8 @@ def _citations(value: Any, field: str, problem) -> list[CitationRecord]:
         if not isinstance(item, dict):
             problem(cfield, "must be an object with passage_id or source")
             continue
-        passage_id = _optional_str(item.get("passage_id"), f"{cfield}.passage_id", problem).strip()
-        source = _optional_str(item.get("source"), f"{cfield}.source", problem).strip()
+        passage_id = optional_str(item.get("passage_id"), f"{cfield}.passage_id", problem).strip()
+        source = optional_str(item.get("source"), f"{cfield}.source", problem).strip()
         if not passage_id and not source:
             problem(cfield, "needs passage_id or source")
             continue
@@ -386,7 +363,7 @@ def _citations(value: Any, field: str, problem) -> list[CitationRecord]:
         if len(source) > 1000:
             problem(f"{cfield}.source", "longer than 1000 characters")
             continue
-        span = _optional_str(item.get("span"), f"{cfield}.span", problem)
+        span = optional_str(item.get("span"), f"{cfield}.span", problem)
         judgment = item.get("judgment")
         if judgment is not None:
             try:
@@ -395,15 +372,19 @@ def _citations(value: Any, field: str, problem) -> list[CitationRecord]:
                 problem(f"{cfield}.judgment", f"unknown judgment {judgment!r} (expected one of "
                                               f"{', '.join(JUDGMENTS)} or null)")
                 judgment = None
-        evidence = _optional_str(item.get("evidence"), f"{cfield}.evidence", problem).strip()
+        evidence = optional_str(item.get("evidence"), f"{cfield}.evidence", problem).strip()
         if len(evidence) > MAX_JUSTIFICATION_CHARS:
             problem(f"{cfield}.evidence", f"{len(evidence):,} characters long; the limit is "
                                           f"{MAX_JUSTIFICATION_CHARS:,}")
         if evidence and judgment is None:
             problem(f"{cfield}.evidence", "evidence needs a judgment of the citation (FULL, PARTIAL, NONE or "
                                           "UNJUDGEABLE)")
+        judgments = citation_judgments(item.get("judgments"), cfield, problem)
+        if judgments and judgment is not None:
+            problem(f"{cfield}.judgments", "give the citation's judgment either as judgment (the claim's reviewer) "
+                                           "or as judgments (a list, one entry per reviewer), not both")
         citations.append(CitationRecord(passage_id=passage_id or None, source=source or None, span=span.strip(),
-                                        judgment=judgment, evidence=evidence))
+                                        judgment=judgment, evidence=evidence, judgments=judgments))
     return citations
 
 
@@ -443,8 +424,8 @@ def _gold(value: Any, problem) -> GoldRecord | None:
                 if not isinstance(ref, dict):
                     problem(f"gold.references[{k}]", "must be an object with source and text")
                     continue
-                source = _optional_str(ref.get("source"), f"gold.references[{k}].source", problem)
-                text = _optional_str(ref.get("text"), f"gold.references[{k}].text", problem)
+                source = optional_str(ref.get("source"), f"gold.references[{k}].source", problem)
+                text = optional_str(ref.get("text"), f"gold.references[{k}].text", problem)
                 if not source.strip() and not text.strip():
                     problem(f"gold.references[{k}]", "needs a source or a text")
                     continue

@@ -34,7 +34,16 @@ judgments      the reviewer's judgment of each citation: the value     claim
                when the claim cites one passage, else one line
                ``[id] FULL|PARTIAL|NONE|UNJUDGEABLE`` per citation
 evidence       the passage words behind a judgment, in the same form   claim
+labeled_at     when the label was given (ISO 8601; default: now)       claim
 =============  ======================================================  =========
+
+Several reviewers per claim: rows of one answer that give the same
+``claim_index`` are one claim, one row per reviewer (its ``label``,
+``justification``, ``reviewer``, ``labeled_at``, ``judgments``,
+``evidence``); the claim's own cells (``claim``, ``citations``, ``span``,
+``factual``) are repeated or blank on the later rows. They become the
+claim's ``labels`` list (and each citation's ``judgments``) of the JSON
+Lines format.
 
 An answer-level value may be repeated on every row of the answer or given on
 one row only; two different non-blank values are an error. A row that
@@ -68,6 +77,8 @@ _TRUE = {"true", "yes", "1", "y"}
 _FALSE = {"false", "no", "0", "n"}
 
 RecordResult = tuple[int, AnswerRecord | None, list[ImportIssue]]
+# A claim's first row, and the row of each reviewer's entry ("labels[1]" → 7).
+ClaimRows = tuple[int, dict[str, int]]
 
 
 def iter_table_records(data: bytes, *, format: str, run: str | None = None) -> Iterator[RecordResult]:
@@ -146,10 +157,10 @@ def _answer(group: list[tuple[int, dict[str, Any]]], *, run_name: str, run_given
                                                        "answer cell for cell: remove one of them"))
         seen_rows.setdefault(key, number)
     claim_rows = [number for number, record in group if _cell(record.get("claim"))]
+    # Each claim's row, and the rows of its reviewers' entries (labels[k], citations[j].judgments[k]).
+    rows_of: list[ClaimRows] = [(number, {}) for number, _record in group]
     if claim_rows:
-        claims = []
-        for position, (number, record) in enumerate(group):
-            claims.append(_claim(number, record, position, issues))
+        claims, rows_of = _claims(group, issues)
         data["claims"] = claims
     elif len(group) > 1:
         issues.append(ImportIssue(group[1][0], "claim", "blank on every row of this answer: give each claim "
@@ -157,11 +168,87 @@ def _answer(group: list[tuple[int, dict[str, Any]]], *, run_name: str, run_given
     try:
         record = answer_record_from_dict(data, line=first, run=run_given)
     except _LineProblems as problems:
-        issues.extend(_claim_issue(issue, group) for issue in problems.issues)
+        issues.extend(_claim_issue(issue, rows_of) for issue in problems.issues)
         return first, None, issues
     if issues:
         return first, None, issues
-    return first, record, [_claim_issue(issue, group) for issue in record.warnings]
+    return first, record, [_claim_issue(issue, rows_of) for issue in record.warnings]
+
+
+# A claim's own cells: equal (or blank) on every row of one claim that several reviewers label.
+_CLAIM_CELLS = ("claim", "citations", "span", "factual")
+
+
+def _claims(group: list[tuple[int, dict[str, Any]]], issues: list[ImportIssue]
+            ) -> tuple[list[dict[str, Any]], list[ClaimRows]]:
+    """The answer's claims (answers-file objects) and the rows of each. Rows
+    that give the same ``claim_index`` are one claim, one row per reviewer
+    (each row its reviewer's label, justification, labeled_at, judgments and
+    evidence; the claim's own cells repeated or left blank); a reviewer named
+    on two rows of one claim is an error (answers_jsonl's ``labels`` rule)."""
+    by_index: dict[str, list[tuple[int, dict[str, Any]]]] = {}
+    order: list[list[tuple[int, dict[str, Any]]]] = []
+    for number, record in group:
+        index_text = _cell(record.get("claim_index"))
+        if index_text and index_text in by_index:
+            by_index[index_text].append((number, record))
+            continue
+        rows = [(number, record)]
+        order.append(rows)
+        if index_text:
+            by_index[index_text] = rows
+    claims: list[dict[str, Any]] = []
+    rows_of: list[ClaimRows] = []
+    for position, rows in enumerate(order):
+        number, record = rows[0]
+        claim = _claim(number, record, position, issues)
+        entries: dict[str, int] = {}
+        if len(rows) > 1:
+            claim = _shared_claim(claim, rows, issues, entries)
+        claims.append(claim)
+        rows_of.append((number, entries))
+    return claims, rows_of
+
+
+def _shared_claim(claim: dict[str, Any], rows: list[tuple[int, dict[str, Any]]],
+                  issues: list[ImportIssue], entries: dict[str, int]) -> dict[str, Any]:
+    """One claim that several rows (one per reviewer) label: the first row's
+    claim with ``labels`` (and each citation's ``judgments``) from every row.
+    ``entries`` receives the row of each entry (``labels[1]`` → row 7)."""
+    first_number, first = rows[0]
+    for number, record in rows[1:]:
+        for column in _CLAIM_CELLS:
+            value, wanted = _cell(record.get(column)), _cell(first.get(column))
+            if value and value != wanted:
+                issues.append(ImportIssue(number, column, f"differs from row {first_number}, which gives the same "
+                                                          "claim_index: rows of one claim (one per reviewer) share "
+                                                          "its claim, citations, span and factual cells"))
+    ids = [cited["passage_id"] for cited in claim["citations"]]
+    labels: list[dict[str, Any]] = []
+    given: dict[str, list[dict[str, str]]] = {}
+    for number, record in rows:
+        reviewer = _cell(record.get("reviewer")) or None
+        label = _cell(record.get("label"))
+        if label:
+            entries[f"labels[{len(labels)}]"] = number
+            labels.append({"label": label, "justification": _cell(record.get("justification"), strip=False),
+                           "reviewer": reviewer, "labeled_at": _cell(record.get("labeled_at")) or None})
+        judgments = _spans(_cell(record.get("judgments"), strip=False), ids, number, issues, column="judgments")
+        evidence = _spans(_cell(record.get("evidence"), strip=False), ids, number, issues, column="evidence")
+        for cited, value in judgments.items():
+            if cited in ids:
+                entries[f"citations[{ids.index(cited)}].judgments[{len(given.get(cited, []))}]"] = number
+            given.setdefault(cited, []).append({"reviewer": reviewer, "judgment": value,
+                                                "evidence": evidence.get(cited, "")})
+    for key in ("label", "justification", "reviewer", "labeled_at"):
+        claim.pop(key, None)
+    claim["labels"] = labels
+    for cited in claim["citations"]:
+        cited.pop("judgment", None)
+        cited.pop("evidence", None)
+        if cited["passage_id"] in given:
+            cited["judgments"] = given[cited["passage_id"]]
+    return claim
 
 
 def _claim(number: int, record: dict[str, Any], position: int, issues: list[ImportIssue]) -> dict[str, Any]:
@@ -194,6 +281,9 @@ def _claim(number: int, record: dict[str, Any], position: int, issues: list[Impo
         reviewer = _cell(record.get("reviewer"))
         if reviewer:
             claim["reviewer"] = reviewer
+        labeled_at = _cell(record.get("labeled_at"))
+        if labeled_at:
+            claim["labeled_at"] = labeled_at
     return claim
 
 
@@ -219,19 +309,28 @@ def _spans(text: str, ids: list[str], number: int, issues: list[ImportIssue], *,
     return {}
 
 
-def _claim_issue(issue: ImportIssue, group: list[tuple[int, dict[str, Any]]]) -> ImportIssue:
-    """``claims[2].label`` of the answer → the row of claim 2, column ``label``."""
+def _claim_issue(issue: ImportIssue, rows_of: list[ClaimRows]) -> ImportIssue:
+    """``claims[2].label`` of the answer → the row of claim 2, column ``label``;
+    ``claims[2].labels[1].reviewer`` → the row that gave that claim's second
+    label, column ``reviewer``."""
     match = re.match(r"^claims\[(\d+)\]\.?([a-z_]*)", issue.field)
-    if not match or int(match.group(1)) >= len(group):
+    if not match or int(match.group(1)) >= len(rows_of):
         return issue
+    row, entries = rows_of[int(match.group(1))]
     column = match.group(2) or "claim"
+    rest = issue.field[match.end(1) + 2:]
+    entry = next((key for key in sorted(entries, key=len, reverse=True) if rest.startswith(key)), None)
+    if entry is not None:
+        row = entries[entry]
+        if column == "labels":
+            detail = re.search(r"\.([a-z_]+)$", issue.field)
+            column = detail.group(1) if detail else "label"
     if column == "citations":
         # claims[2].citations[0].judgment → the judgments column (evidence → evidence).
-        detail = re.search(r"\.(judgment|evidence)$", issue.field)
+        detail = re.search(r"\.(judgments?|evidence)(?:\[\d+\]\.(judgment|evidence|reviewer))?$", issue.field)
         if detail is not None:
-            column = "judgments" if detail.group(1) == "judgment" else "evidence"
-    return ImportIssue(group[int(match.group(1))][0], {"text": "claim", "index": "claim_index"}.get(column, column),
-                       issue.reason)
+            column = "evidence" if "evidence" in (detail.group(1), detail.group(2)) else "judgments"
+    return ImportIssue(row, {"text": "claim", "index": "claim_index"}.get(column, column), issue.reason)
 
 
 def _cell(value: Any, *, strip: bool = True) -> str:

@@ -14,7 +14,10 @@ tools — by ``question_id`` + ``claim_index``. Read columns:
 - ``reviewer`` (optional: whose label the row showed when exported);
 - ``labeled_at`` (optional: when the label the row showed was made, ISO 8601
   as exported, ``2025-01-31T09:15:00Z``; blank when it showed none). With
-  it, an import can tell which labels were made after the file was exported.
+  it, an import can tell which labels were made after the file was exported;
+- ``adjudicated_by`` and ``adjudication_reason`` (optional: the row shows a
+  lead's adjudication, SPEC §4.4, not a reviewer's label; the reason follows
+  a justification's rules). ``adjudicated_at`` is for the reader.
 
 Everything else (``citations``, ``passage``, ``status`` …) is for the reader.
 
@@ -62,6 +65,7 @@ FORMATS = ("xlsx", "csv", "jsonl")
 FILE_FIELDS = ("(file)", "(header)")  # issue fields that mean nothing in the file could be read
 MAX_INTEGER = MAX_WHOLE_NUMBER
 _SHOWN_COLUMNS = 12
+WRITTEN_COLUMNS = ("justification", "adjudication_reason")
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,6 +90,9 @@ class LabelTableRow:
     # cited id → judgment, and cited id → evidence, from the ``judgments``/``evidence`` cells.
     judgments: dict[str, str] | None = None
     evidence: dict[str, str] | None = None
+    # The lead whose adjudication the row shows, and its reason ("" when none).
+    adjudicated_by: str = ""
+    adjudication_reason: str = ""
 
 
 @dataclass
@@ -280,9 +287,11 @@ def _add_row(result: LabelTableFile, line: int, record: dict[str, Any]) -> None:
         problem("label", f"unknown label {record.get('label')!r}: use {', '.join(LABEL_VALUES)}, "
                          "or leave it blank")
     justification = _text(record.get("justification"), "justification", problem) or ""
-    if len(justification.strip()) > MAX_JUSTIFICATION_CHARS:
-        problem("justification", f"{len(justification.strip()):,} characters long; the limit is "
-                                 f"{MAX_JUSTIFICATION_CHARS:,} (as in the review page)")
+    reason = _text(record.get("adjudication_reason"), "adjudication_reason", problem) or ""
+    for column, text in (("justification", justification), ("adjudication_reason", reason)):
+        if len(text.strip()) > MAX_JUSTIFICATION_CHARS:
+            problem(column, f"{len(text.strip()):,} characters long; the limit is "
+                            f"{MAX_JUSTIFICATION_CHARS:,} (as in the review page)")
     factual = _boolean(record.get("factual"), "factual", problem)
     judgments = _bracketed(record.get("judgments"), "judgments", problem)
     evidence = _bracketed(record.get("evidence"), "evidence", problem)
@@ -314,6 +323,8 @@ def _add_row(result: LabelTableFile, line: int, record: dict[str, Any]) -> None:
         factual=factual,
         judgments=judgments,
         evidence=evidence,
+        adjudicated_by=(_text(record.get("adjudicated_by"), "adjudicated_by", problem) or "").strip(),
+        adjudication_reason=reason.strip(),
     )
     if issues:
         result.issues.extend(issues)
@@ -370,9 +381,9 @@ def _text(value: Any, column: str, problem) -> str | None:
     if isinstance(value, (int, float)):
         return str(value)
     if isinstance(value, str):
-        # A justification is written by people; the other columns only
-        # identify or show a claim (labeling.names.text_problem).
-        reason = text_problem(value, document=column != "justification")
+        # A justification (or a lead's reason) is written by people; the other
+        # columns only identify or show a claim (labeling.names.text_problem).
+        reason = text_problem(value, document=column not in WRITTEN_COLUMNS)
         if reason:
             problem(column, reason)
             return None

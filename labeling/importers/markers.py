@@ -13,8 +13,6 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
-from sentencex import get_sentence_boundaries
-
 from scoring.normalize import marker_brackets
 
 _ID = re.compile(r"^([A-Za-z]{0,12})\s?#?(\d+)([a-z]?)$")
@@ -109,6 +107,9 @@ def split_claims(answer: str, *, language: str = "en") -> tuple[list[SentenceCla
     sentence before. Returns ``(claims, problems)`` where ``problems`` are the
     unparseable markers of :func:`find_markers`.
     """
+    # sentencex loads its language rules on import: only files without claims need it
+    from sentencex import get_sentence_boundaries
+
     markers, problems = find_markers(answer)
     spans: list[list[int]] = []
     for boundary in get_sentence_boundaries(language, answer):

@@ -17,8 +17,6 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from openpyxl import load_workbook
-
 from labeling.importers.content import content_problem, max_rows, not_utf8, too_many_rows, xlsx_problem
 from labeling.importers.records import ImportIssue
 from labeling.limits import MAX_TEXT_CHARS
@@ -104,6 +102,8 @@ def xlsx_rows(data: bytes, *, sheet: str | None = None) -> Iterator[Row]:
     before any row is read, else at the first row past it)."""
     if problem := content_problem(data[:4096], format="xlsx") or xlsx_problem(data):
         raise FileProblem(problem)
+    from openpyxl import load_workbook  # 1 s to import: loaded only for a workbook
+
     try:
         workbook = load_workbook(io.BytesIO(data), read_only=True, data_only=False)
     except Exception as exc:  # openpyxl raises many types for a non-workbook

@@ -20,11 +20,14 @@ def find_project(slug: str | None) -> Project:
             return Project.objects.get(slug=slug)
         except Project.DoesNotExist:
             raise CommandError(f"no project {slug!r}") from None
-    projects = list(Project.objects.all()[:2])
+    projects = list(Project.objects.order_by("slug").values_list("slug", flat=True)[:21])
     if len(projects) == 1:
-        return projects[0]
-    raise CommandError("no project yet: import answers first" if not projects else
-                       "several projects exist: pass --project SLUG")
+        return Project.objects.get(slug=projects[0])
+    if not projects:
+        raise CommandError("no project yet: import answers first")
+    # Name them, so the user can copy one (the demo has two: demo and demo-judged).
+    shown = ", ".join(projects[:20]) + (" …" if len(projects) > 20 else "")
+    raise CommandError(f"several projects exist ({shown}): pass --project SLUG, e.g. --project {projects[0]}")
 
 
 def find_run(project: Project, name: str) -> Run:

@@ -10,7 +10,14 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from labeling.agreement import CATEGORIES, disagreement_rows, run_agreement, run_verdicts, verdict
+from labeling.agreement import (
+    CATEGORIES,
+    disagreement_rows,
+    run_agreement,
+    run_judgment_agreement,
+    run_verdicts,
+    verdict,
+)
 from labeling.models import ReviewerKind
 from labeling.selectors import ALL_LABELS
 from labeling.views.projects import run_for
@@ -65,13 +72,18 @@ def run_agreement_page(request: HttpRequest, project_slug: str, run_name: str) -
     rows = disagreement_rows(run=run, claim_ids=list(page.object_list), reviewers=result.reviewers,
                              verdicts=verdicts)
     overall = result.overall
+    # Citation judgments (issue 26): one query, the run's current judgments.
+    judged = run_judgment_agreement(run=run)
     return render(request, "labeling/run_agreement.html", {
+        "judged": judged, "nominal_verdict": verdict(judged.nominal.value),
+        "ordinal_verdict": verdict(judged.ordinal.value),
         "project": run.project, "run": run, "result": result, "overall": overall,
         "alpha_verdict": verdict(overall.alpha.value), "ac1_verdict": verdict(overall.ac1.value),
         "fleiss_verdict": verdict(overall.fleiss_kappa.value),
         "pairs": [pair_view(pair, result.kinds) for pair in result.pairs], "categories": CATEGORIES,
         "page": page, "disagreements": rows, "resamples": BOOTSTRAP_RESAMPLES,
         "adjudicated": sum(1 for claim_id in result.disputed if claim_id in verdicts),
+        "every_human": result.every_human, "every_human_disputed": result.every_human_disputed,
         # Whose labels a lead may send back for rework (issue 25 §4): the human reviewers'.
         "humans": {name for name, kind in result.kinds.items() if kind == ReviewerKind.HUMAN},
     })

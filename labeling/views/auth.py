@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from axes.backends import AxesStandaloneBackend
 from django.conf import settings
+from django.contrib.auth import views as auth_views
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
@@ -48,3 +49,12 @@ def lockout_response(request: HttpRequest, original_response: HttpResponse | Non
         "failure_limit": settings.AXES_FAILURE_LIMIT, "username": login_username(request, credentials),
         "minutes": minutes,
     }, status=429)
+
+
+class LoginView(auth_views.LoginView):
+    """Django's login page, with the single sign-on button when it is configured (``labeling.sso``)."""
+
+    def get_context_data(self, **kwargs):
+        context = super().get_context_data(**kwargs)
+        context["sso_label"] = settings.CITELAB_OIDC_LOGIN_LABEL if settings.CITELAB_OIDC_ENABLED else ""
+        return context

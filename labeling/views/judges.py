@@ -17,7 +17,14 @@ from django.views.decorators.http import require_GET, require_POST
 from labeling import judge_grades
 from labeling.agreement import verdict
 from labeling.judge_protocol import DEFAULT_TEMPERATURE, JudgeEndpoint, base_url_from_env
-from labeling.judges import ACTIVE, judge_run_create, judge_run_enqueue, run_judge_promote, run_queue_judge_set
+from labeling.judges import (
+    ACTIVE,
+    browser_endpoints,
+    judge_run_create,
+    judge_run_enqueue,
+    run_judge_promote,
+    run_queue_judge_set,
+)
 from labeling.models import Answer, Claim, JudgeRun, Reviewer, ReviewerKind
 from labeling.names import normalize_name
 from labeling.selectors import ALL_LABELS, LEAD
@@ -88,6 +95,7 @@ def _panel_context(request: HttpRequest, run, *, error: str = "", form: dict | N
         "project": run.project, "run": run, "judges": rows, "error": error,
         "form": form or {"reviewer": "", "model": "", "base_url": base_url_from_env(), "limit": ""},
         "active": any(row.latest is not None and row.latest.status in ACTIVE for row in rows),
+        "endpoints": [url for url in browser_endpoints() if url],
     }
 
 
@@ -110,10 +118,11 @@ def judge_run_start(request: HttpRequest, project_slug: str, run_name: str) -> H
     run = run_for(request, project_slug, run_name, LEAD)
     form = {key: request.POST.get(key, "").strip() for key in ("reviewer", "model", "base_url", "limit")}
     try:
+        # A limit of 10,000 digits or more is refused by int() itself (ValueError): no time spent on it.
         limit = int(form["limit"]) if form["limit"] else None
     except ValueError:
         limit = None
-        error = f"The answer limit {form['limit']!r} is not a whole number."
+        error = f"The answer limit {form['limit'][:40]!r} is not a whole number."
     else:
         error = ""
     if not error:

@@ -11,7 +11,13 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
 from labeling import adjudication, assignments, gold_claims, selectors
-from labeling.memberships import membership_remove, membership_set, run_assign, run_settings_set
+from labeling.memberships import (
+    membership_remove,
+    membership_set,
+    project_settings_set,
+    run_assign,
+    run_settings_set,
+)
 from labeling.models import GoldSource, Membership, Reviewer, ReviewerKind, Role
 from labeling.views.params import int_param
 from labeling.views.projects import project_for, run_for
@@ -44,6 +50,21 @@ def project_members(request: HttpRequest, project_slug: str) -> HttpResponse:
     return render(request, "labeling/project_members.html", {
         "project": project, "memberships": memberships, "roles": Role.choices,
     })
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def project_settings(request: HttpRequest, project_slug: str) -> HttpResponse:
+    """A lead's settings of the project: judging each citation, a justification for SUPPORTED."""
+    project = project_for(request, project_slug, selectors.LEAD)
+    if request.method == "POST":
+        project_settings_set(project=project, judge_citations=request.POST.get("judge_citations") == "on",
+                             require_justification_for_supported=request.POST.get("require_supported") == "on")
+        messages.success(request, "Judging each citation is " + ("on" if project.judge_citations else "off")
+                         + "; a SUPPORTED label " + ("needs" if project.require_justification_for_supported
+                                                     else "does not need") + " a justification.")
+        return redirect("project_settings", project_slug=project.slug)
+    return render(request, "labeling/project_settings.html", {"project": project})
 
 
 BLIND_CHOICES = {"auto": None, "on": True, "off": False}

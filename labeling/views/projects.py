@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from django import forms
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
@@ -15,7 +16,7 @@ from labeling.models import Project, Run
 from labeling.services import run_manage_allowed
 from scoring.figures import figure_interval
 from scoring.judgments import DEFAULT_RULE, RULES, JudgmentMetrics
-from scoring.matching import DEFAULT_MATCH_METHOD
+from scoring.matching import DEFAULT_MATCH_METHOD, DEFAULT_NGRAM_THRESHOLD
 from scoring.summary import mean_row
 
 # Up to this many answers (about 5k claims) a run page carries its totals, scatter and
@@ -177,21 +178,34 @@ def _run_intervals(answer_counts: list[selectors.ClaimCounts], judged: JudgmentM
     return intervals
 
 
+class GoldThresholdForm(forms.Form):
+    """The gold panel's n-gram threshold: a finite number in [0, 1] (SPEC §4.3, ``ngram``); blank: the default."""
+
+    threshold = forms.FloatField(required=False, min_value=0.0, max_value=1.0)
+
+
 def _gold_context(request: HttpRequest, run: Run) -> dict:
-    """Gold panel context for ``run`` with the match method and threshold of the query string."""
+    """Gold panel context for ``run`` with the match method and threshold of the query string.
+
+    A threshold that is not a number from 0 to 1 (``nan``, ``inf``, ``-1``,
+    ``2``, text) is not used: the panel says why and shows the default."""
     method = request.GET.get("match", DEFAULT_MATCH_METHOD)
     if method not in GOLD_PAGE_METHODS:
         method = DEFAULT_MATCH_METHOD
-    threshold = None
+    threshold, error = None, ""
     if method == "ngram" and request.GET.get("threshold"):
-        try:
-            threshold = min(max(float(request.GET["threshold"]), 0.0), 1.0)
-        except ValueError:
-            threshold = None
+        form = GoldThresholdForm({"threshold": request.GET["threshold"]})
+        if form.is_valid():
+            threshold = form.cleaned_data["threshold"]
+        else:
+            shown = request.GET["threshold"][:40]
+            error = (f"The n-gram threshold {shown!r} is not a number from 0 to 1: "
+                     f"the figures use the default, {DEFAULT_NGRAM_THRESHOLD:g}.")
     scores = metrics.run_scores(run, match_method=method, match_threshold=threshold,
                                 reviewer=request.user.username if not run.sees_all_labels else None)
     return {"rows": metrics.gold_rows(scores), "claims": scores.claims, "method": method, "threshold": threshold,
-            "methods": GOLD_PAGE_METHODS, "pending": scores.gold.context.pending if scores.gold else 0}
+            "methods": GOLD_PAGE_METHODS, "pending": scores.gold.context.pending if scores.gold else 0,
+            "error": error}
 
 
 @login_required

@@ -158,7 +158,10 @@
   function toggleDialog(id) {
     var dialog = document.getElementById(id);
     if (!dialog) { return; }
-    if (dialog.open) { dialog.close(); } else { dialog.showModal(); }
+    if (dialog.open) { dialog.close(); return; }
+    dialog.showModal();
+    // The title has autofocus; should a browser focus Close instead, still open at the top.
+    dialog.scrollTop = 0;
   }
   function toggleHelp() { toggleDialog("shortcut-help"); }
   // g: the project's labeling guidelines (issue 25), also in the ? help.

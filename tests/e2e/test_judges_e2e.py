@@ -63,7 +63,8 @@ def worker(settings):
     assert not thread.is_alive(), "the worker thread did not stop"
 
 
-def test_lead_runs_a_judge_watches_it_finish_and_grades_it(live_server, lead_run, logged_in_page, worker):
+def test_lead_runs_a_judge_watches_it_finish_and_grades_it(live_server, lead_run, logged_in_page, worker,
+                                                           settings):
     """The judge agrees with alice except on "valid two." (it says SUPPORTED):
     confusion [[6, 0], [1, 5]], agreement 11/12; UNSUPPORTED precision 5/5, recall
     5/6; kappa: chance = 6·7 + 6·5 = 72, (12·11 − 72)/(144 − 72) = 60/72 ≈ 0.83."""
@@ -74,6 +75,7 @@ def test_lead_runs_a_judge_watches_it_finish_and_grades_it(live_server, lead_run
     # The judge's replies wait for the gate: the page is seen with the run under way, then finishing.
     gate = threading.Event()
     with JudgeServer(labels=labels, gate=gate) as server:
+        settings.CITELAB_JUDGE_ENDPOINTS = [server.base_url]
         page.goto(live_server.url + lead_run.get_absolute_url())
         panel = page.locator("#run-judges")
         expect(panel).to_contain_text("No judge has labeled this run")

@@ -82,6 +82,29 @@ def test_disagreements_come_borderline_first():
     assert grade.to_dict()["disagreements"][0]["justification"] == "Only partially supported."
 
 
+def test_citation_markers_are_not_numbers():
+    """A marker's digits name a passage: [3], [P1], [1, 3], [2-4], 【4】 alone raise no "number"
+    sign; a quantity beside a marker still does."""
+    for claim in ("Retries back off [3].", "Retries back off [P1][2].", "It is so [1, 3].", "It is so [2-4].",
+                  "It is so【4】."):
+        assert borderline_signs(claim, 0, "") == [], claim
+    assert borderline_signs("It costs 5 euros [3].", 0, "") == ["number"]
+    assert borderline_signs("In 2020 it changed [P2].", 0, "") == ["number"]
+
+
+def test_number_sign_on_the_expertqa_claims():
+    """fixtures/expertqa_dev.jsonl: 735 claims, 650 hold a digit, mostly in their markers
+    ("… integrity[1]."); 85 hold one outside them ("A CTR of 50% or higher … [4].")."""
+    import json
+
+    from tests.conftest import FIXTURES_DIR
+
+    claims = [claim["text"] for line in (FIXTURES_DIR / "expertqa_dev.jsonl").read_text().splitlines()
+              for claim in json.loads(line).get("claims", [])]
+    assert len(claims) == 735 and sum(any(ch.isdigit() for ch in text) for text in claims) == 650
+    assert sum(borderline_signs(text, 0, "") == ["number"] for text in claims) == 85
+
+
 def test_borderline_signs_read_the_claim_the_span_and_the_justification():
     assert borderline_signs("It costs 5 euros.", 0, "") == ["number"]
     assert borderline_signs("No digits.", 599, "incomplete") == ["partial support"]

@@ -9,6 +9,7 @@ from __future__ import annotations
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 
+from labeling.management import DATA_COMMAND_CHECKS
 from labeling.memberships import membership_set
 from labeling.models import Membership, Project, Reviewer, Role
 from labeling.services import reviewer_create
@@ -19,6 +20,7 @@ class Command(BaseCommand):
             "(without --project: of every project) with a role (default: reviewer). "
             "For an existing reviewer, --project adds them with --role (or changes their role). "
             "Without --password one is generated and shown once.")
+    requires_system_checks = DATA_COMMAND_CHECKS
 
     def add_arguments(self, parser):
         parser.add_argument("name", help="login name of the reviewer")

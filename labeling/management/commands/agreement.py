@@ -10,6 +10,13 @@ reviewers. Each figure comes with its n
 and a 95 % bootstrap interval over claims (SPEC §4.4; method in
 ``scoring.agreement``). Only cited claims count (``labeling.agreement``).
 
+On a run with assigned reviewers alpha, AC1 and the disputed claims are the
+assigned reviewers' (``counted``: ``"assigned reviewers"``); the same figures
+over every human reviewer, imported ``external`` ones included, are under
+``all_human_reviewers`` (``null`` when nobody else labeled, or nobody is
+assigned: the headline is then every human's, ``counted``: ``"human
+reviewers"``). ``--min-alpha`` gates the headline alpha.
+
 ``--min-alpha`` / ``--min-kappa`` make it a CI gate: exit status 1 naming the
 figure, its interval and n when it falls below (kappa: the named pair, or
 every pair that shares claims).
@@ -18,18 +25,18 @@ every pair that shares claims).
 from __future__ import annotations
 
 import json
-from typing import Any
 
+from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from labeling.agreement import CATEGORIES, run_agreement
-from labeling.judge_grades import claim_texts, judge_labels
+from labeling.agreement import RunAgreement
+from labeling.agreement_report import agreement_report
+from labeling.management import DATA_COMMAND_CHECKS
 from labeling.management.lookup import find_project, find_run, reviewer_name
-from labeling.models import Claim, Reviewer, ReviewerKind, Run
+from labeling.models import Claim
 from labeling.names import normalize_name
-from scoring.agreement import Agreement, Coefficient, Interval, pairwise_agreement
-from scoring.judge_grading import JudgeGrade, grade_judge
-from scoring.labels import LABEL_VALUES
+from scoring.agreement import Agreement, Coefficient, Interval
+from scoring.judgment_agreement import JudgmentAgreement
 from scoring.ratio import format_value
 
 
@@ -39,16 +46,10 @@ def figure_text(name: str, value: float | None, ci95: Interval | None, n: int) -
     return f"{name} {format_value(value)} ({interval}, n = {n})"
 
 
-def confusion_dict(pair: Agreement) -> dict[str, dict[str, int]]:
-    """The pair's confusion over all three label values (UNCITED row and column
-    zero: only cited claims count), the shape this command always printed."""
-    return {row: {col: int(pair.confusion.at[row, col]) if row in CATEGORIES and col in CATEGORIES else 0
-                  for col in LABEL_VALUES} for row in LABEL_VALUES}
-
-
 class Command(BaseCommand):
     help = ("Agreement of a run's reviewers on its cited claims: per pair (raw, Cohen's kappa, confusion), "
             "Krippendorff's alpha and Gwet's AC1 overall, with 95% bootstrap intervals; optional CI gate.")
+    requires_system_checks = DATA_COMMAND_CHECKS
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--run", required=True)
@@ -73,55 +74,24 @@ class Command(BaseCommand):
         target = find_run(find_project(project), run)
         if reviewer and reviewer[0] == reviewer[1]:
             raise CommandError(f"--reviewer {reviewer[0]!r} given twice: name two different reviewers")
-        result = run_agreement(run=target)
+        try:
+            report = agreement_report(run=target, reviewers=reviewer)
+        except ValidationError as exc:
+            raise CommandError(exc.messages[0]) from None
+        result, pairs, judged, payload = report.result, report.pairs, report.judged, report.payload
         overall = result.overall
-        for name in reviewer:
-            if name not in result.reviewers:
-                raise CommandError(f"reviewer {name!r} has no current label on a cited claim of run {run!r}")
-        if reviewer:
-            pairs = [pairwise_agreement(result.labels, reviewer[0], reviewer[1], categories=CATEGORIES)]
-        else:
-            pairs = result.pairs
-        figures: dict[str, Any] = {
-            "krippendorff_alpha": overall.alpha.value, "alpha_ci95": _listed(overall.alpha.ci95),
-            "alpha_n": overall.alpha.n,
-            "gwet_ac1": overall.ac1.value, "ac1_ci95": _listed(overall.ac1.ci95), "ac1_n": overall.ac1.n,
-            "fleiss_kappa": overall.fleiss_kappa.value, "fleiss_kappa_ci95": _listed(overall.fleiss_kappa.ci95),
-            "fleiss_kappa_n": overall.fleiss_kappa.n,
-            "reviewers": result.reviewers,
-        }
-        if reviewer:
-            pair = pairs[0]
-            payload = pair.to_dict() | {"confusion": confusion_dict(pair), "run": target.name} | figures
-            grade = self._judge_grade(target, reviewer, result.kinds)
-            if grade is not None:
-                payload["judge"] = grade.to_dict()
-        else:
-            payload = {"run": target.name, **figures, "per_label": _values(overall.per_label),
-                       "pairs": [p.to_dict() | {"confusion": confusion_dict(p)} for p in pairs]}
         if format == "json":
             self.stdout.write(json.dumps(payload, indent=2, ensure_ascii=False))
         else:
-            self.stdout.write(self._table(target.name, pairs, overall.alpha, overall.ac1, result.reviewers,
-                                          with_disagreements=bool(reviewer), fleiss=overall.fleiss_kappa))
+            self.stdout.write(self._table(target.name, pairs, result, with_disagreements=bool(reviewer)))
+            if judged.citations:
+                self.stdout.write(self._judgments_table(judged))
         failures = self._gate(min_alpha, min_kappa, overall.alpha, pairs)
         if failures:
             raise CommandError("agreement gate failed on run " + repr(target.name) + ":\n" + "\n".join(failures),
                                returncode=1)
         if min_alpha is not None or min_kappa is not None:
             self.stderr.write(self.style.SUCCESS(f"agreement gate passed on run {target.name!r}"))
-
-    def _judge_grade(self, run: Run, names: list[str], kinds: dict[str, str]) -> JudgeGrade | None:
-        """When exactly one of the pair is a judge (kind ``model``): the judge graded
-        against the other reviewer's labels (``scoring.judge_grading``)."""
-        judges = [name for name in names if kinds.get(name) == ReviewerKind.MODEL]
-        if len(judges) != 1:
-            return None
-        judge = Reviewer.objects.get(username=judges[0])
-        human = Reviewer.objects.get(username=next(name for name in names if name != judges[0]))
-        reference = judge_labels(run, human).rename(columns={"reason": "justification"})
-        return grade_judge(reference, judge_labels(run, judge), claims=claim_texts(run), judge_name=judge.username,
-                           reference_name=human.username)
 
     def _gate(self, min_alpha: float | None, min_kappa: float | None, alpha: Coefficient,
               pairs: list[Agreement]) -> list[str]:
@@ -148,14 +118,31 @@ class Command(BaseCommand):
                     failures.append(f"  {text} is below --min-kappa {min_kappa}")
         return failures
 
-    def _table(self, run: str, pairs: list[Agreement], alpha: Coefficient, ac1: Coefficient,
-               reviewers: list[str], *, with_disagreements: bool, fleiss: Coefficient) -> str:
-        everyone = f"over {len(reviewers)} reviewers"
-        lines = [f"Run {run}: {len(reviewers)} reviewer(s) on its cited claims "
-                 "(95% intervals: percentile bootstrap over claims, 2000 resamples, fixed seed)",
-                 f"  {figure_text(f'Krippendorff alpha {everyone}', alpha.value, alpha.ci95, alpha.n)}",
-                 f"  {figure_text(f'Gwet AC1 {everyone}', ac1.value, ac1.ci95, ac1.n)}",
-                 f"  {figure_text(f'Fleiss kappa {everyone}', fleiss.value, fleiss.ci95, fleiss.n)}"]
+    def _judgments_table(self, judged: JudgmentAgreement) -> str:
+        return "\n".join([
+            "", f"Citation judgments of {len(judged.reviewers)} reviewer(s), FULL > PARTIAL > NONE "
+                f"({judged.unjudgeable} UNJUDGEABLE left out)",
+            *(f"  {figure_text(f'Krippendorff alpha, {level}', figure.value, figure.ci95, figure.n)}"
+              for level, figure in (("nominal", judged.nominal), ("ordinal", judged.ordinal))),
+        ])
+
+    def _table(self, run: str, pairs: list[Agreement], result: RunAgreement, *, with_disagreements: bool) -> str:
+        lines = [f"Run {run}: {len(result.reviewers)} reviewer(s) on its cited claims "
+                 "(95% intervals: percentile bootstrap over claims, 2000 resamples, fixed seed)"]
+        groups = [("assigned reviewers" if result.assigned else "reviewers", result.overall, result.disputed)]
+        if result.every_human is not None:
+            groups.append(("human reviewers, imported ones included", result.every_human,
+                           result.every_human_disputed or []))
+        for title, figures, disputed in groups:
+            over = f"over {len(figures.reviewers)} {title}"
+            if result.assigned:
+                over += f" ({', '.join(figures.reviewers)})"
+            alpha, ac1 = figures.alpha, figures.ac1
+            fleiss = figures.fleiss_kappa
+            lines += [f"  {figure_text(f'Krippendorff alpha {over}', alpha.value, alpha.ci95, alpha.n)}",
+                      f"  {figure_text(f'Gwet AC1 {over}', ac1.value, ac1.ci95, ac1.n)}",
+                      f"  {figure_text(f'Fleiss kappa {over}', fleiss.value, fleiss.ci95, fleiss.n)}",
+                      f"  disputed claims {over}: {len(disputed)}"]
         for pair in pairs:
             lines += [
                 "",
@@ -174,10 +161,3 @@ class Command(BaseCommand):
                     lines.append(f"    claim {claim_id}: A {a}, B {b}: {texts.get(claim_id, '')[:100]}")
         return "\n".join(lines)
 
-
-def _listed(interval: Interval | None) -> list[float] | None:
-    return None if interval is None else [interval[0], interval[1]]
-
-
-def _values(ratios: dict) -> dict[str, float | None]:
-    return {label: ratio.value for label, ratio in ratios.items()}

@@ -11,6 +11,7 @@ from datetime import date
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from labeling.audit import AuditFilter, event_row, events_for_run_name
+from labeling.management import DATA_COMMAND_CHECKS
 from labeling.management.lookup import find_project
 from labeling.models import AuditAction
 from labeling.names import normalize_name
@@ -19,6 +20,7 @@ from labeling.names import normalize_name
 class Command(BaseCommand):
     help = ("Print a run's audit log (who labeled, edited, split, merged, adjudicated, saved a version, "
             "imported or exported what, and when), oldest first; a deleted run's log is found by its name.")
+    requires_system_checks = DATA_COMMAND_CHECKS
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--run", required=True, help="run name (its current name, or a deleted run's)")

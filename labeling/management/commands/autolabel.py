@@ -14,6 +14,8 @@ button hands the same work to the task queue.
 
 from __future__ import annotations
 
+import math
+
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
@@ -24,7 +26,8 @@ from labeling.judge_protocol import (
     JudgeEndpoint,
     base_url_from_env,
 )
-from labeling.judges import judge_run_create, judge_run_execute
+from labeling.judges import MAX_PROBLEMS_KEPT, judge_run_create, judge_run_execute
+from labeling.management import DATA_COMMAND_CHECKS
 from labeling.management.lookup import find_project, find_run, reviewer_name
 from labeling.models import JudgeRun, JudgeRunStatus
 
@@ -44,12 +47,19 @@ def judge_run_summary(judge_run: JudgeRun) -> list[str]:
     ]
     if judge_run.error:
         lines.append(f"  last error: {judge_run.error}")
+    problems = (judge_run.details or {}).get("problems", [])
+    if problems:
+        lines.append(f"  problems ({len(problems)}{'+' if len(problems) >= MAX_PROBLEMS_KEPT else ''}):")
+        lines.extend(f"    {problem}" for problem in problems[:20])
+        if len(problems) > 20:
+            lines.append(f"    … and {len(problems) - 20} more (on the judge's grading page)")
     return lines
 
 
 class Command(BaseCommand):
     help = ("Label the cited claims of a run with an LLM judge (a reviewer of kind 'model') through an "
             "OpenAI-compatible endpoint; re-running fills only what is missing.")
+    requires_system_checks = DATA_COMMAND_CHECKS
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--run", required=True)
@@ -72,8 +82,8 @@ class Command(BaseCommand):
     def handle(self, *args, run: str, project: str | None, reviewer: str, model: str, base_url: str | None,
                limit: int | None, relabel: bool, temperature: float, timeout: float, max_retries: int,
                **options) -> None:
-        if timeout <= 0:
-            raise CommandError(f"--timeout {timeout:g}: must be positive")
+        if not (timeout > 0 and math.isfinite(timeout)):
+            raise CommandError(f"--timeout {timeout:g}: must be a positive number of seconds")
         if max_retries < 0:
             raise CommandError(f"--max-retries {max_retries}: must be 0 or more")
         target = find_run(find_project(project), run)

@@ -11,6 +11,7 @@ from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from labeling.comparison import RunComparison, comparison_xlsx, interval_label, noise_verdict, run_comparison
+from labeling.management import DATA_COMMAND_CHECKS
 from labeling.management.lookup import find_project, find_run
 from labeling.models import Run
 from scoring.compare import DEFAULT_THRESHOLD
@@ -50,6 +51,7 @@ def find_runs(names: list[str], project_slug: str | None) -> tuple[Run, Run]:
 
 class Command(BaseCommand):
     help = "Compare run B against run A on the questions both answered: metric deltas and the claims behind them."
+    requires_system_checks = DATA_COMMAND_CHECKS
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--run", action="append", required=True, metavar="NAME",

@@ -1,8 +1,8 @@
 """``python manage.py export_labels --run NAME [--project SLUG] [--version N] [--reviewer NAME]
-[--format xlsx|csv|jsonl] -o PATH``.
+[--format xlsx|csv|jsonl|parquet] -o PATH``.
 
 The format comes from ``--format``, else from the suffix of ``-o``
-(``.xlsx``, ``.csv``, ``.jsonl``); a ``--format`` that contradicts the suffix
+(``.xlsx``, ``.csv``, ``.jsonl``, ``.parquet``); a ``--format`` that contradicts the suffix
 (``--format csv -o labels.xlsx``) is refused rather than writing a file that
 its name misdescribes. The folder of ``-o`` must exist: a typo in a path
 should fail, not grow a new tree of folders.
@@ -15,13 +15,16 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from labeling.label_tables import EXPORT_FORMATS, VersionIntegrityError, label_table_export
+from labeling.management import DATA_COMMAND_CHECKS
 from labeling.management.lookup import find_project, find_run, reviewer_name
 from labeling.models import LabelTableVersion
+from labeling.names import normalize_name
 
 
 class Command(BaseCommand):
-    help = ("Write a run's label table (current, or version N) as XLSX, CSV or JSONL. Rows show the agreed "
+    help = ("Write a run's label table (current, or version N) as XLSX, CSV, JSONL or Parquet. Rows show the agreed "
             "label (the one that counts for scoring), or one reviewer's with --reviewer.")
+    requires_system_checks = DATA_COMMAND_CHECKS
 
     def add_base_argument(self, parser: CommandParser, *args, **kwargs) -> None:
         # Here --version N picks a label table version, not Django's version banner.
@@ -44,6 +47,8 @@ class Command(BaseCommand):
         if not output.parent.is_dir():
             raise CommandError(f"-o {output}: the folder {str(output.parent)!r} does not exist; create it first")
         target = find_run(find_project(project), run)
+        # Names are stored in their normal form (labeling.names); typed ones meet them there.
+        reviewer = normalize_name(reviewer) if reviewer is not None else None
         chosen = None
         if version is not None:
             chosen = LabelTableVersion.objects.filter(run=target, number=version).first()
@@ -74,7 +79,7 @@ def output_format(output: Path, given: str | None) -> str:
     if given is None:
         if suffix not in EXPORT_FORMATS:
             raise CommandError(f"-o {output}: cannot tell the format from the suffix; give --format "
-                               f"{'|'.join(EXPORT_FORMATS)} or name the file .xlsx, .csv or .jsonl")
+                               f"{'|'.join(EXPORT_FORMATS)} or name the file .xlsx, .csv, .jsonl or .parquet")
         return suffix
     if suffix in EXPORT_FORMATS and suffix != given:
         raise CommandError(f"--format {given} but -o {output} ends in .{suffix}: give the file a .{given} name, "

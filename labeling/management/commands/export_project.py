@@ -9,12 +9,14 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from labeling.backup import project_export
+from labeling.management import DATA_COMMAND_CHECKS
 from labeling.management.lookup import find_project
 
 
 class Command(BaseCommand):
     help = ("Write a whole project (questions, runs, answers, claims, labels, versions with their files, "
             "members, audit log…) to a zip archive that import_project restores losslessly.")
+    requires_system_checks = DATA_COMMAND_CHECKS
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("slug", help="project slug")

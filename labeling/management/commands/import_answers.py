@@ -10,6 +10,7 @@ from django.db import transaction
 
 from labeling.answers_import import DEFAULT_IMPORT_REVIEWER, project_for_import, run_import
 from labeling.importers.records import ImportFailed
+from labeling.management import DATA_COMMAND_CHECKS
 
 
 class Command(BaseCommand):
@@ -18,6 +19,7 @@ class Command(BaseCommand):
         "all or nothing, "
         "every bad line reported; re-importing the same file changes nothing."
     )
+    requires_system_checks = DATA_COMMAND_CHECKS
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("file", type=Path)

@@ -28,6 +28,7 @@ from labeling.label_tables import (
     label_table_import_apply,
     label_table_import_preview,
 )
+from labeling.management import DATA_COMMAND_CHECKS
 from labeling.management.lookup import find_project, find_run, reviewer_name
 from labeling.models import Reviewer
 
@@ -35,6 +36,7 @@ from labeling.models import Reviewer
 class Command(BaseCommand):
     help = ("Import a label table (XLSX, CSV, JSONL) labeled offline as REVIEWER's labels: preview by default, "
             "--apply to write (all or nothing).")
+    requires_system_checks = DATA_COMMAND_CHECKS
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("file", type=Path)
@@ -53,7 +55,8 @@ class Command(BaseCommand):
                           help="(leads) record each row under the reviewer its reviewer column names "
                                "(an external reviewer is created for a new name)")
         mode.add_argument("--adjudicate", action="store_true",
-                          help="(leads) record each row as REVIEWER's adjudication, its justification the reason")
+                          help="(leads) record each row as REVIEWER's adjudication, its adjudication_reason "
+                               "(else its justification) the reason")
 
     def handle(self, *args, file: Path, run: str, project: str | None, reviewer: str, format: str | None,
                apply: bool, overwrite_newer: bool, skip_newer: bool, keep_reviewers: bool = False,
@@ -91,7 +94,8 @@ class Command(BaseCommand):
         choice = True if overwrite_newer else (False if skip_newer else None)
         try:
             preview = label_table_import_apply(run=target, reviewer=who, table_file=table_file,
-                                               overwrite_newer=choice, source_name=file.name, **mode)
+                                               overwrite_newer=choice, source_name=file.name,
+                                               command_line=True, **mode)
         except LabelImportError as failure:
             for issue in failure.issues:
                 self.stderr.write(f"{file}: row {issue.line}: {issue.field}: {issue.reason}")

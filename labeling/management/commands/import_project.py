@@ -7,6 +7,7 @@ from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from labeling.backup import project_import
+from labeling.management import DATA_COMMAND_CHECKS
 
 
 class Command(BaseCommand):
@@ -16,6 +17,7 @@ class Command(BaseCommand):
             "CITELAB_MAX_IMPORT_ROWS). Reviewers are matched by login name to existing accounts, which are never "
             "changed; the others are created without staff or superuser rights and with an unusable password "
             "(set one with changepassword) unless --keep-account-rights / --keep-passwords.")
+    requires_system_checks = DATA_COMMAND_CHECKS
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("file", help="archive written by export_project")

@@ -19,6 +19,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from labeling.importers.records import ImportFailed
 from labeling.importers.verdicts import FORMATS, read_verdicts
 from labeling.judges import verdicts_import
+from labeling.management import DATA_COMMAND_CHECKS
 from labeling.management.lookup import find_project, find_run, reviewer_name
 
 SHOWN_UNMATCHED = 200
@@ -27,6 +28,7 @@ SHOWN_UNMATCHED = 200
 class Command(BaseCommand):
     help = ("Import another judge's per-claim verdicts (JSONL/CSV rows, Phoenix-style annotations, an LLM-judge "
             "log) as the labels of a reviewer of kind 'model'.")
+    requires_system_checks = DATA_COMMAND_CHECKS
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("file")

@@ -25,6 +25,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from labeling.exports.summary import summary_xlsx
+from labeling.management import DATA_COMMAND_CHECKS
 from labeling.management.lookup import find_project, find_run, reviewer_name
 from labeling.metrics import DEFAULT_MATCH_METHOD, RunScores, project_summary, run_scores
 from labeling.models import Project, Question, Reviewer, Run
@@ -95,6 +96,7 @@ def metric_value(scores: dict[str, Any], name: str) -> float | None:
 
 class Command(BaseCommand):
     help = "Citation metrics of a run (SPEC §4) as JSON or a table; optionally gate on a baseline run."
+    requires_system_checks = DATA_COMMAND_CHECKS
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--run", help="the run to score (or --all-runs)")

@@ -6,12 +6,14 @@ from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from labeling.label_tables import label_table_snapshot
+from labeling.management import DATA_COMMAND_CHECKS
 from labeling.management.lookup import find_project, find_run, reviewer_name
 from labeling.models import Reviewer
 
 
 class Command(BaseCommand):
     help = "Freeze a run's current label table as its next immutable, SHA-256-hashed version."
+    requires_system_checks = DATA_COMMAND_CHECKS
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--run", required=True, help="run name")
@@ -27,7 +29,7 @@ class Command(BaseCommand):
             if reviewer is None:
                 raise CommandError(f"no reviewer {author!r}")
         try:
-            version = label_table_snapshot(run=target, author=reviewer, note=note)
+            version = label_table_snapshot(run=target, author=reviewer, note=note, command_line=True)
         except ValidationError as exc:
             raise CommandError("; ".join(exc.messages)) from None
         self.stdout.write(self.style.SUCCESS(

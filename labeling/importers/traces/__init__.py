@@ -1,0 +1,12 @@
+"""Readers of tracing tools' exports (issue 26): OpenInference/Phoenix,
+Langfuse, LangSmith, each turning its file into ``common.Span`` records;
+``common.answers`` makes one answer per trace. No ORM:
+``labeling.trace_import`` writes."""
+
+from __future__ import annotations
+
+from types import ModuleType
+
+from labeling.importers.traces import langfuse, langsmith, openinference
+
+FORMATS: dict[str, ModuleType] = {"openinference": openinference, "langfuse": langfuse, "langsmith": langsmith}
