@@ -77,7 +77,7 @@ GROUP BY g.run_id, l.reviewer_id
 # Julian day (× 86400 in Python).
 _LABEL_ROWS_SQL = """
 SELECT l.reviewer_id, l.claim_id, CASE l.value WHEN %s THEN 0 WHEN %s THEN 1 ELSE 2 END,
-       CASE WHEN l.is_current THEN 1 ELSE 0 END, CASE WHEN r.kind = %s THEN 1 ELSE 0 END, {seconds}
+       CASE WHEN l.is_current THEN 1 ELSE 0 END, CASE WHEN r.kind = %s THEN 1 ELSE 0 END, {seconds}, a.run_id
 FROM {label} l JOIN {reviewer} r ON r.id = l.reviewer_id JOIN {claim} c ON c.id = l.claim_id
 JOIN {answer} a ON a.id = c.answer_id
 WHERE {scope} AND c.factual AND r.kind IN (%s, %s)
@@ -110,6 +110,8 @@ class _LabelFigures:
     counts: dict[int, tuple[int, int]]
     medians: dict[int, float]
     confusions: dict[int, np.ndarray]
+    # (run id, reviewer id) of every run a reviewer has a current label on.
+    labeled_runs: frozenset[tuple[int, int]] = frozenset()
 
 
 def _label_figures(runs: list[int]) -> _LabelFigures:
@@ -125,10 +127,13 @@ def _label_figures(runs: list[int]) -> _LabelFigures:
     # All numbers (values coded S 0, U 1, other 2): one array, built in C.
     table = np.array(rows, dtype="float64")
     reviewer, claim, value = table[:, 0].astype("int64"), table[:, 1].astype("int64"), table[:, 2]
+    # Column 6 is the run: a label's presence on each run (the project dashboard's rule).
     current, human = table[:, 3] == 1, table[:, 4] == 1
     seconds = table[:, 5] * (86400.0 if vendor == "sqlite" else 1.0)
     judged = current & (value < 2)
     is_s, is_u = judged & (value == 0), judged & (value == 1)
+    labeled_runs = frozenset(zip(table[judged & human, 6].astype("int64").tolist(),
+                                 reviewer[judged & human].tolist(), strict=True))
     counts = {int(pk): (int(n), int(u)) for pk, n, u in zip(*_group_sums(reviewer[judged & human],
                                                                        is_u[judged & human]), strict=True)}
     # Seconds: every save of each human, in time order; a gap over the sitting break is dropped.
@@ -165,7 +170,7 @@ def _label_figures(runs: list[int]) -> _LabelFigures:
         if at.any():
             cells = np.bincount(reference[at] * 2 + given[at], minlength=4).reshape(2, 2).astype("int64")
             confusions[int(pk)] = cells
-    return _LabelFigures(counts, medians, confusions)
+    return _LabelFigures(counts, medians, confusions, labeled_runs)
 
 
 def _group_sums(keys: np.ndarray, flags: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -333,7 +338,8 @@ def _dashboard(runs: list[Run], *, rule_run: Run | None) -> Dashboard:
         total = sum(t for (run, reviewer), (_c, t) in gold.items() if reviewer == pk)
         cells = confusions.get(pk)
         kappa, _se, ci = kappa_interval(cells) if cells is not None else (None, None, None)
-        unqualified = tuple(run.name for run in ruled if (pk in counts or (run.pk, pk) in gold) and not
+        unqualified = tuple(run.name for run in ruled if ((run.pk, pk) in label_figures.labeled_runs
+                                                          or (run.pk, pk) in gold) and not
                             figures.qualified(*gold.get((run.pk, pk), (0, 0)), min_lower=run.qualify_min_lower,
                                               min_gold=run.qualify_min_gold))
         if rule_run is not None:

@@ -274,3 +274,17 @@ def test_unqualified_reviewers_labels_are_left_out_when_the_lead_says_so(client)
     assert "<strong>3</strong> labels of quality-rev1 left out" in page
     # rev1's own progress still counts their labels.
     assert selectors.run_counts(run=world.run, reviewer=rev1).labeled == 3
+
+
+@pytest.mark.parametrize("answers", [2, 40])
+def test_gold_checks_page_has_a_constant_query_count(answers, client, django_assert_max_num_queries):
+    """2 or 40 gold claims listed: the same queries."""
+    world = quality_world(answers=answers, claims_per_answer=1)
+    _gold(world, world.claims)
+    client.force_login(world.lead)
+    url = reverse("run_gold_checks", args=[world.project.slug, world.run.name])
+    # 2: session, user · 1: run with its project and role · 1: the gold claims with their claim, answer
+    # and lead · 1: the messages (none) are in the session already read.
+    with django_assert_max_num_queries(5):
+        response = client.get(url)
+    assert response.content.decode().count('<tr id="gold-') == answers

@@ -105,3 +105,17 @@ def test_guidelines_page_lists_versions_and_a_lead_saves_one(client):
     client.force_login(world.reviewers[0])
     assert client.post(url, {"text": "Reviewer rules."}).status_code == 403
     assert Guidelines.objects.filter(project=world.project).count() == 2
+
+
+@pytest.mark.parametrize("versions", [2, 30])
+def test_guidelines_page_has_a_constant_query_count(versions, client, django_assert_max_num_queries):
+    """2 or 30 versions listed: the same queries."""
+    world = quality_world(answers=1)
+    for n in range(versions):
+        guidelines_save(project=world.project, author=world.lead, text=f"Version text {n}.")
+    client.force_login(world.lead)
+    url = reverse("project_guidelines", args=[world.project.slug])
+    # 2: session, user · 1: the project with the user's role · 1: every version with its author.
+    with django_assert_max_num_queries(4):
+        response = client.get(url)
+    assert response.content.decode().count("?version=") == versions

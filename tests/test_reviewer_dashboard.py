@@ -140,11 +140,14 @@ def test_dashboard_page_sorts_and_matches_the_json(board_world, client):
 
 def test_project_dashboard_sums_runs(board_world):
     """A second run where rev1 labels 2 claims (both gold SUPPORTED, both right): labels
-    6 + 2, gold 2/3 + 2/2 = 4/5; r1 keeps its rule, so rev1 is unqualified on r1."""
+    6 + 2, gold 2/3 + 2/2 = 4/5. Both runs have the rule 0.3 after 3: rev1 is unqualified
+    on r1 (2/3, lower 0.208) and on r2 (2 gold claims < 3); rev2, who never labeled r2,
+    qualifies on r1 (3/3, lower 0.4385) and is not listed on r2."""
     world = board_world
     other = quality_world(answers=1, claims_per_answer=2, slug="quality-b")
     other.run.project = world.project
     other.run.name = "r2"
+    other.run.qualify_min_lower, other.run.qualify_min_gold = 0.3, 3
     other.run.save()
     for claim in other.claims:
         label(claim, world.reviewers[0])
@@ -153,7 +156,8 @@ def test_project_dashboard_sums_runs(board_world):
     rows = {row.reviewer: row for row in project_dashboard(project=world.project).rows}
     one = rows["quality-rev1"]
     assert (one.labels, one.gold_correct, one.gold_total) == (8, 4, 5)
-    assert one.unqualified_runs == ("r1",) and one.qualified is False
+    assert one.unqualified_runs == ("r1", "r2") and one.qualified is False
+    assert rows["quality-rev2"].unqualified_runs == () and rows["quality-rev2"].qualified is True
 
 
 @pytest.mark.parametrize("answers", [2, 40])
