@@ -73,6 +73,11 @@ def disputed_claims(*, run: Run) -> QuerySet[Claim]:
     their answer and question."""
     current = Label.objects.filter(claim=OuterRef("pk"), is_current=True).filter(
         Q(reviewer__kind__in=COUNTED_KINDS) | Q(reviewer_id=run.promoted_judge_id))
+    if run.exclude_unqualified:
+        # Issue 25: labels left out of the run's figures dispute nothing either.
+        from labeling.quality import run_exclusion
+
+        current = current.exclude(reviewer_id__in=run_exclusion(run=run).reviewer_ids)
     # A claim marked not factual (SPEC §4.3b) leaves every count: nothing to settle there.
     return (Claim.objects.filter(answer__run=run, factual=True)
             .filter(Exists(current.filter(value=LabelValue.SUPPORTED)),

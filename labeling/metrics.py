@@ -12,7 +12,7 @@ holds the two to each other on every answers file in ``fixtures/``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from django.db.models import Q
@@ -20,6 +20,7 @@ from django.db.models import Q
 from labeling.exports import frames
 from labeling.exports.frames import resolved_claims_frame
 from labeling.models import Answer, CitationJudgment, Project, Run
+from labeling.quality import Exclusion, run_exclusion
 from scoring.citation_ids import (
     AbstentionMetrics,
     CitationIdMetrics,
@@ -56,6 +57,8 @@ class RunScores:
     disagreements: int
     judgments: JudgmentMetrics | None = None
     confidence: float = DEFAULT_CONFIDENCE
+    # The labels of unqualified reviewers the figures leave out (issue 25; empty: none).
+    exclusion: Exclusion = field(default_factory=Exclusion)
 
     def figures(self) -> RunFigures:
         """Per-answer units and values of every figure of the run (``scoring.figures``)."""
@@ -88,6 +91,9 @@ class RunScores:
             gold = self.gold.to_dict()
             result["context"] = gold["context"]
             result["source"] = gold["source"]
+        if self.exclusion:
+            # Issue 25: how many labels the run's figures leave out, and whose.
+            result["excluded"] = {"reviewers": list(self.exclusion.names), "labels": self.exclusion.labels}
         result["intervals"] = intervals_dict(self.intervals())
         result["per_answer"] = per_answer
         return result
@@ -172,7 +178,8 @@ def run_scores(
         )
     return RunScores(run=run, reviewer=reviewer, claims=claim_result, citation_ids=ids, abstention=abstention,
                      gold=gold, claims_frame=claims, disagreements=disagreements, judgments=judgments,
-                     confidence=confidence)
+                     confidence=confidence,
+                     exclusion=run_exclusion(run=run) if reviewer is None else Exclusion())
 
 
 def run_judgment_metrics(run: Run, claims: pd.DataFrame, citations: pd.DataFrame, *, reviewer: str | None,

@@ -224,12 +224,29 @@ class Run(models.Model):
     claims_version = models.PositiveIntegerField(default=0, editable=False)
     cited_claims = models.PositiveIntegerField(null=True, blank=True, editable=False)
     cited_claims_version = models.PositiveIntegerField(null=True, blank=True, editable=False)
+    # Reviewer quality (issue 25, ``labeling.quality``): the share of each assigned
+    # reviewer's work the queue gives to hidden gold checks (0–1, default 5 %);
+    # feedback shows a reviewer the gold label and reason once they labeled a gold
+    # claim; the qualification rule (both set, or neither: no rule) is "the lower
+    # bound of the Wilson 95 % interval of gold accuracy ≥ qualify_min_lower after
+    # ≥ qualify_min_gold gold claims"; with ``exclude_unqualified`` the labels of a
+    # reviewer below it do not count in the run's figures until they qualify.
+    gold_rate = models.FloatField(default=0.05)
+    feedback = models.BooleanField(default=False)
+    qualify_min_lower = models.FloatField(null=True, blank=True)
+    qualify_min_gold = models.PositiveIntegerField(null=True, blank=True)
+    exclude_unqualified = models.BooleanField(default=False)
 
     class Meta:
         ordering = ["project_id", "created_at", "name"]
         constraints = [
             models.UniqueConstraint(fields=["project", "name"], name="run_name_unique_per_project"),
             models.CheckConstraint(condition=Q(overlap__gte=1, overlap__lte=5), name="run_overlap_1_to_5"),
+            models.CheckConstraint(condition=Q(gold_rate__gte=0, gold_rate__lte=1), name="run_gold_rate_0_to_1"),
+            models.CheckConstraint(
+                condition=Q(qualify_min_lower__isnull=True, qualify_min_gold__isnull=True)
+                | Q(qualify_min_lower__gte=0, qualify_min_lower__lte=1, qualify_min_gold__gte=1),
+                name="run_qualification_rule_whole"),
         ]
 
     def __str__(self) -> str:
@@ -430,6 +447,9 @@ class Label(models.Model):
     # The judge run that gave this label (a reviewer of kind ``model``): two runs of
     # one judge are compared through it (self-agreement, issue 12).
     judge_run = models.ForeignKey("JudgeRun", null=True, blank=True, on_delete=models.SET_NULL, related_name="labels")
+    # The number of the project's guidelines version in force when the label was saved
+    # (``Guidelines``; null: the project had none, or the label came from a file).
+    guidelines_version = models.PositiveIntegerField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -596,6 +616,9 @@ class AuditAction(models.TextChoices):
     DELETE = "delete", "deleted the run"
     CREATE = "create", "created the run"
     SAMPLE = "sample", "drew a sample"
+    GOLD = "gold", "marked gold claims"
+    SEND_BACK = "send_back", "sent a label back"
+    REWORK = "rework", "answered a send-back"
 
 
 class AuditEvent(models.Model):
@@ -755,6 +778,116 @@ class JudgeRun(models.Model):
     def answers_processed(self) -> int:
         """Answers judged or failed: the progress bar's value."""
         return self.answers_done + self.answers_failed
+
+
+class Guidelines(models.Model):
+    """One version of a project's labeling guidelines (issue 25 §1): Markdown that the
+    pages render with raw HTML off (``labeling.guidelines``). Every edit is a new
+    version, numbered 1, 2, … per project; the latest is in force, and each label
+    records the number it was made under (``Label.guidelines_version``)."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="guidelines")
+    number = models.PositiveIntegerField()
+    text = models.TextField()
+    author = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+                               related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["project_id", "number"]
+        constraints = [
+            models.UniqueConstraint(fields=["project", "number"], name="guidelines_number_unique_per_project"),
+            models.CheckConstraint(condition=Q(number__gte=1), name="guidelines_number_positive"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.project_id} guidelines v{self.number}"
+
+
+class GoldSource(models.TextChoices):
+    """Where a gold label came from (issue 25 §2)."""
+
+    ADJUDICATION = "adjudication", "the lead's adjudication"
+    LABEL = "label", "a lead's own label"
+    FILE = "file", "a gold file (import_gold)"
+
+
+class GoldClaim(models.Model):
+    """A hidden gold check: a lead's known-right label for ``claim`` with a reason
+    (issue 25 §2). The queue mixes gold claims into each assigned reviewer's work
+    at ``Run.gold_rate`` (``labeling.queue``) and never shows them as gold; a
+    reviewer's current label on one is scored against ``value``
+    (``labeling.quality``). Kept like adjudications: ``is_current`` marks the one
+    in force; unmarking, or a change of the claim (its labels go stale), ends it.
+    ``run`` is the claim's run (the queue and the dashboard read a run's gold
+    claims by it)."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="gold_claims")
+    claim = models.ForeignKey(Claim, on_delete=models.CASCADE, related_name="gold")
+    value = models.CharField(max_length=16, choices=LabelValue.choices)
+    reason = models.TextField()
+    source = models.CharField(max_length=16, choices=GoldSource.choices)
+    lead = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+                             related_name="+")
+    claim_revision = models.PositiveIntegerField()
+    is_current = models.BooleanField(default=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["claim_id", "-created_at", "-id"]
+        constraints = [
+            models.UniqueConstraint(fields=["claim"], condition=Q(is_current=True), name="one_current_gold_per_claim"),
+            models.CheckConstraint(condition=Q(value__in=[labels.SUPPORTED, labels.UNSUPPORTED]),
+                                   name="gold_value_judged"),
+            models.CheckConstraint(condition=Q(source__in=GoldSource.values), name="gold_source_known"),
+        ]
+        indexes = [models.Index(fields=["run", "is_current"], name="gold_run_current")]
+
+    def __str__(self) -> str:
+        return f"gold {self.value} on claim {self.claim_id}"
+
+
+class Resolution(models.TextChoices):
+    """How a send-back ended (issue 25 §4)."""
+
+    RELABEL = "relabel", "relabeled"
+    REPLY = "reply", "replied"
+    CLAIM_CHANGED = "claim_changed", "the claim changed"
+
+
+class SendBack(models.Model):
+    """A lead sends ``reviewer``'s label on ``claim`` back for rework with a comment
+    (issue 25 §4). While open (``resolved_at`` null) the claim comes first in that
+    reviewer's queue with the comment shown; it is resolved when they relabel the
+    claim (``services.label_save``) or reply, or when the claim changes (its labels
+    go stale). One open send-back per claim and reviewer."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="send_backs")
+    claim = models.ForeignKey(Claim, on_delete=models.CASCADE, related_name="send_backs")
+    reviewer = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="send_backs")
+    label = models.ForeignKey(Label, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    lead = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+                             related_name="+")
+    comment = models.TextField()
+    created_at = models.DateTimeField(auto_now_add=True)
+    resolved_at = models.DateTimeField(null=True, blank=True)
+    resolution = models.CharField(max_length=16, choices=Resolution.choices, blank=True)
+    reply = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["run_id", "created_at", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["claim", "reviewer"], condition=Q(resolved_at__isnull=True),
+                                    name="one_open_send_back_per_claim_and_reviewer"),
+            models.CheckConstraint(
+                condition=Q(resolved_at__isnull=True, resolution="")
+                | Q(resolved_at__isnull=False, resolution__in=Resolution.values),
+                name="send_back_resolution_whole"),
+        ]
+        indexes = [models.Index(fields=["run", "reviewer", "resolved_at"], name="send_back_open")]
+
+    def __str__(self) -> str:
+        return f"claim {self.claim_id} sent back to {self.reviewer_id}"
 
 
 class ApiToken(models.Model):

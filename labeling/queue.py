@@ -32,6 +32,19 @@ database time (``tests/bench/test_bench_review.py``, PostgreSQL, 10k-answer
 run). Both walk the ``(run, question_key)`` index (``Answer.question_key``), so
 their cost does not grow with the number of runs or labels.
 
+What comes before the walk (issue 25, :func:`priority_claim`): first the claims a
+lead sent back to the reviewer for rework (``SendBack``, oldest first, whatever
+their label and overlap), then, when due, a hidden gold check: a gold claim
+of the run (``GoldClaim``) the reviewer has not labeled, whatever its overlap,
+so every reviewer who works on the run meets gold at ``Run.gold_rate``. A
+check is due when the reviewer's gold labels fall behind the rate: gold label
+number k (0-based) comes at the first hand-out after ``(k + uₖ) / rate`` of
+their labels in the run, ``uₖ`` a fixed pseudo-random number in [0, 1) of
+(run, reviewer, k) — one check at a random place in each stretch of
+``1 / rate`` labels, so neither its place nor its look tells it from any other
+claim. A lead's own gold claims are never checks for that lead. Both are
+leased to the reviewer without the overlap test (``lease_force``).
+
 On PostgreSQL the claim test of the next-answer walk ends in ``OFFSET 0``: it
 keeps the planner from turning the ``EXISTS`` into a semi-join over every claim
 of the run. Without statistics (a fresh database before autovacuum's first
@@ -44,13 +57,14 @@ first hit, whatever the statistics say.
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import Case, Count, Exists, IntegerField, OuterRef, Q, QuerySet, Subquery, Value, When
+from django.db.models import Case, Count, Exists, F, IntegerField, OuterRef, Q, QuerySet, Subquery, Value, When
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
@@ -60,6 +74,7 @@ from labeling.models import (
     Citation,
     Claim,
     ClaimLease,
+    GoldClaim,
     Label,
     LabelValue,
     Reviewer,
@@ -67,6 +82,7 @@ from labeling.models import (
     Run,
     Sample,
     SampleMember,
+    SendBack,
 )
 
 # Claims (or answers) a hand-out tries before it gives up: each failed try is a claim
@@ -117,7 +133,8 @@ def _tables() -> dict[str, str]:
     return {name: quote(model._meta.db_table)
             for name, model in (("answer", Answer), ("claim", Claim), ("citation", Citation), ("label", Label),
                                 ("reviewer", Reviewer), ("assignment", Assignment), ("lease", ClaimLease),
-                                ("sample", Sample), ("member", SampleMember))}
+                                ("sample", Sample), ("member", SampleMember), ("gold", GoldClaim),
+                                ("send_back", SendBack))}
 
 
 # The first answer of a run, in question order from a key on, with a claim of the
@@ -239,6 +256,108 @@ def _lease_upsert(run: Run, reviewer: Reviewer, claim: Claim) -> bool:
         return cursor.rowcount == 1
 
 
+# A lease taken whatever the claim's overlap: a claim sent back to the reviewer, or a
+# gold check (module docstring). One per reviewer and run, as every lease.
+_LEASE_FORCE_SQL = """
+INSERT INTO {lease} (run_id, reviewer_id, claim_id, expires_at) VALUES (%s, %s, %s, %s)
+ON CONFLICT (run_id, reviewer_id) DO UPDATE SET claim_id = excluded.claim_id, expires_at = excluded.expires_at
+"""
+
+
+def lease_force(*, run: Run, reviewer: Reviewer, claim: Claim) -> None:
+    """Reserve ``claim`` for ``reviewer`` for ``settings.CITELAB_LEASE_SECONDS`` without
+    the overlap test of :func:`lease_take` (a send-back or a gold check, which the
+    reviewer gets whatever the claim's other labels), releasing their last lease in
+    the run. One statement."""
+    expires = timezone.now() + timedelta(seconds=settings.CITELAB_LEASE_SECONDS)
+    with connection.cursor() as cursor:
+        cursor.execute(_LEASE_FORCE_SQL.format(**_tables()),
+                       [run.pk, reviewer.pk, claim.pk, connection.ops.adapt_datetimefield_value(expires)])
+
+
+# What may come before the walk, in one round trip: the reviewer's oldest open
+# send-back in the run (but the claim they skip), and how many gold claims of the run
+# are still checks for them (cited, factual, not theirs, not labeled by them), when
+# they work on the run.
+_PRIORITY_SQL = """
+SELECT
+  (SELECT sb.claim_id FROM {send_back} sb
+   WHERE sb.run_id = %s AND sb.reviewer_id = %s AND sb.resolved_at IS NULL AND sb.claim_id <> %s
+   ORDER BY sb.created_at, sb.id LIMIT 1),
+  CASE WHEN NOT EXISTS (SELECT 1 FROM {assignment} s WHERE s.run_id = %s)
+         OR EXISTS (SELECT 1 FROM {assignment} s WHERE s.run_id = %s AND s.reviewer_id = %s)
+  THEN (SELECT COUNT(*) FROM {gold} g JOIN {claim} c ON c.id = g.claim_id
+        WHERE g.run_id = %s AND g.is_current AND c.factual AND (g.lead_id IS NULL OR g.lead_id <> %s)
+          AND EXISTS (SELECT 1 FROM {citation} ci WHERE ci.claim_id = c.id)
+          AND NOT EXISTS (SELECT 1 FROM {label} l WHERE l.claim_id = c.id AND l.reviewer_id = %s AND l.is_current))
+  ELSE 0 END
+"""
+
+# The reviewer's current labels on the cited factual claims of the run, and how many of
+# them are on current gold claims: how far their gold checks are behind the rate.
+_GOLD_PACE_SQL = """
+SELECT COUNT(*), COUNT(g.id)
+FROM {label} l JOIN {claim} c ON c.id = l.claim_id JOIN {answer} a ON a.id = c.answer_id
+LEFT JOIN {gold} g ON g.claim_id = c.id AND g.is_current
+WHERE l.reviewer_id = %s AND l.is_current AND a.run_id = %s AND c.factual
+  AND EXISTS (SELECT 1 FROM {citation} ci WHERE ci.claim_id = c.id {fence})
+"""
+
+
+def gold_offset(run_id: int, reviewer_id: int, k: int) -> float:
+    """``uₖ`` of the module docstring: a number in [0, 1) fixed by (run, reviewer, k),
+    where in its stretch of ``1 / rate`` labels the reviewer's gold check k comes."""
+    digest = hashlib.sha256(f"gold:{run_id}:{reviewer_id}:{k}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") / 2 ** 64
+
+
+def gold_due(*, rate: float, labeled: int, gold_labeled: int, offset: float) -> bool:
+    """Whether the next claim handed to a reviewer who has ``labeled`` claims of the run,
+    ``gold_labeled`` of them gold, is a gold check at ``rate`` (module docstring):
+    ``gold_labeled + offset < rate · (labeled + 1)``. At rate 0.5 with offsets 0.3
+    and 0.7: check 0 comes first (0.3 < 0.5), check 1 fourth ((1 + 0.7) < 0.5 · 4)."""
+    return rate > 0 and gold_labeled + offset < rate * (labeled + 1)
+
+
+def priority_claim(*, run: Run, reviewer: Reviewer, skip: Claim | None = None) -> Claim | None:
+    """The claim that comes before the walk for ``reviewer`` in ``run`` (module
+    docstring), with its answer and question, unleased; ``None`` when nothing comes
+    first. ``skip`` (the claim the reviewer passes over with ``n``) is not handed
+    back. One query, two more when a gold check may be due, one more
+    for the claim."""
+    now_skip = skip.pk if skip is not None else 0
+    with connection.cursor() as cursor:
+        cursor.execute(_PRIORITY_SQL.format(**_tables()), [
+            run.pk, reviewer.pk, now_skip, run.pk, run.pk, reviewer.pk, run.pk, reviewer.pk, reviewer.pk])
+        sent_back, gold_open = cursor.fetchone()
+    claims = Claim.objects.select_related("answer__question")
+    if sent_back is not None:
+        return claims.filter(pk=sent_back).first()
+    if not gold_open or run.gold_rate <= 0:
+        return None
+    with connection.cursor() as cursor:
+        cursor.execute(_GOLD_PACE_SQL.format(fence=exists_fence(), **_tables()), [reviewer.pk, run.pk])
+        labeled, gold_labeled = cursor.fetchone()
+    if not gold_due(rate=run.gold_rate, labeled=labeled, gold_labeled=gold_labeled,
+                    offset=gold_offset(run.pk, reviewer.pk, gold_labeled)):
+        return None
+    # Which check: a fixed pseudo-random order per reviewer, so reviewers meet different ones first.
+    mine = Label.objects.filter(claim=OuterRef("claim"), reviewer=reviewer, is_current=True)
+    gold = (GoldClaim.objects.filter(run=run, is_current=True, claim__factual=True)
+            .exclude(lead=reviewer).exclude(Exists(mine)).exclude(claim_id=now_skip)
+            .filter(Exists(Citation.objects.filter(claim=OuterRef("claim"))))
+            .annotate(shuffle=(F("claim_id") * 7919 + reviewer.pk * 104729) % 1009)
+            .order_by("shuffle", "claim_id").values_list("claim_id", flat=True).first())
+    return claims.filter(pk=gold).first() if gold is not None else None
+
+
+def _priority(run: Run, reviewer: Reviewer, *, lease: bool, skip: Claim | None = None) -> Claim | None:
+    claim = priority_claim(run=run, reviewer=reviewer, skip=skip)
+    if claim is not None and lease:
+        lease_force(run=run, reviewer=reviewer, claim=claim)
+    return claim
+
+
 def _hand_out(run: Run, reviewer: Reviewer, candidates: QuerySet[Claim]) -> Claim | None:
     """The first of ``candidates`` (ordered) that ``lease_take`` reserves for ``reviewer``,
     trying at most ``LEASE_TRIES``; ``None`` when every one tried was taken meanwhile."""
@@ -296,9 +415,18 @@ def _first(run: Run, reviewer: Reviewer, candidates: QuerySet[Claim], *, lease: 
 
 def next_claim_in_answer(*, run: Run, reviewer: Reviewer, after: Claim, lease: bool = False) -> Claim | None:
     """The first claim of the reviewer's queue after ``after`` in its answer
-    (with its answer and question), or ``None``. One query (two with a queue
-    judge: where ``after`` stands in the judge's order). With ``lease``, the
-    first one ``lease_take`` reserves for the reviewer."""
+    (with its answer and question), or ``None``. A claim that comes before the
+    walk (``priority_claim``: a send-back, a gold check) comes first: it is the
+    answer when it is in this answer, else ``None`` (the next answers bring it).
+    Two queries (three with a queue judge: where ``after`` stands in the judge's
+    order). With ``lease``, the first one ``lease_take`` reserves for the reviewer."""
+    first = priority_claim(run=run, reviewer=reviewer, skip=after)
+    if first is not None:
+        if first.answer_id != after.answer_id:
+            return None
+        if lease:
+            lease_force(run=run, reviewer=reviewer, claim=first)
+        return first
     queue = unlabeled_claims(reviewer, run).filter(answer_id=after.answer_id)
     if run.queue_judge_id is None:
         return _first(run, reviewer, queue.filter(index__gt=after.index).order_by("index")
@@ -310,26 +438,41 @@ def next_claim_in_answer(*, run: Run, reviewer: Reviewer, after: Claim, lease: b
                   .select_related("answer__question"), lease=lease)
 
 
-def first_claim_in_answer(*, run: Run, reviewer: Reviewer, answer: Answer, lease: bool = False) -> Claim | None:
+def first_claim_in_answer(*, run: Run, reviewer: Reviewer, answer: Answer, lease: bool = False,
+                          priority: bool = True) -> Claim | None:
     """The first claim of ``answer`` in the reviewer's queue, in queue order
-    (``claims_in_queue_order``), or ``None``. One query. With ``lease``, the
-    first one ``lease_take`` reserves for the reviewer."""
+    (``claims_in_queue_order``), or ``None``: a claim of the answer that comes
+    before the walk (``priority_claim``) first, unless ``priority`` is off (the
+    caller asked already). Two queries. With ``lease``, the first one
+    ``lease_take`` reserves for the reviewer."""
+    if priority:
+        first = priority_claim(run=run, reviewer=reviewer)
+        if first is not None and first.answer_id == answer.pk:
+            if lease:
+                lease_force(run=run, reviewer=reviewer, claim=first)
+            return first
     return _first(run, reviewer, claims_in_queue_order(run, unlabeled_claims(reviewer, run).filter(answer=answer)),
                   lease=lease)
 
 
 def claim_in_next_answers(*, run: Run, reviewer: Reviewer, after: Answer | None = None,
-                          lease: bool = False) -> Claim | None:
+                          lease: bool = False, skip: Claim | None = None) -> Claim | None:
     """The first claim of the reviewer's queue in the next answer with work left
     (``next_answer_to_label``: after ``after``, wrapping around), with its answer
     and question; ``None`` when the queue is empty. With ``lease``, reserved for
     the reviewer: when other reviewers took every claim of that answer between
-    the two reads, the answer after it is tried (``LEASE_TRIES`` answers at most)."""
+    the two reads, the answer after it is tried (``LEASE_TRIES`` answers at most).
+    A claim that comes before the walk (``priority_claim``: a send-back, a gold
+    check) comes first, wherever it is; ``skip`` is a claim not to hand back as a
+    send-back (the one the reviewer passes over)."""
+    first = _priority(run, reviewer, lease=lease, skip=skip)
+    if first is not None:
+        return first
     for _ in range(LEASE_TRIES if lease else 1):
         answer = next_answer_to_label(run=run, reviewer=reviewer, after=after)
         if answer is None:
             return None
-        claim = first_claim_in_answer(run=run, reviewer=reviewer, answer=answer, lease=lease)
+        claim = first_claim_in_answer(run=run, reviewer=reviewer, answer=answer, lease=lease, priority=False)
         if claim is not None:
             claim.answer = answer
             return claim
@@ -357,7 +500,7 @@ def next_unlabeled_claim(*, run: Run, reviewer: Reviewer, after: Claim | None = 
         if in_answer is not None:
             return in_answer
     return claim_in_next_answers(run=run, reviewer=reviewer, after=after.answer if after is not None else None,
-                                 lease=lease)
+                                 lease=lease, skip=after)
 
 
 _NEIGHBOURS_SQL = """

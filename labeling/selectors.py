@@ -44,6 +44,7 @@ from labeling.models import (
     Citation,
     CitationJudgment,
     Claim,
+    GoldClaim,
     GoldReference,
     Label,
     LabelValue,
@@ -54,7 +55,9 @@ from labeling.models import (
     ReviewerKind,
     Role,
     Run,
+    SendBack,
 )
+from labeling.quality import Exclusion, excluded_labels_q, runs_exclusions
 from labeling.queue import exists_fence, unlabeled_claims
 from scoring import judgments as judgments_module
 from scoring.figures import FigureInterval, RunFigures, run_intervals
@@ -133,7 +136,8 @@ class ClaimCounts:
         return "in progress" if self.labeled else "not started"
 
 
-def _answer_count_aggregates(reviewer: Reviewer, *, own_only: bool = False) -> dict[str, Any]:
+def _answer_count_aggregates(reviewer: Reviewer, *, own_only: bool = False,
+                             exclusions: dict[int, Exclusion] | None = None) -> dict[str, Any]:
     """``Count`` expressions for an ``Answer`` queryset: its claims' counts.
 
     One pass over claims ⋈ citations ⋈ labels of the page's answers (50 at
@@ -155,6 +159,9 @@ def _answer_count_aggregates(reviewer: Reviewer, *, own_only: bool = False) -> d
         # unless a lead promoted it for the run (Run.promoted_judge).
         judged &= (Q(claims__labels__reviewer__kind__in=COUNTED_KINDS)
                    | Q(claims__labels__reviewer_id=F("run__promoted_judge_id")))
+        if exclusions:
+            # Issue 25: a lead left the labels of unqualified reviewers out of the figures.
+            judged &= ~excluded_labels_q(exclusions, prefix="claims__labels__")
     # SPEC §4.2: an answer to an unanswerable question that cites nothing is an
     # abstention; its claims are not factual claims and leave every count.
     abstaining = Q(question__answerable=False) & ~Exists(Citation.objects.filter(claim__answer=OuterRef("pk")))
@@ -194,13 +201,17 @@ def _counts(row: dict[str, Any] | Any, adjudicated: dict[str, int] | None = None
     )
 
 
-def _adjudicated_counts(adjudications: QuerySet[Adjudication], group: str) -> dict[int, dict[str, int]]:
+def _adjudicated_counts(adjudications: QuerySet[Adjudication], group: str,
+                        exclusions: dict[int, Exclusion] | None = None) -> dict[int, dict[str, int]]:
     """Per ``group`` (a lookup from Adjudication, e.g. the run id): the current
     adjudications of cited claims, by value, and what the label counts saw on
     those claims (judged, has_supported, has_unsupported) so ``_counts`` can
-    replace it. One grouped query; its rows are the adjudicated claims only."""
+    replace it (without the labels ``exclusions`` leave out). One grouped query;
+    its rows are the adjudicated claims only."""
     current = Label.objects.filter(claim=OuterRef("claim"), is_current=True).filter(
         Q(reviewer__kind__in=COUNTED_KINDS) | Q(reviewer_id=OuterRef("claim__answer__run__promoted_judge_id")))
+    if exclusions:
+        current = current.exclude(excluded_labels_q(exclusions))
     rows = (adjudications.filter(is_current=True).filter(Exists(Citation.objects.filter(claim=OuterRef("claim"))))
             .alias(has_sup=Exists(current.filter(value=LabelValue.SUPPORTED)),
                    has_uns=Exists(current.filter(value=LabelValue.UNSUPPORTED)))
@@ -225,11 +236,12 @@ def _may_open(user: Reviewer, project: str = "") -> Q:
 # LEAD imports, snapshots, manages members, assigns and adjudicates; ALL_LABELS sees every
 # reviewer's labels (label tables, versions, exports, comparisons) — a reviewer loses it
 # on a blind run (``may_on_run``), where they see only their own labels.
-READ, LABEL, LEAD, ALL_LABELS = "read", "label", "lead", "all_labels"
+# QUALITY reads the reviewer dashboards (issue 25 §5): leads and viewers, not the reviewers graded there.
+READ, LABEL, LEAD, ALL_LABELS, QUALITY = "read", "label", "lead", "all_labels", "quality"
 ROLE_MAY = {
-    Role.LEAD: frozenset({READ, LABEL, LEAD, ALL_LABELS}),
+    Role.LEAD: frozenset({READ, LABEL, LEAD, ALL_LABELS, QUALITY}),
     Role.REVIEWER: frozenset({READ, LABEL, ALL_LABELS}),
-    Role.VIEWER: frozenset({READ, ALL_LABELS}),
+    Role.VIEWER: frozenset({READ, ALL_LABELS, QUALITY}),
 }
 
 
@@ -363,7 +375,8 @@ def claim_count_intervals(answer_counts: list[ClaimCounts], *,
 
 
 def _runs_claim_counts(*, reviewer: Reviewer, run: Run | None = None, project: Project | None = None,
-                       blind_run_ids: frozenset[int] = frozenset()) -> dict[int, list[ClaimCounts]]:
+                       blind_run_ids: frozenset[int] = frozenset(),
+                       exclusions: dict[int, Exclusion] | None = None) -> dict[int, list[ClaimCounts]]:
     """Per run id, one ``ClaimCounts`` per answer with claims, for one run or every
     run of a project (sum them with ``total_counts``).
 
@@ -375,11 +388,14 @@ def _runs_claim_counts(*, reviewer: Reviewer, run: Run | None = None, project: P
     claims (resolved as in ``_answer_count_aggregates``), and the adjudicated
     claims (``_adjudicated_counts``). A fifth query finds the
     claims of abstaining answers, only when unanswerable questions exist. On the
-    runs of ``blind_run_ids`` only ``reviewer``'s own labels count (blind labeling).
+    runs of ``blind_run_ids`` only ``reviewer``'s own labels count (blind labeling);
+    the labels ``exclusions`` name (unqualified reviewers', issue 25) never count,
+    though they still count as the reviewer's own progress.
     Grouped by answer (the run's totals are their sum) so that every figure
     gets its interval, answers being the clusters (SPEC §4.5).
     """
     scope = {"run": run} if run is not None else {"run__project": project}
+    counted = ~excluded_labels_q(exclusions) if exclusions else Q()
     claims = {
         row["answer_id"]: row
         for row in Claim.objects.filter(**{f"answer__{k}": v for k, v in scope.items()}, factual=True)
@@ -402,9 +418,9 @@ def _runs_claim_counts(*, reviewer: Reviewer, run: Run | None = None, project: P
         .filter(Q(reviewer=reviewer) | ~Q(claim__answer__run_id__in=blind_run_ids))
         .filter(Q(reviewer__kind__in=COUNTED_KINDS) | Q(reviewer_id=F("claim__answer__run__promoted_judge_id")))
         .values("claim__answer_id").order_by()
-        .annotate(judged=Count("claim", distinct=True),
-                  has_supported=Count("claim", distinct=True, filter=Q(value=LabelValue.SUPPORTED)),
-                  has_unsupported=Count("claim", distinct=True, filter=Q(value=LabelValue.UNSUPPORTED)),
+        .annotate(judged=Count("claim", distinct=True, filter=counted),
+                  has_supported=Count("claim", distinct=True, filter=counted & Q(value=LabelValue.SUPPORTED)),
+                  has_unsupported=Count("claim", distinct=True, filter=counted & Q(value=LabelValue.UNSUPPORTED)),
                   labeled=Count("id", filter=Q(reviewer=reviewer)))
     }
     abstaining: dict[int, int] = {}
@@ -417,7 +433,7 @@ def _runs_claim_counts(*, reviewer: Reviewer, run: Run | None = None, project: P
     # Blind labeling counts a reviewer's own labels only: no lead's verdict on those runs either.
     adjudicated = _adjudicated_counts(
         Adjudication.objects.filter(**{f"claim__answer__{k}": v for k, v in scope.items()}, claim__factual=True)
-        .exclude(claim__answer__run_id__in=blind_run_ids), "claim__answer_id")
+        .exclude(claim__answer__run_id__in=blind_run_ids), "claim__answer_id", exclusions)
     counts: dict[int, list[ClaimCounts]] = {}
     for answer_id, row in sorted(claims.items()):
         cited, judged = citations.get(answer_id, {}), labels.get(answer_id, {})
@@ -440,7 +456,8 @@ def run_rows(*, project: Project, reviewer: Reviewer) -> list[RunRow]:
     runs = list(Run.objects.filter(project=project).annotate(n_answers=Count("answers")).order_by("created_at", "name"))
     role = getattr(project, "my_role", None)
     blind = frozenset(r.pk for r in runs if r.is_blind and not reviewer.is_superuser and blind_for(r, role=role))
-    by_run = _runs_claim_counts(reviewer=reviewer, project=project, blind_run_ids=blind)
+    by_run = _runs_claim_counts(reviewer=reviewer, project=project, blind_run_ids=blind,
+                                exclusions=runs_exclusions(runs))
     for run in runs:
         run.project = project
     return [RunRow(run=run, answers=run.n_answers, counts=total_counts(by_run.get(run.pk, [])),
@@ -452,7 +469,8 @@ def run_answer_counts(*, run: Run, reviewer: Reviewer) -> list[ClaimCounts]:
     sum, ``total_counts``, is the run's). Three or four grouped queries
     (``_runs_claim_counts``); on a run ``reviewer`` labels blind, from their own labels only."""
     blind = frozenset({run.pk}) if _blind_for(run, reviewer) else frozenset()
-    return _runs_claim_counts(reviewer=reviewer, run=run, blind_run_ids=blind).get(run.pk, [])
+    return _runs_claim_counts(reviewer=reviewer, run=run, blind_run_ids=blind,
+                              exclusions=runs_exclusions([run])).get(run.pk, [])
 
 
 def run_counts(*, run: Run, reviewer: Reviewer) -> ClaimCounts:
@@ -572,14 +590,16 @@ def answer_page(*, run: Run, reviewer: Reviewer, answer_filter: str = "", page_n
     ids = answers.order_by("question_key").values_list("pk", flat=True)
     page = Paginator(ids, per_page).get_page(page_number)
     page_ids = list(page.object_list)
+    exclusions = runs_exclusions([run])
     rows = (
         Answer.objects.filter(pk__in=page_ids)
         .select_related("question")
-        .annotate(**_answer_count_aggregates(reviewer, own_only=own_only))
+        .annotate(**_answer_count_aggregates(reviewer, own_only=own_only, exclusions=exclusions))
     )
     by_id = {answer.pk: answer for answer in rows}
     adjudicated = {} if own_only else _adjudicated_counts(
-        Adjudication.objects.filter(claim__answer_id__in=page_ids, claim__factual=True), "claim__answer_id")
+        Adjudication.objects.filter(claim__answer_id__in=page_ids, claim__factual=True), "claim__answer_id",
+        exclusions)
     return AnswerPage(
         page=page,
         rows=[AnswerRow(answer=by_id[pk], counts=_counts(by_id[pk], adjudicated.get(pk))) for pk in page_ids],
@@ -633,11 +653,19 @@ class ClaimView:
     in_text: bool = True
     # Still needs a reviewer: fewer current human labels than the run's overlap (labeling.queue).
     open: bool = True
+    # A lead sent the reviewer's label on this claim back for rework (issue 25 §4), still open:
+    # ``sent_back`` on every claim; ``send_back`` (comment, lead) loaded for the current one.
+    sent_back: bool = False
+    send_back: SendBack | None = None
+    # Feedback mode (issue 25 §3): the gold label and reason of a gold claim the reviewer
+    # labeled, on a run whose lead turned feedback on (the current claim only); None otherwise.
+    gold_feedback: GoldClaim | None = None
 
     @property
     def in_queue(self) -> bool:
-        """In the reviewer's queue: factual, cited, not labeled by them, still open."""
-        return self.claim.factual and self.cited and self.my_label is None and self.open
+        """In the reviewer's queue: factual, cited, not labeled by them, still open; or
+        sent back to them for rework."""
+        return (self.claim.factual and self.cited and self.my_label is None and self.open) or self.sent_back
 
     @property
     def cited(self) -> bool:
@@ -695,6 +723,8 @@ class ReviewContext:
     proposed: str | None = None
     partials_enough: bool = False
     judged_precision: Ratio = field(default_factory=lambda: Ratio(0, 0))
+    # The current claim's gold label, for a lead's page only (``with_gold``).
+    current_gold: GoldClaim | None = None
 
     @property
     def supported_rate(self) -> Ratio:
@@ -781,12 +811,16 @@ def claim_in_run(*, run: Run, claim_id: int) -> Claim | None:
 
 
 def review_context(*, answer: Answer, reviewer: Reviewer, claim_id: int | None = None,
-                   lease: bool = False) -> ReviewContext:
+                   lease: bool = False, with_gold: bool = False) -> ReviewContext:
     """The review page of ``answer`` for ``reviewer`` (one prefetch chain, 3–7 queries).
 
-    Queries: claims → citations (+ passages) → every label on them (all
+    Queries: claims (each marked when a lead sent the reviewer's label back,
+    issue 25 §4, and, with feedback on or ``with_gold`` (a lead's page), when it
+    is a gold claim) → citations (+ passages) → every label on them (all
     reviewers, for the reviewer's current labels and the current claim's
-    history), and the question's gold (ids, references, expected sources —
+    history); the current claim's send-back and gold label only when it has one
+    (``ReviewContext.current_gold``: for ``with_gold``, or feedback once the
+    reviewer labeled it, issue 25 §3); and the question's gold (ids, references, expected sources —
     only the parts it has). On a run the reviewer labels blind the history
     holds their own labels only. The current claim is ``claim_id`` when it is one
     of the answer's claims; else the first claim of the answer in the reviewer's
@@ -795,8 +829,16 @@ def review_context(*, answer: Answer, reviewer: Reviewer, claim_id: int | None =
     the queue is reserved for the reviewer (``queue.lease_take``: the page hands it
     to them to label), or the next one no other reviewer took meanwhile.
     """
+    feedback = answer.run.feedback
+    # Which claims a lead sent back to this reviewer, and (feedback mode, or a lead's page) which
+    # are gold: two subqueries of the claims query, the rows read only for the current claim.
+    marks = {"open_send_back": Subquery(SendBack.objects.filter(
+        claim=OuterRef("pk"), reviewer=reviewer, resolved_at__isnull=True).values("pk")[:1])}
+    if feedback or with_gold:
+        marks["current_gold"] = Subquery(GoldClaim.objects.filter(claim=OuterRef("pk"), is_current=True)
+                                         .values("pk")[:1])
     claims = list(
-        Claim.objects.filter(answer=answer).order_by("index").prefetch_related(
+        Claim.objects.filter(answer=answer).order_by("index").annotate(**marks).prefetch_related(
             Prefetch("citations", queryset=Citation.objects.select_related("passage").order_by("position")),
             Prefetch("labels", queryset=Label.objects.select_related("reviewer").order_by("-pk"),
                      to_attr="all_labels"),
@@ -808,7 +850,8 @@ def review_context(*, answer: Answer, reviewer: Reviewer, claim_id: int | None =
         ClaimView(claim=c, citations=list(c.citations.all()), my_label=next(
             (label for label in c.all_labels if label.reviewer_id == reviewer.pk and label.is_current), None),
             open=sum(1 for label in c.all_labels
-                     if label.is_current and label.reviewer.kind == ReviewerKind.HUMAN) < overlap)
+                     if label.is_current and label.reviewer.kind == ReviewerKind.HUMAN) < overlap,
+            sent_back=c.open_send_back is not None)
         for c in claims
     ]
     by_id = {view.claim.pk: view for view in views}
@@ -826,7 +869,16 @@ def review_context(*, answer: Answer, reviewer: Reviewer, claim_id: int | None =
     passages: list[CitationView] = []
     history: list[HistoryEntry] = []
     previous_claim = next_claim = None
+    current_gold = None
     if current is not None:
+        if current.sent_back:
+            current.send_back = SendBack.objects.select_related("lead").get(pk=current.claim.open_send_back)
+        gold_id = getattr(current.claim, "current_gold", None)
+        if gold_id is not None and (with_gold or current.my_label is not None):
+            current_gold = GoldClaim.objects.select_related("lead").get(pk=gold_id)
+            # Feedback shows it once the reviewer labeled the gold claim (issue 25 §3), never before.
+            if feedback and current.my_label is not None:
+                current.gold_feedback = current_gold
         position = views.index(current)
         previous_claim = views[position - 1] if position > 0 else None
         next_claim = views[position + 1] if position + 1 < len(views) else None
@@ -854,6 +906,7 @@ def review_context(*, answer: Answer, reviewer: Reviewer, claim_id: int | None =
         history=history, gold=question_gold(question=answer.question, answer=answer), previous_claim=previous_claim,
         next_claim=next_claim, answer_counts=counts, blind=blind, judging=judging, proposed=proposed,
         partials_enough=partials_enough, judged_precision=judged_precision,
+        current_gold=current_gold if with_gold else None,
     )
 
 

@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from django.contrib.auth.password_validation import validate_password
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import IntegrityError, transaction
-from django.db.models import Exists, F, Max, OuterRef
+from django.db.models import Exists, F, Max, OuterRef, Subquery
+from django.utils import timezone
 
 from labeling.audit import audit_record, claim_target
 from labeling.limits import MAX_JUSTIFICATION_CHARS
@@ -31,15 +32,19 @@ from labeling.models import (
     CitationJudgment,
     Claim,
     ClaimLease,
+    GoldClaim,
+    Guidelines,
     Label,
     LabelTableVersion,
     LabelValue,
     Membership,
     Project,
+    Resolution,
     Reviewer,
     ReviewerKind,
     Role,
     Run,
+    SendBack,
 )
 from labeling.names import normalize_name, validate_run_name
 from labeling.selectors import LEAD, may, visible_projects
@@ -119,7 +124,9 @@ def label_save(
     was rendered (``None``: they had none). The previous current label stays in
     history (``is_current=False``). Saving exactly the current value and
     justification again returns the current label unchanged (a double submit
-    is harmless).
+    is harmless), unless a lead sent that label back (issue 25 §4): then it is
+    saved anew and resolves the send-back. The label records the project's
+    guidelines version in force (``Label.guidelines_version``).
 
     Raises:
     - ``LabelConflict`` when the claim was edited since (revision differs) or
@@ -144,15 +151,20 @@ def label_save(
         )
     with transaction.atomic():
         # Only what can change under us is re-read (revision, index, citations), under the row lock.
+        # The guidelines version in force comes with the lock (a subquery on the project id
+        # the caller holds, so no join widens the lock): no query more a save.
+        guidelines = (Guidelines.objects.filter(project_id=claim.answer.run.project_id).order_by("-number")
+                      .values("number")[:1])
         state = (
             Claim.objects.select_for_update().filter(pk=claim.pk)
             .annotate(is_cited=Exists(Citation.objects.filter(claim=OuterRef("pk"))),
-                      cites_sent=Exists(Citation.objects.filter(claim=OuterRef("pk"), fabricated=False)))
-            .values_list("revision", "index", "is_cited", "cites_sent").first()
+                      cites_sent=Exists(Citation.objects.filter(claim=OuterRef("pk"), fabricated=False)),
+                      guidelines=Subquery(guidelines))
+            .values_list("revision", "index", "is_cited", "cites_sent", "guidelines").first()
         )
         if state is None:
             raise LabelConflict(claim_gone(claim).messages[0], claim=claim, newer=None)
-        revision, index, cited, cites_sent = state
+        revision, index, cited, cites_sent, guidelines_version = state
         if base_revision != revision:
             raise LabelConflict(
                 f"Claim {index} was edited (split, merged or reworded) after you opened it: "
@@ -163,7 +175,10 @@ def label_save(
                                                            is_current=True).first()
         if current is not None:
             current.reviewer = reviewer
-        if current is not None and current.value == value and current.justification == justification:
+        if (current is not None and current.value == value and current.justification == justification
+                # Confirming a label a lead sent back is a relabel (issue 25 §4), not a double submit.
+                and not SendBack.objects.filter(claim_id=claim.pk, reviewer=reviewer,
+                                                resolved_at__isnull=True).exists()):
             return current
         current_id = current.pk if current is not None else None
         if current_id != base_label_id:
@@ -187,14 +202,25 @@ def label_save(
         label = Label.objects.create(
             claim=claim, reviewer=reviewer, value=value, justification=justification,
             claim_revision=revision, is_current=True, is_stale=False, supersedes=current,
+            guidelines_version=guidelines_version,
         )
         # The label takes the place of the reviewer's lease on the claim (labeling.queue): the
         # claim's overlap counts it once, under the claim's lock.
         ClaimLease.objects.filter(claim_id=claim.pk, reviewer=reviewer).delete()
+        # Relabeling a claim a lead sent back resolves the send-back (issue 25 §4): one UPDATE.
+        reworked = SendBack.objects.filter(claim_id=claim.pk, reviewer=reviewer, resolved_at__isnull=True).update(
+            resolved_at=timezone.now(), resolution=Resolution.RELABEL)
         # The one query the audit log adds to a save (its run is the one read above).
+        detail = {"value": value, "previous": current.value if current is not None else None}
+        if reworked:
+            detail["resolves_send_back"] = True
         audit_record(action=AuditAction.LABEL, actor=reviewer, run=claim.answer.run,
-                     target=claim_target(claim, index=index), claim_id=claim.pk,
-                     detail={"value": value, "previous": current.value if current is not None else None})
+                     target=claim_target(claim, index=index), claim_id=claim.pk, detail=detail)
+        if reworked:
+            audit_record(action=AuditAction.REWORK, actor=reviewer, run=claim.answer.run,
+                         target=claim_target(claim, index=index), claim_id=claim.pk,
+                         detail={"resolution": Resolution.RELABEL.value, "value": value,
+                                 "previous": current.value if current is not None else None})
         return label
 
 
@@ -247,8 +273,12 @@ def _check_revision(claim: Claim, base_revision: int | None) -> None:
 
 def _stale_labels(claim: Claim) -> int:
     """Mark every label of ``claim`` stale (SPEC §3: kept in history, no longer current); a lead's
-    adjudication of the claim as it was ends too, and so do its citations' judgments (SPEC §4.3b)."""
+    adjudication of the claim as it was ends too, and so do its citations' judgments (SPEC §4.3b),
+    its gold label and the send-backs of its labels (issue 25: they were about the claim as it was)."""
     Adjudication.objects.filter(claim=claim, is_current=True).update(is_current=False)
+    GoldClaim.objects.filter(claim=claim, is_current=True).update(is_current=False)
+    SendBack.objects.filter(claim=claim, resolved_at__isnull=True).update(
+        resolved_at=timezone.now(), resolution=Resolution.CLAIM_CHANGED)
     CitationJudgment.objects.filter(citation__claim=claim, is_stale=False).update(is_current=False, is_stale=True)
     return Label.objects.filter(claim=claim, is_stale=False).update(is_current=False, is_stale=True)
 

@@ -14,6 +14,7 @@ from labeling.views import judges as judge_views
 from labeling.views import label_tables as label_table_views
 from labeling.views import members as member_views
 from labeling.views import projects, sso
+from labeling.views import quality as quality_views
 from labeling.views import review as review_views
 from labeling.views import runs as run_views
 from labeling.views import samples as sample_views
@@ -49,6 +50,12 @@ run_urlpatterns = [
     path("reviewers/", member_views.run_reviewers, name="run_reviewers"),
     path("adjudicate/", member_views.run_adjudicate, name="run_adjudicate"),
     path("audit/", audit_views.run_audit, name="run_audit"),
+    # Reviewer quality (issue 25): the dashboard, gold checks, a lead's gold mark and send-back, a reply
+    path("dashboard/", quality_views.run_dashboard, name="run_dashboard"),
+    path("gold-checks/", quality_views.run_gold_checks, name="run_gold_checks"),
+    path("claims/<id:claim_id>/gold/", quality_views.claim_gold, name="claim_gold"),
+    path("claims/<id:claim_id>/send-back/", quality_views.claim_send_back, name="claim_send_back"),
+    path("claims/<id:claim_id>/reply/", review_views.claim_reply, name="claim_reply"),
     path("undo/", review_views.label_undo, name="label_undo"),
     path("answers/<id:answer_id>/", review_views.answer_review, name="answer_review"),
     path("claims/<id:claim_id>/label/", review_views.claim_label, name="claim_label"),
@@ -89,6 +96,8 @@ urlpatterns = [
          name="project_webhook_delete"),
     path("p/<slug:project_slug>/settings/", member_views.project_settings, name="project_settings"),
     path("p/<slug:project_slug>/summary/", projects.project_summary, name="project_summary"),
+    path("p/<slug:project_slug>/guidelines/", quality_views.project_guidelines, name="project_guidelines"),
+    path("p/<slug:project_slug>/dashboard/", quality_views.project_dashboard, name="project_dashboard"),
     path("p/<slug:project_slug>/runs/<str:run_name>/", include(run_urlpatterns)),
     path("p/<slug:project_slug>/compare/", compare_views.run_compare, name="run_compare"),
     path("p/<slug:project_slug>/compare.xlsx", compare_views.run_compare_xlsx, name="run_compare_xlsx"),

@@ -17,6 +17,8 @@ from pathlib import Path
 from django.apps import apps
 
 from labeling import adjudication, services
+from labeling.gold_claims import gold_mark
+from labeling.guidelines import guidelines_save
 from labeling.label_tables import label_table_snapshot
 from labeling.memberships import membership_set, run_assign
 from labeling.models import (
@@ -24,6 +26,7 @@ from labeling.models import (
     ExpectedSource,
     GoldPassageId,
     GoldReference,
+    GoldSource,
     JudgeRun,
     JudgeRunStatus,
     Label,
@@ -34,6 +37,7 @@ from labeling.models import (
     Webhook,
     WebhookDelivery,
 )
+from labeling.send_backs import send_back_create
 from labeling.tokens import token_create
 from tests.factories import (
     AnswerFactory,
@@ -55,14 +59,16 @@ def build_project(slug: str) -> Project:
     assigned, one answer, one passage, one claim citing it; ann's label
     replaced by a second one (``supersedes``), the judge's label, ann's
     citation judgment, the lead's adjudication, one saved version (its file),
-    the run's provenance, an API token, a webhook with a delivery, and the
-    audit events those writes left."""
+    the run's provenance, an API token, a webhook with a delivery, the
+    project's guidelines, the claim as a gold check and ann's label sent back
+    (issue 25), and the audit events those writes left."""
     lead = ReviewerFactory(username=f"{slug}-lead")
     ann = ReviewerFactory(username=f"{slug}-ann")
     judge = ReviewerFactory(username=f"{slug}-judge", kind=ReviewerKind.MODEL)
     project = ProjectFactory(slug=slug)
     membership_set(project=project, reviewer=lead, role=Role.LEAD)
     membership_set(project=project, reviewer=ann, role=Role.REVIEWER)
+    guidelines_save(project=project, author=lead, text="Partial support is UNSUPPORTED.")
     question = QuestionFactory(project=project, question_id="q1", gold_ids_given=True,
                                gold_references_given=True, gold_sources_given=True)
     GoldPassageId.objects.create(question=question, passage_id="P1")
@@ -84,6 +90,9 @@ def build_project(slug: str) -> Project:
                          judge_run=judge_run)
     CitationJudgment.objects.create(citation=citation, reviewer=ann, judgment="FULL", claim_revision=claim.revision)
     adjudication.adjudication_save(claim=claim, lead=lead, value="SUPPORTED", reason="the passage says it")
+    # Reviewer quality (issue 25): the adjudication is a gold check; ann's label is sent back.
+    gold_mark(run=run, claim=claim, lead=lead, source=GoldSource.ADJUDICATION)
+    send_back_create(run=run, claim=claim, reviewer=ann, lead=lead, comment="read the passage again")
     label_table_snapshot(run=run, author=lead, note="v1")
     # Where the run came from (import_dataset writes it; issue 26).
     Provenance.objects.create(run=run, format="expertqa", source="ExpertQA", url="https://example.org/expertqa",

@@ -23,6 +23,7 @@ OPTIONS = [
     ("autolabel", "--reviewer", ["--run", "r", "--model", "m"]),
     ("import_verdicts", "--reviewer", ["f.jsonl", "--run", "r"]),
     ("export_labels", "--reviewer", ["-o", "out.csv", "--run", "r"]),
+    ("import_gold", "--lead", ["f.csv", "--run", "r"]),
 ]
 
 

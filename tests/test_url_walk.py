@@ -132,6 +132,9 @@ def _build() -> World:
     label_save(claim=other["claims"][1], reviewer=users["o_rev"], value="SUPPORTED", justification="",
                        base_revision=1, base_label_id=None)
     other["version"] = label_table_snapshot(run=other["run"], author=users["o_lead"], note="second")
+    # Rival's gold claim (issue 25): no actor of team may unmark it.
+    models.GoldClaim.objects.create(run=other["run"], claim=other["claims"][0], value="SUPPORTED", reason="rival",
+                                    source=models.GoldSource.LABEL, lead=users["o_lead"], claim_revision=1)
     ReviewerFactory(username="walk-judge", kind=models.ReviewerKind.MODEL)
     group = Group.objects.create(name="walkers")
     now = timezone.now()
@@ -193,6 +196,8 @@ def world(django_db_setup, django_db_blocker, tmp_path_factory):
 # A page of project team: members read it, nobody else finds it.
 TEAM_READ = "L 404 404 404 404 200 200 200 200"
 TEAM_LEAD_ONLY = "L 404 404 404 404 200 403 403 200"
+# The reviewer dashboards: leads and viewers, never the reviewers they grade.
+TEAM_QUALITY = "L 404 404 404 404 200 403 200 200"
 POST_ONLY = "L 405 405 405 405 405 405 405 405"
 GET_ONLY = "L 405 405 405 405 405 405 405 405"
 
@@ -252,6 +257,21 @@ def _no_assignment_of_rival(world: World, response) -> str:
 
 def _no_adjudication(world: World, response) -> str:
     return "an adjudication was saved" if models.Adjudication.objects.exists() else ""
+
+
+def _rival_gold_kept(world: World, response) -> str:
+    return "" if models.GoldClaim.objects.filter(claim=world.other["claims"][0], is_current=True).exists() else (
+        "rival's gold claim was unmarked")
+
+
+def _stays_on_site(world: World, response) -> str:
+    location = response.get("Location", "")
+    return f"redirected off the site to {location}" if "evil.example" in location else ""
+
+
+def _no_send_back_to_rival(world: World, response) -> str:
+    return "a label was sent back to rival's reviewer" if models.SendBack.objects.filter(
+        reviewer=world.users["o_rev"]).exists() else ""
 
 
 def _claims_unmerged(world: World, response) -> str:
@@ -315,6 +335,31 @@ RULES = {
     "claim_factual": {"GET": GET_ONLY, "POST": "L 404 404 404 404 R R 403 R",
                       "data": lambda w: {"factual": "0", "revision": w.own["claims"][0].revision}},
     "run_audit": {"GET": TEAM_LEAD_ONLY, "POST": POST_ONLY},
+    # Reviewer quality (issue 25): guidelines (members read, leads write), dashboards (leads and viewers),
+    # gold checks and the lead's actions on a claim, a reviewer's reply to a send-back.
+    "project_guidelines": {"GET": TEAM_READ, "POST": "L 404 404 404 404 R 403 403 R",
+                           "data": lambda w: {"text": "# Rules\n\nPartial support is UNSUPPORTED."}},
+    "project_dashboard": {"GET": TEAM_QUALITY, "POST": POST_ONLY},
+    "run_dashboard": {"GET": TEAM_QUALITY, "POST": POST_ONLY},
+    "run_gold_checks": {"GET": TEAM_LEAD_ONLY, "POST": "L 404 404 404 404 R 403 403 R",
+                        "data": lambda w: {"action": "settings", "gold_rate": "5"},
+                        "extra": lambda w: [("unmarking rival's claim", "POST",
+                                             {"action": "unmark", "claim": str(_rival_claim(w))},
+                                             "L 404 404 404 404 R 403 403 R", _rival_gold_kept)]},
+    # The lead's own label is missing: refused with a message, redirected back, nothing marked.
+    "claim_gold": {"GET": GET_ONLY, "POST": "L 404 404 404 404 R 403 403 R",
+                   "data": lambda w: {"source": "label", "reason": "walk"}},
+    "claim_send_back": {
+        "GET": GET_ONLY, "POST": "L 404 404 404 404 R 403 403 R",
+        "data": lambda w: {"reviewer": "walk-rev", "comment": "walk", "next": "https://evil.example/"},
+        "extra": lambda w: [("next off the site", "POST",
+                             {"reviewer": "walk-rev", "comment": "walk", "next": "https://evil.example/"},
+                             "L 404 404 404 404 R 403 403 R", _stays_on_site),
+                            ("rival's reviewer", "POST", {"reviewer": "walk-o_rev", "comment": "walk"},
+                             "L 404 404 404 404 R 403 403 R", _no_send_back_to_rival)]},
+    # Nothing of theirs is sent back: the review again with the reason, nothing written.
+    "claim_reply": {"GET": GET_ONLY, "POST": "L 404 404 404 404 200 200 403 200",
+                    "data": lambda w: {"reply": "walk"}},
     "run_judges": {"GET": TEAM_READ, "HX": True, "POST": POST_ONLY},
     # Without a judge name and model: refused with a message on the run page.
     "judge_run_start": {"GET": GET_ONLY, "POST": "L 404 404 404 404 R 403 403 R"},

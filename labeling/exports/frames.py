@@ -69,13 +69,16 @@ def labels_frame(run: Run) -> pd.DataFrame:
 
     Columns: ``claim_id`` (int), ``reviewer`` (username), ``label`` (value),
     ``justification``, ``labeled_at`` (aware datetime), ``kind`` (the
-    reviewer's kind: ``human``, ``external`` or ``model``). One query.
+    reviewer's kind: ``human``, ``external`` or ``model``), ``guidelines_version``
+    (the project's guidelines version the label was made under, or None). One query.
     """
     rows = Label.objects.filter(claim__answer__run=run, is_current=True).values_list(
-        "claim_id", "reviewer__username", "value", "justification", "created_at", "reviewer__kind"
+        "claim_id", "reviewer__username", "value", "justification", "created_at", "reviewer__kind",
+        "guidelines_version",
     )
     return pd.DataFrame.from_records(
-        list(rows), columns=["claim_id", "reviewer", "label", "justification", "labeled_at", "kind"]
+        list(rows), columns=["claim_id", "reviewer", "label", "justification", "labeled_at", "kind",
+                             "guidelines_version"]
     )
 
 
@@ -196,7 +199,9 @@ def resolved_claims_frame(run: Run, *, reviewer: str | None = None,
     automated labeler's labels never count, ``scoring.labels.counted_labels``;
     with ``reviewer`` that reviewer's labels count, whatever its kind; a judge a
     lead promoted for the run, ``Run.promoted_judge``, counts as a human
-    unless ``humans_only``, as when the judge is graded). A lead's
+    unless ``humans_only``, as when the judge is graded; the labels of reviewers
+    who do not qualify never count when the run leaves them out,
+    ``Run.exclude_unqualified``, issue 25). A lead's
     current adjudication is the claim's label (``scoring.labels.apply_adjudications``);
     with ``reviewer`` (one reviewer's labels) adjudications are left out.
     Three queries (+1 for the answers in claims_frame).
@@ -207,6 +212,11 @@ def resolved_claims_frame(run: Run, *, reviewer: str | None = None,
         # SPEC §4.4: the claim's label is the humans'; a model is only graded against it.
         promoted = None if humans_only or run.promoted_judge_id is None else run.promoted_judge.username
         labels = counted_labels(labels, promoted=promoted)
+        if run.exclude_unqualified and not humans_only:
+            # Issue 25: a lead left the labels of the run's unqualified reviewers out of its figures.
+            from labeling.quality import run_exclusion
+
+            labels = labels[~labels["reviewer"].isin(run_exclusion(run=run).names)]
     resolved = resolve_labels(labels[["claim_id", "reviewer", "label"]], reviewer=reviewer)
     adjudications = pd.DataFrame(
         list(Adjudication.objects.filter(claim__answer__run=run, is_current=True).values_list(

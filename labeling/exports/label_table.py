@@ -48,6 +48,11 @@ adjudicated_by  the lead whose current adjudication is the row's label
 adjudicated_at  when that adjudication was recorded, as ``labeled_at``, or
                 ``None``
 adjudication_reason  the lead's reason ("" when none)
+guidelines_     the number of the project's guidelines version the row's
+version         label(s) were made under (issue 25 §1), ``", "``-joined
+                when its reviewers labeled under different versions, in
+                order ("" when none: no label, or made before the project
+                had guidelines, or from a file)
 in_sample       bool: the claim's answer is in the run's probability sample
                 (SPEC §4.6); ``None`` in a saved version (versions do not
                 record the sample: its draws are in the audit log)
@@ -100,17 +105,20 @@ from scoring.lazy import pd  # loaded on first use: keeps start-up fast (issue 2
 LABEL_TABLE_COLUMNS = (
     "run", "question_id", "answer_id", "claim_index", "claim", "citations", "cited_span", "passage",
     "label", "justification", "reviewer", "labeled_at", "status", "claim_id", "claim_revision",
-    "factual", "judgments", "evidence", "adjudicated_by", "adjudicated_at", "adjudication_reason", "in_sample",
+    "factual", "judgments", "evidence", "adjudicated_by", "adjudicated_at", "adjudication_reason",
+    "guidelines_version", "in_sample",
 )
 JUDGMENT_COLUMNS = frozenset({"factual", "judgments", "evidence"})
 ADJUDICATION_COLUMNS = frozenset({"adjudicated_by", "adjudicated_at", "adjudication_reason"})
+GUIDELINES_COLUMN = "guidelines_version"
 REVIEWER_LABELS = "reviewer_labels"
 # The sample is not labeling state: drawing one leaves the table's SHA-256 as it was.
 CANONICAL_COLUMNS = (*(column for column in LABEL_TABLE_COLUMNS if column not in ("passage", "in_sample")),
                      REVIEWER_LABELS)
-# The keys of the first versions: later ones added reviewer_labels, the judgments (SPEC §4.3b), then
-# the adjudications (issue 20).
-_EARLIEST_CANONICAL_COLUMNS = frozenset(CANONICAL_COLUMNS) - {REVIEWER_LABELS} - JUDGMENT_COLUMNS - ADJUDICATION_COLUMNS
+# The keys of the first versions: later ones added reviewer_labels, the judgments (SPEC §4.3b), the
+# adjudications (issue 20), then the guidelines version (issue 25).
+_EARLIEST_CANONICAL_COLUMNS = (frozenset(CANONICAL_COLUMNS) - {REVIEWER_LABELS, GUIDELINES_COLUMN} - JUDGMENT_COLUMNS
+                               - ADJUDICATION_COLUMNS)
 INT_COLUMNS = ("answer_id", "claim_index", "claim_id", "claim_revision")
 CITATION_SEPARATOR = ", "
 FABRICATED_PASSAGE = "(not among the passages sent with this answer)"
@@ -178,11 +186,13 @@ def _label_table_frame(run: Run, *, reviewer: str | None, with_passages: bool) -
     # ISO strings in UTC sort like the times they stand for: max() works on them.
     times = [format_labeled_at(value) for value in labels["labeled_at"].dt.to_pydatetime()] if len(labels) else []
     every_label: dict[int, list[tuple[str, str, str, str]]] = defaultdict(list)
-    for claim_id, name, value, justification, labeled_at in zip(
+    versions: dict[tuple[int, str], int | None] = {}
+    for claim_id, name, value, justification, labeled_at, version in zip(
         labels["claim_id"].tolist(), labels["reviewer"].tolist(), labels["label"].tolist(),
-        labels["justification"].tolist(), times, strict=True,
+        labels["justification"].tolist(), times, labels["guidelines_version"].tolist(), strict=True,
     ):
         every_label[claim_id].append((name, value, justification or "", labeled_at))
+        versions[(claim_id, name)] = None if pd.isna(version) else int(version)
 
     columns: dict[str, list[Any]] = {column: [] for column in (*LABEL_TABLE_COLUMNS, REVIEWER_LABELS)}
     add = {column: values.append for column, values in columns.items()}
@@ -240,6 +250,8 @@ def _label_table_frame(run: Run, *, reviewer: str | None, with_passages: bool) -
         add["adjudicated_by"](adjudication[0] if adjudication else "")
         add["adjudicated_at"](adjudication[1] if adjudication else None)
         add["adjudication_reason"](adjudication[2] if adjudication else "")
+        made_under = sorted({versions[(claim_id, item[0])] for item in counted} - {None})
+        add[GUIDELINES_COLUMN](CITATION_SEPARATOR.join(str(number) for number in made_under))
         add["in_sample"](answer_id in sampled if sampled is not None else None)
         add[REVIEWER_LABELS]([{"reviewer": name, "label": value, "justification": text, "labeled_at": at}
                               for name, value, text, at in everyone])
@@ -331,9 +343,9 @@ def table_from_canonical(data: bytes) -> pd.DataFrame:
         if not isinstance(row, dict) or not _EARLIEST_CANONICAL_COLUMNS <= set(row) <= set(CANONICAL_COLUMNS):
             raise ValueError(f"line {number}: expected an object with keys {', '.join(CANONICAL_COLUMNS)}")
         # A version from before judgments were kept: every claim factual, nothing judged; from before
-        # adjudications were in the table: none shown.
+        # adjudications were in the table: none shown; from before guidelines: no version.
         defaults = {"factual": True, "judgments": "", "evidence": "", "adjudicated_by": "",
-                    "adjudicated_at": None, "adjudication_reason": ""}
+                    "adjudicated_at": None, "adjudication_reason": "", GUIDELINES_COLUMN: ""}
         for column in CANONICAL_COLUMNS:
             columns[column].append(row.get(column, defaults.get(column)))
         columns["passage"].append("")

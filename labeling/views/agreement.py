@@ -18,6 +18,7 @@ from labeling.agreement import (
     run_verdicts,
     verdict,
 )
+from labeling.models import ReviewerKind
 from labeling.selectors import ALL_LABELS
 from labeling.views.projects import run_for
 from scoring.agreement import BOOTSTRAP_RESAMPLES, Agreement
@@ -83,4 +84,6 @@ def run_agreement_page(request: HttpRequest, project_slug: str, run_name: str) -
         "page": page, "disagreements": rows, "resamples": BOOTSTRAP_RESAMPLES,
         "adjudicated": sum(1 for claim_id in result.disputed if claim_id in verdicts),
         "every_human": result.every_human, "every_human_disputed": result.every_human_disputed,
+        # Whose labels a lead may send back for rework (issue 25 §4): the human reviewers'.
+        "humans": {name for name, kind in result.kinds.items() if kind == ReviewerKind.HUMAN},
     })

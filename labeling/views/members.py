@@ -5,11 +5,12 @@ from __future__ import annotations
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
+from django.db import transaction
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
-from labeling import adjudication, assignments, selectors
+from labeling import adjudication, assignments, gold_claims, selectors
 from labeling.memberships import (
     membership_remove,
     membership_set,
@@ -17,7 +18,7 @@ from labeling.memberships import (
     run_assign,
     run_settings_set,
 )
-from labeling.models import Membership, Reviewer, ReviewerKind, Role
+from labeling.models import GoldSource, Membership, Reviewer, ReviewerKind, Role
 from labeling.views.params import int_param
 from labeling.views.projects import project_for, run_for
 
@@ -116,13 +117,18 @@ def run_adjudicate(request: HttpRequest, project_slug: str, run_name: str) -> Ht
             if claim is None:
                 raise ValidationError("That claim is no longer disputed (adjudicated meanwhile, or its labels "
                                       "changed): here is the next one.")
-            verdict = adjudication.adjudication_save(claim=claim, lead=request.user, value=typed["value"],
-                                                     reason=typed["reason"])
+            with transaction.atomic():
+                verdict = adjudication.adjudication_save(claim=claim, lead=request.user, value=typed["value"],
+                                                         reason=typed["reason"])
+                if request.POST.get("gold") == "on":
+                    # Issue 25 §2: the verdict becomes a hidden gold check for the run's reviewers.
+                    gold_claims.gold_mark(run=run, claim=claim, lead=request.user, source=GoldSource.ADJUDICATION)
         except ValidationError as exc:
             error = " ".join(exc.messages)
         else:
+            gold = " and marked gold" if request.POST.get("gold") == "on" else ""
             messages.success(request, f"Claim {claim.index} of {claim.answer.question.question_id}: "
-                                      f"{verdict.value} (adjudicated).")
+                                      f"{verdict.value} (adjudicated{gold}).")
             return redirect("run_adjudicate", project_slug=project_slug, run_name=run.name)
     disputes = adjudication.disputed_claims(run=run)
     listed = list(disputes[:adjudication.DISPUTES_LISTED])

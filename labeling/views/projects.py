@@ -11,7 +11,7 @@ from django.template.loader import render_to_string
 from django.urls import reverse
 from django.views.decorators.http import require_GET
 
-from labeling import assignments, charts, metrics, selectors
+from labeling import assignments, charts, metrics, quality, selectors, send_backs
 from labeling.models import Project, Run
 from labeling.services import run_manage_allowed
 from scoring.figures import figure_interval
@@ -62,11 +62,14 @@ def blind_refusal(run: Run) -> str:
             "labeling off.")
 
 
+_ACTION_WORDS = {selectors.LABEL: "label claims", selectors.QUALITY: "read the reviewer dashboard"}
+
+
 def _check_role(role: str | None, action: str, project: Project) -> None:
     if not selectors.may(role, action):
         raise PermissionDenied(
             f"Your role in project {project.slug!r} is {role or 'none'}: it may not do this "
-            f"({'label claims' if action == selectors.LABEL else 'lead the project'}). Ask a lead of the project."
+            f"({_ACTION_WORDS.get(action, 'lead the project')}). Ask a lead of the project."
         )
 
 
@@ -82,7 +85,8 @@ def project_detail(request: HttpRequest, project_slug: str) -> HttpResponse:
     project = project_for(request, project_slug)
     rows = selectors.run_rows(project=project, reviewer=request.user)
     return render(request, "labeling/project_detail.html", {
-        "project": project, "rows": rows, "trend": charts.trend_chart(charts.trend_rows(rows)),
+        "project": project, "rows": rows, "may_quality": selectors.may(project.my_role, selectors.QUALITY),
+        "trend": charts.trend_chart(charts.trend_rows(rows)),
     })
 
 
@@ -129,7 +133,12 @@ def run_detail(request: HttpRequest, project_slug: str, run_name: str) -> HttpRe
     team = assignments.run_reviewers(run=run) if inline else None
     judged = (metrics.run_judgments(run, reviewer=None if run.sees_all_labels else request.user.username)
               if inline else None)
+    may_quality = selectors.may(run.my_role, selectors.QUALITY)
+    # Labels a lead sent back to this reviewer (issue 25 §4): Start labeling takes them there first.
+    run.my_send_backs = send_backs.open_send_back_count(run=run, reviewer=request.user) if run.may_label else 0
     return render(request, "labeling/run_detail.html", {
+        # Reviewer quality (issue 25): flags under the rule and open send-backs, for leads and viewers.
+        "quality": quality.run_quality_summary(run=run) if may_quality else None, "may_quality": may_quality,
         "judged": judged,
         "intervals": _run_intervals(answer_counts, judged) if inline else None,
         "team": team,

@@ -28,9 +28,9 @@ from django.utils.html import format_html
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import HttpResponseClientRedirect, push_url, reswap, retarget, trigger_client_event
 
-from labeling import estimates, judging, queue, selectors, services
+from labeling import estimates, guidelines, judging, queue, selectors, send_backs, services
 from labeling.highlight import suggest_split
-from labeling.models import Answer, Claim, LabelValue, Run
+from labeling.models import Answer, Claim, GoldClaim, LabelValue, Run
 from labeling.selectors import LABEL
 from labeling.views.params import IdField, int_param
 from labeling.views.projects import review_url, run_for
@@ -104,7 +104,7 @@ def _context(request: HttpRequest, run: Run, answer: Answer, claim_id: int | Non
     if review is None:
         # Opened on no claim, the page shows the first of the reviewer's queue there: reserve it.
         review = selectors.review_context(answer=answer, reviewer=request.user, claim_id=claim_id,
-                                          lease=run.may_label)
+                                          lease=run.may_label, with_gold=run.may_lead)
     current = review.current
     my_label = current.my_label if current is not None else None
     context = {
@@ -112,12 +112,17 @@ def _context(request: HttpRequest, run: Run, answer: Answer, claim_id: int | Non
         "current": current, "my_label": my_label,
         # One reverse() for the many claim links of the answer text, claim list and panel.
         "answer_url": review_url(run, answer.pk),
+        "claim_url": review_url(run, answer.pk, current.claim.pk) if current is not None else "",
         "justification": my_label.justification if my_label is not None else "",
         "require_supported": run.project.require_justification_for_supported,
         "mode": "label", "error": None, "conflict": None, "notice": None,
         "judgment_choices": JUDGMENT_CHOICES, "partials_enough": review.partials_enough,
-        "read_only": read_only_reason(run),
+        "read_only": read_only_reason(run), "feedback": None, "reply_text": "",
+        # A lead's tools on the claim (mark it gold, send a label back): never a reviewer's.
+        "lead_tools": run.may_lead,
     }
+    # The claim's gold label, for the lead's tools (issue 25 §2): leads only.
+    context["current_gold"] = review.current_gold
     context.update(extra)
     if review.judging:
         # What the judging form shows: the reviewer's current judgments, or what they sent when nothing was saved.
@@ -153,6 +158,11 @@ def _page(request: HttpRequest, context: dict[str, Any]) -> HttpResponse:
         context["progress"] = selectors.run_progress(run=run, reviewer=request.user)
     context["neighbours"] = queue.answer_neighbours(answer=answer)
     context["target_reached"] = _target_reached(run, context["neighbours"])
+    # The project's guidelines behind the g key and in the ? help (issue 25 §1): the page's
+    # dialogs are outside #review, so fragments never carry them again.
+    current = guidelines.guidelines_current(project=run.project_id)
+    context["guidelines"] = current
+    context["guidelines_html"] = guidelines.render_guidelines(current.text) if current is not None else ""
     return render(request, TEMPLATE, context)
 
 
@@ -203,7 +213,7 @@ def _show(request: HttpRequest, run: Run, answer: Answer, claim_id: int | None, 
 
 
 def _after_write(request: HttpRequest, run: Run, claim: Claim, *, show: Claim | None, notice: str,
-                 saved: bool = True, labeled: int | None = None) -> HttpResponse:
+                 saved: bool = True, labeled: int | None = None, **extra: Any) -> HttpResponse:
     """After a successful write: show ``show`` (or ``claim``) with ``notice``;
     without JS, redirect there with the notice as a message."""
     target = show or claim
@@ -211,7 +221,7 @@ def _after_write(request: HttpRequest, run: Run, claim: Claim, *, show: Claim | 
         messages.success(request, notice)
         return redirect(review_url(run, target.answer_id, target.pk))
     return _show(request, run, _answer_of(run, target), target.pk, came_from=claim.answer_id, saved=saved,
-                 labeled=labeled, notice=notice)
+                 labeled=labeled, notice=notice, **extra)
 
 
 def conflicted(response: HttpResponse, error: ValidationError | None = None) -> HttpResponse:
@@ -334,6 +344,10 @@ def _after_label(request: HttpRequest, run: Run, claim: Claim, label: Any, *, fi
     notice = f"Saved {label.value} on claim {claim.index}."
     # How far the run progress bar moves: a first label on this (cited) claim adds one.
     labeled = 1 if first else 0
+    # Feedback mode (issue 25 §3): after a gold claim, its gold label and the lead's reason.
+    feedback = gold_feedback(run, claim, label)
+    if feedback is not None and not request.htmx:
+        messages.info(request, feedback["text"])
     # Most saves move on within the answer: the queue (its one home of the order)
     # names the next claim, and its review follows. The form's more_in_answer says
     # what the page knew: "0" = no claim after this one was left, so skip the look
@@ -345,12 +359,13 @@ def _after_label(request: HttpRequest, run: Run, claim: Claim, label: Any, *, fi
     if request.POST.get("more_in_answer") != "0":
         following = queue.next_claim_in_answer(run=run, reviewer=request.user, after=claim, lease=True)
     if following is not None:
-        review = selectors.review_context(answer=claim.answer, reviewer=request.user, claim_id=following.pk)
+        review = selectors.review_context(answer=claim.answer, reviewer=request.user, claim_id=following.pk,
+                                          with_gold=run.may_lead)
         if not request.htmx:
             messages.success(request, notice)
             return redirect(review_url(run, claim.answer_id, following.pk))
-        response = _fragment(request, _context(request, run, claim.answer, None, review=review, notice=notice),
-                             whole_review=False)
+        response = _fragment(request, _context(request, run, claim.answer, None, review=review, notice=notice,
+                                               feedback=feedback), whole_review=False)
         push_url(response, review_url(run, claim.answer_id, following.pk))
         return trigger_client_event(response, LABEL_SAVED, {"labeled": labeled})
     # Else the next answer with work left, on its first claim to label.
@@ -359,7 +374,7 @@ def _after_label(request: HttpRequest, run: Run, claim: Claim, label: Any, *, fi
         notice += (" Every cited claim of this run now carries your label." if run.overlap == 1 else
                    f" Nothing is left in your queue: every cited claim of this run carries your label or has "
                    f"its {run.overlap} reviewers.")
-        return _after_write(request, run, claim, show=None, notice=notice, labeled=labeled)
+        return _after_write(request, run, claim, show=None, notice=notice, labeled=labeled, feedback=feedback)
     answer = following.answer
     answer.run = run
     notice = (f"Saved {label.value} on claim {claim.index} of {claim.answer.question.question_id}, "
@@ -368,7 +383,39 @@ def _after_label(request: HttpRequest, run: Run, claim: Claim, label: Any, *, fi
         messages.success(request, notice)
         return redirect(review_url(run, answer.pk, following.pk))
     return _show(request, run, answer, following.pk, came_from=claim.answer_id, saved=True, labeled=labeled,
-                 notice=notice)
+                 notice=notice, feedback=feedback)
+
+
+def gold_feedback(run: Run, claim: Claim, label: Any) -> dict[str, Any] | None:
+    """What feedback mode shows after ``label`` was saved on ``claim`` (issue 25 §3): the
+    claim's gold label and the lead's reason, when the run has feedback on and the
+    claim is gold; else ``None`` (no query when feedback is off)."""
+    if not run.feedback:
+        return None
+    gold = GoldClaim.objects.filter(claim_id=claim.pk, is_current=True).first()
+    if gold is None:
+        return None
+    agreed = gold.value == label.value
+    text = (f"Claim {claim.index} was a gold check: its gold label is {gold.value}"
+            f"{', as you said' if agreed else f', you said {label.value}'}. Reason: {gold.reason}")
+    return {"claim_index": claim.index, "value": gold.value, "reason": gold.reason, "agreed": agreed,
+            "given": label.value, "text": text}
+
+
+class ReplyForm(forms.Form):
+    reply = forms.CharField(max_length=10_000)
+
+
+@_claim_write_view("POST")
+def claim_reply(request: HttpRequest, run: Run, claim: Claim) -> HttpResponse:
+    """The reviewer answers a lead's send-back with a reply and keeps their label (issue 25 §4)."""
+    try:
+        send_backs.send_back_reply(claim=claim, reviewer=request.user, reply=request.POST.get("reply", ""))
+    except ValidationError as exc:
+        return _show(request, run, _answer_of(run, claim), claim.pk, came_from=_came_from(request, claim.answer_id),
+                     error=exc.messages[0], reply_text=request.POST.get("reply", ""))
+    return _after_write(request, run, claim, show=claim, saved=False,
+                        notice=f"Replied to the lead about claim {claim.index}: your label stays.")
 
 
 class JudgeForm(forms.Form):

@@ -3,7 +3,7 @@
 // ---- Labeling screen (answer_review.html) ----
 // 1 SUPPORTED (saves and moves on) · 2 UNSUPPORTED (type why, Enter saves) ·
 // j/k next/previous claim · n next unlabeled claim of the run · e justification ·
-// u undo · s split · t edit the claim text · m merge with the next claim · ? help.
+// u undo · s split · t edit the claim text · m merge with the next claim · g guidelines · ? help.
 // Every key clicks or focuses an element of the page (data-shortcut), so the page
 // keeps working without this file.
 //
@@ -155,14 +155,17 @@
     }
   }
 
-  function toggleHelp() {
-    var help = document.getElementById("shortcut-help");
-    if (!help) { return; }
-    if (help.open) { help.close(); return; }
-    help.showModal();
+  function toggleDialog(id) {
+    var dialog = document.getElementById(id);
+    if (!dialog) { return; }
+    if (dialog.open) { dialog.close(); return; }
+    dialog.showModal();
     // The title has autofocus; should a browser focus Close instead, still open at the top.
-    help.scrollTop = 0;
+    dialog.scrollTop = 0;
   }
+  function toggleHelp() { toggleDialog("shortcut-help"); }
+  // g: the project's labeling guidelines (issue 25), also in the ? help.
+  function toggleGuidelines() { toggleDialog("guidelines-dialog"); }
 
   // ---- Judging each citation (projects with "judge citations" on; SPEC §4.3b) ----
   // f FULL · p PARTIAL · x NONE · c UNJUDGEABLE on the highlighted citation (then the
@@ -345,6 +348,9 @@
       case "?":
         toggleHelp();
         return true;
+      case "g":
+        toggleGuidelines();
+        return true;
       case "Escape":
         if (form && form.dataset.armed) { disarm(form); return true; }
         var cancel = document.querySelector("#claim-panel [data-cancel]");
@@ -374,6 +380,8 @@
     if (event.key === "Enter" && target.closest && target.closest(ACTIVATES)) { return; }
     var help = document.getElementById("shortcut-help");
     if (help && help.open && event.key !== "?") { return; }
+    var rules = document.getElementById("guidelines-dialog");
+    if (rules && rules.open && event.key !== "g") { return; }
     if ((busy || !shown) && CLAIM_KEYS.indexOf(event.key) >= 0) {
       if (event.key !== "Enter" || (labelForm() && labelForm().dataset.armed) || judgeForm()) {
         event.preventDefault();
