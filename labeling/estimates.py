@@ -23,7 +23,6 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, replace
 
-import pandas as pd
 from django.db import connection
 from django.db.models import Exists, OuterRef
 
@@ -39,6 +38,7 @@ from scoring.intervals import (
     non_inferior,
     settle_budget,
 )
+from scoring.lazy import pd  # loaded on first use: keeps start-up fast (issue 24)
 from scoring.ppi import PPIEstimate, independent_difference, ppi_answers_needed, ppi_mean
 
 METRICS = ("support", "supported_rate")

@@ -14,7 +14,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
 from django.db import connection
 from django.db.models import Count, Q
 
@@ -34,6 +33,7 @@ from labeling.models import (
 )
 from scoring import reviewers as figures
 from scoring.judge_grading import kappa_interval
+from scoring.lazy import np  # loaded on first use: keeps start-up fast (issue 24)
 from scoring.ratio import Ratio
 
 S, U = LabelValue.SUPPORTED.value, LabelValue.UNSUPPORTED.value

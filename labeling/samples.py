@@ -15,7 +15,6 @@ from __future__ import annotations
 import secrets
 from dataclasses import dataclass
 
-import numpy as np
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models import Exists, OuterRef, Subquery
@@ -35,6 +34,7 @@ from labeling.models import (
     Sample,
     SampleMember,
 )
+from scoring.lazy import np  # loaded on first use: keeps start-up fast (issue 24)
 
 # Seeds Citelab picks: small enough to type back (``--seed``) and to fit every integer column.
 _SEED_BOUND = 2**31

@@ -30,8 +30,6 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import numpy as np
-
 from scoring.intervals import (
     BUDGET_HALF_WIDTHS,
     DEFAULT_CONFIDENCE,
@@ -43,6 +41,7 @@ from scoring.intervals import (
     interval_key,
     z_value,
 )
+from scoring.lazy import np  # loaded on first use: keeps start-up fast (issue 24)
 
 METHOD = "ppi++"
 INDEPENDENT = "ppi++-independent"
