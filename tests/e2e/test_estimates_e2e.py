@@ -1,18 +1,21 @@
 """Browser test of a judge-assisted estimate (issue 23): a lead draws a probability
 sample of 20 answers on the run page, two reviewers label it from the keyboard
-(their queues serve the sampled answers first, in sample order), the fake judge
-server labels the whole run, and the run page's headline estimate is the one
+(their queues serve the sampled answers first, in sample order; the claim the
+queue reserved for the first when she stopped lapses before the second starts),
+the fake judge server labels the whole run, and the run page's headline estimate is the one
 ``score --format json`` prints."""
 
 from __future__ import annotations
 
 import io
 import json
+from datetime import timedelta
 
 import pytest
 from django.core.management import call_command
+from django.utils import timezone
 
-from labeling.models import Claim, Membership, Run, SampleMember
+from labeling.models import Claim, ClaimLease, Membership, Run, SampleMember
 from tests.e2e.conftest import PASSWORD, VIEWPORT, panel_claim, wait_for_claim_after, wait_for_htmx
 from tests.factories import ReviewerFactory
 from tests.judge_server import JudgeServer
@@ -119,6 +122,9 @@ def test_lead_samples_reviewers_label_judge_labels_and_the_page_shows_the_clis_e
         context, reviewer_page = _reviewer_page(browser, live_server, name, run.project)
         _label_answers(reviewer_page, live_server, run, len(answers), answers)
         context.close()
+        # The queue reserved the next sampled claim for the reviewer who stopped (a lease):
+        # let it lapse, as it does at expires_at, so the other one takes whole answers on.
+        ClaimLease.objects.filter(reviewer__username=name).update(expires_at=timezone.now() - timedelta(seconds=1))
     page.reload()
     expect(panel).to_contain_text("sample 20 answers: 20 fully labeled")
     expect(panel).to_contain_text("humans alone on 20 fully labeled sampled answers")
