@@ -397,11 +397,26 @@ class RunQualitySummary:
     gold_claims: int
 
 
-def run_quality_summary(*, run: Run) -> RunQualitySummary:
-    """The run page's quality panel: two queries, four more with a rule (label and
-    gold counts, names), and the exclusion's when the run leaves labels out."""
-    open_backs = SendBack.objects.filter(run=run, resolved_at__isnull=True).count()
-    gold_claims = GoldClaim.objects.filter(run=run, is_current=True).count()
+# The run page's counts in one round trip: open send-backs (all, and the viewer's own) and
+# current gold claims.
+_RUN_COUNTS_SQL = """
+SELECT (SELECT COUNT(*) FROM {send_back} WHERE run_id = %s AND resolved_at IS NULL),
+       (SELECT COUNT(*) FROM {send_back} WHERE run_id = %s AND resolved_at IS NULL AND reviewer_id = %s),
+       (SELECT COUNT(*) FROM {gold} WHERE run_id = %s AND is_current)
+"""
+
+
+def run_page_counts(*, run: Run, reviewer: Reviewer) -> tuple[int, int, int]:
+    """``(open send-backs, of them ``reviewer``'s, current gold claims)`` of ``run``. One query."""
+    (row,) = _fetch(_RUN_COUNTS_SQL.format(**_tables()), [run.pk, run.pk, reviewer.pk, run.pk])
+    return int(row[0]), int(row[1]), int(row[2])
+
+
+def run_quality_summary(*, run: Run, counts: tuple[int, int, int] | None = None) -> RunQualitySummary:
+    """The run page's quality panel: ``counts`` (``run_page_counts``, else one query),
+    three more with a rule (label and gold counts, names), and the exclusion's when
+    the run leaves labels out."""
+    open_backs, _mine, gold_claims = counts if counts is not None else run_page_counts(run=run, reviewer=Reviewer())
     flagged: list[tuple[str, int, int]] = []
     exclusion = Exclusion()
     if run.qualify_min_lower is not None and run.qualify_min_gold is not None:

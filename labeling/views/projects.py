@@ -11,7 +11,7 @@ from django.template.loader import render_to_string
 from django.urls import reverse
 from django.views.decorators.http import require_GET
 
-from labeling import assignments, charts, metrics, quality, selectors, send_backs
+from labeling import assignments, charts, metrics, quality, selectors
 from labeling.models import Project, Run
 from labeling.services import run_manage_allowed
 from scoring.figures import figure_interval
@@ -134,11 +134,13 @@ def run_detail(request: HttpRequest, project_slug: str, run_name: str) -> HttpRe
     judged = (metrics.run_judgments(run, reviewer=None if run.sees_all_labels else request.user.username)
               if inline else None)
     may_quality = selectors.may(run.my_role, selectors.QUALITY)
-    # Labels a lead sent back to this reviewer (issue 25 §4): Start labeling takes them there first.
-    run.my_send_backs = send_backs.open_send_back_count(run=run, reviewer=request.user) if run.may_label else 0
+    # Reviewer quality (issue 25): open send-backs (the reviewer's own: Start labeling takes them there
+    # first) and gold claims in one query; flags under the rule for leads and viewers.
+    page_counts = quality.run_page_counts(run=run, reviewer=request.user) if may_quality or run.may_label else None
+    run.my_send_backs = page_counts[1] if page_counts is not None and run.may_label else 0
     return render(request, "labeling/run_detail.html", {
-        # Reviewer quality (issue 25): flags under the rule and open send-backs, for leads and viewers.
-        "quality": quality.run_quality_summary(run=run) if may_quality else None, "may_quality": may_quality,
+        "quality": quality.run_quality_summary(run=run, counts=page_counts) if may_quality else None,
+        "may_quality": may_quality,
         "judged": judged,
         "intervals": _run_intervals(answer_counts, judged) if inline else None,
         "team": team,
