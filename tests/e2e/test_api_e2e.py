@@ -98,7 +98,7 @@ def test_a_lead_registers_a_webhook_and_sees_its_test_delivery(live_server, stri
         page.fill("#webhook-url", receiver.url)
         page.check("input[value='label.saved']")
         page.check("input[value='gate.failed']")
-        page.click("button:has-text('Register')")  # not the "Register a webhook URL" heading
+        page.click("button:has-text('Register')")
         expect(page.locator(".message.success")).to_contain_text("registered for gate.failed, label.saved")
         page.click("text=Send a test delivery")
         expect(page.locator("table.deliveries tbody tr").first).to_contain_text("Delivered")
