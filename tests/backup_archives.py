@@ -37,6 +37,7 @@ from labeling.models import (
     Webhook,
     WebhookDelivery,
 )
+from labeling.samples import sample_draw
 from labeling.send_backs import send_back_create
 from labeling.tokens import token_create
 from tests.factories import (
@@ -103,6 +104,8 @@ def build_project(slug: str) -> Project:
                                   secret="s", created_by=lead)
     WebhookDelivery.objects.create(webhook=hook, event="label.saved", payload={"event": "label.saved"},
                                    status="delivered", attempts=1, response_status=200)
+    # The run's probability sample of its one answer (issue 23).
+    sample_draw(run=run, answers=1, seed=7, actor=lead)
     return project
 
 

@@ -98,7 +98,8 @@ def test_exported_files_and_versions_carry_the_adjudication(lead_site, tmp_path)
             header = list(values[0])
             rows = [dict(zip(header, [("" if v is None else v) for v in row], strict=True)) for row in values[1:]]
         assert header == list(LABEL_TABLE_COLUMNS), name
-        assert header[-4:] == ["adjudicated_by", "adjudicated_at", "adjudication_reason", "guidelines_version"]
+        assert header[-5:] == ["adjudicated_by", "adjudicated_at", "adjudication_reason", "guidelines_version",
+                               "in_sample"]
         got = {key: _row(rows, claim)[key] for key in expected}
         if not name.endswith(".jsonl"):  # empty cells read back as "" in CSV and XLSX
             got = {key: value if value != "" else None for key, value in got.items()}
