@@ -57,7 +57,7 @@ def test_workbook_has_the_four_sheets_with_styled_frozen_filtered_headers(seed_r
     assert [cell.value for cell in labels[1]] == list(LABEL_TABLE_COLUMNS)
     assert labels["A1"].font.b is True
     assert labels.freeze_panes == "A2"
-    assert labels.auto_filter.ref == "A1:V6"  # 22 columns, header + 5 claims
+    assert labels.auto_filter.ref == "A1:W6"  # 23 columns, header + 5 claims
     assert labels.column_dimensions["E"].width == 60  # claim
     assert labels["E2"].alignment.wrap_text is True
     assert labels.max_row == 6

@@ -24,7 +24,7 @@ from scoring.claims import to_native
 from scoring.lazy import pd  # loaded on first use: keeps start-up fast (issue 24)
 
 PARQUET_EXTRA = "pip install -e '.[parquet]'"
-_BOOL_COLUMNS = ("factual",)
+_BOOL_COLUMNS = ("factual", "in_sample")
 _TIME_COLUMNS = ("labeled_at", "adjudicated_at")
 
 
