@@ -66,9 +66,10 @@ def test_every_readme_example_with_a_run_names_its_project():
     prose = re.sub(r"```\w*\n.*?```", "", README, flags=re.S)
     spans = re.findall(r"`([^`]+)`", prose) + [line for block in fenced for line in block.splitlines()]
     with_run = [span for span in spans if re.search(r"(manage\.py|^\w+)\s.*--run\b", span, re.S)]
-    # 14 commands of the table, the DEBUG=1 example, the judge grading example, the
-    # three commands the HTTP API section names as the source of its JSON.
-    assert len(with_run) == 19
+    # The commands of the table, the DEBUG=1 example, the judge grading example, the three
+    # commands the HTTP API section names as the source of its JSON, and the estimates'
+    # and reviewer quality sections' examples.
+    assert len(with_run) == 27
     assert [span for span in with_run if "--project" not in span] == []
 
 
