@@ -19,7 +19,7 @@ from django.urls import reverse
 
 from labeling import queue
 from labeling.models import Claim, Label, Run
-from tests.e2e.conftest import panel_claim, wait_for_claim_after
+from tests.e2e.conftest import panel_claim, wait_for_claim_after, wait_for_htmx
 
 pytestmark = pytest.mark.e2e
 
@@ -68,6 +68,7 @@ def test_label_five_claims_by_keyboard(live_server, expertqa_project, reviewer, 
     page.keyboard.type(second_part)
     page.keyboard.press("Control+Enter")
     page.wait_for_selector("#claim-panel .notice:has-text('Split claim')")
+    wait_for_htmx(page, painted=True)  # keys pressed before the panel is painted are ignored
     assert panel_claim(page) == third  # the first part keeps the claim's id
     page.screenshot(path=str(tmp_path / "after-split.png"))
 

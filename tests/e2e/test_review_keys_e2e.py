@@ -309,6 +309,7 @@ def test_t_edits_the_claim_text_and_m_merges_with_the_next_claim(live_server, re
     page.keyboard.type("Fact 1 of q1 holds [1].")
     page.keyboard.press("Control+Enter")
     page.wait_for_selector("#claim-panel .notice:has-text('reworded')")
+    wait_for_htmx(page, painted=True)  # keys pressed before the panel is painted are ignored
     claims[0].refresh_from_db()
     assert (claims[0].text, claims[0].revision) == ("Fact 1 of q1 holds [1].", 2)
 
