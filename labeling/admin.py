@@ -1,7 +1,7 @@
 """Admin pages for every model.
 
 Labels, claims, citations and label table versions are view only here.
-Labels and claims change only through ``labeling.services`` (label history,
+Labels and claims change only through ``labeling.review`` and ``labeling.runs`` (label history,
 claim revisions and stale labels, SPEC §3); an edit or delete in the admin
 would rewrite a label in place and bypass all three. Versions are immutable
 artifacts.

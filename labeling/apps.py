@@ -8,3 +8,5 @@ class LabelingConfig(AppConfig):
 
     def ready(self) -> None:
         from labeling import checks  # noqa: F401  (registers the system checks)
+
+

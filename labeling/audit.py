@@ -33,7 +33,7 @@ from typing import Any
 from django.db.models import QuerySet
 from django.utils import timezone
 
-from labeling import webhooks
+from labeling.integrations import webhooks
 from labeling.models import AuditEvent, Claim, Project, Reviewer, Run
 
 COMMAND_LINE = "command line"
@@ -64,7 +64,7 @@ def audit_record(
     ``claim_id`` the claim when there is one, ``detail`` free metadata (JSON
     values). One INSERT; call it inside the change's transaction. Inside
     :func:`api_token_events` the detail names the API token too. The events
-    webhooks are told about (``labeling.webhooks.audit_recorded``) look the
+    webhooks are told about (``labeling.integrations.webhooks.audit_recorded``) look the
     project's hooks up once the transaction commits: one query more then."""
     token = _API_TOKEN.get()
     if token is not None:

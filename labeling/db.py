@@ -71,7 +71,7 @@ def consistent_read(*, for_write: bool = False, using: str = DEFAULT_DB_ALIAS) -
 def lock_claims(claim_ids: set[int] | list[int]) -> None:
     """Row locks on ``claim_ids`` and on their answers, in the order every
     writer of claims takes them: an answer before its claims (splits and
-    merges lock the answer, ``labeling.services``), ids ascending. Writers
+    merges lock the answer, ``labeling.review.claim_edits``), ids ascending. Writers
     that change several claims at once (a label table import, a judge's
     verdicts) call it first, so no two writers wait for each other in a
     circle (a PostgreSQL deadlock, a 500). Call it inside a transaction; on

@@ -17,7 +17,7 @@ reason; none of them touches the database):
   ``.`` or ``..`` (browsers resolve those as paths), no control characters;
 - question id: 1–200 characters, no control characters;
 - imported reviewer name: 1–140 characters (room for the ``@imported``
-  suffix, see ``labeling.answers_import``), no control characters;
+  suffix, see ``labeling.importers.load``), no control characters;
 - a login name (``add_reviewer``) also follows Django's username rule.
 
 Free text (answers, claims, passages, justifications) is not normalized, but

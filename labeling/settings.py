@@ -28,7 +28,7 @@ Environment variables:
   (default off; the tests turn it on).
 - ``CITELAB_OPENAI_API_KEY`` (or ``OPENAI_API_KEY``) and
   ``CITELAB_OPENAI_BASE_URL``: the judge's OpenAI-compatible endpoint, read
-  when a judge run starts (``labeling.judge_protocol``), never stored.
+  when a judge run starts (``labeling.judges.protocol``), never stored.
 - ``CITELAB_API_RATE_PER_MINUTE``: requests one API token may make a minute
   (default 600); more answer 429 with ``Retry-After``.
 - ``CITELAB_OIDC_CLIENT_ID`` (turns single sign-on on), ``CITELAB_OIDC_CLIENT_SECRET``,
@@ -37,7 +37,7 @@ Environment variables:
   ``CITELAB_OIDC_JWKS_ENDPOINT`` (with ``CITELAB_OIDC_SIGN_ALGO`` RS256, the
   default), ``CITELAB_OIDC_SCOPES``, ``CITELAB_OIDC_USERNAME_CLAIM`` (default
   ``preferred_username``), ``CITELAB_OIDC_ROLE_CLAIM`` (default ``groups``),
-  ``CITELAB_OIDC_ROLE_MAP`` (``VALUE=PROJECT:ROLE,…``): see ``labeling.sso``.
+  ``CITELAB_OIDC_ROLE_MAP`` (``VALUE=PROJECT:ROLE,…``): see ``labeling.integrations.sso``.
 - ``CITELAB_WEBHOOK_ALLOW``: comma-separated destinations webhooks may reach:
   ``public`` (the default: globally routable addresses), IP networks
   (``10.0.0.0/8``) and host names (``hooks.example.org``, ``*.example.org``).
@@ -219,7 +219,7 @@ if os.environ.get("CITELAB_PROXY_COUNT", "0").strip() not in ("", "0"):
 # A login lasts CITELAB_SESSION_HOURS (default 12: a working day), then the reviewer logs in again.
 SESSION_COOKIE_AGE = env_int("CITELAB_SESSION_HOURS", 12) * 3600
 # The queue reserves the claim it hands a reviewer for CITELAB_LEASE_SECONDS (default 5
-# minutes), so reviewers working at once get different claims (labeling.queue); a label,
+# minutes), so reviewers working at once get different claims (labeling.review.queue); a label,
 # or the next claim handed to them, ends it sooner.
 CITELAB_LEASE_SECONDS = env_int("CITELAB_LEASE_SECONDS", 300)
 LOGIN_URL = "login"
@@ -318,7 +318,7 @@ FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
 
 # HTTP API (issue 27): requests per token per minute, over the whole API.
 CITELAB_API_RATE_PER_MINUTE = env_int("CITELAB_API_RATE_PER_MINUTE", 600)
-# Single sign-on with OpenID Connect (issue 27, labeling.sso): on with CITELAB_OIDC_CLIENT_ID. The
+# Single sign-on with OpenID Connect (issue 27, labeling.integrations.sso): on with CITELAB_OIDC_CLIENT_ID. The
 # provider's endpoints are given (no discovery request at start-up); the ID token is checked against
 # the provider's keys (JWKS, RS256) or the client secret (HS256).
 CITELAB_OIDC_CLIENT_ID = os.environ.get("CITELAB_OIDC_CLIENT_ID", "").strip()
@@ -344,7 +344,7 @@ if CITELAB_OIDC_ENABLED:
     if OIDC_RP_SIGN_ALGO.startswith("RS") and not OIDC_OP_JWKS_ENDPOINT:
         raise ImproperlyConfigured(f"CITELAB_OIDC_SIGN_ALGO={OIDC_RP_SIGN_ALGO} needs CITELAB_OIDC_JWKS_ENDPOINT")
     OIDC_RP_SCOPES = os.environ.get("CITELAB_OIDC_SCOPES", "openid email profile").strip()
-    AUTHENTICATION_BACKENDS.append("labeling.sso.CitelabOIDCBackend")
+    AUTHENTICATION_BACKENDS.append("labeling.integrations.sso.CitelabOIDCBackend")
 
 # Webhooks (issue 27): where deliveries may go ("public": globally routable addresses; add IP
 # networks or host names to reach the server's own networks), and the first retry's delay.
@@ -367,7 +367,7 @@ def env_urls(name: str) -> list[str]:
     return urls
 
 
-# The judge endpoints a lead may type in the browser (labeling.judges): the
+# The judge endpoints a lead may type in the browser (labeling.judges.runs): the
 # server's own network is not theirs to probe. The command line is not limited.
 CITELAB_JUDGE_ENDPOINTS = env_urls("CITELAB_JUDGE_ENDPOINTS")
 Q_CLUSTER = {

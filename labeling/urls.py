@@ -5,7 +5,6 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path, register_converter
 
 from labeling.api.main import api
-from labeling.forms import LoginForm
 from labeling.views import agreement as agreement_views
 from labeling.views import audit as audit_views
 from labeling.views import auth as auth_view
@@ -20,6 +19,7 @@ from labeling.views import runs as run_views
 from labeling.views import samples as sample_views
 from labeling.views import tokens as token_views
 from labeling.views import webhooks as webhook_views
+from labeling.views.forms import LoginForm
 from labeling.views.params import IdConverter
 
 register_converter(IdConverter, "id")
@@ -80,7 +80,7 @@ urlpatterns = [
     path("api/v1/", api.urls),
     path("login/", auth_view.LoginView.as_view(authentication_form=LoginForm), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
-    # Single sign-on (labeling.sso): 404 unless CITELAB_OIDC_CLIENT_ID is set.
+    # Single sign-on (labeling.integrations.sso): 404 unless CITELAB_OIDC_CLIENT_ID is set.
     path("sso/login/", sso.sso_login, name="sso_login"),
     path("sso/callback/", sso.sso_callback, name="sso_callback"),
     path("", projects.project_list, name="project_list"),

@@ -8,7 +8,7 @@ Input, one :class:`RunFrames` per run:
   ``answer_id``, ``question_id`` (str), ``claim_index`` (int, 1-based),
   ``claim`` (text), ``n_citations`` (int ≥ 0), ``label`` (SUPPORTED /
   UNSUPPORTED / UNCITED, or null = pending) and optionally ``abstention``
-  (bool) — the frame of ``labeling.metrics.resolved_claims_frame``.
+  (bool) — the frame of ``labeling.scores.metrics.resolved_claims_frame``.
 - ``citations``: one row per citation, ``claim_id``, ``passage_id`` (str, as
   cited), optionally ``source`` (str, "" when unknown) and ``fabricated``
   (bool, default False).

@@ -16,11 +16,7 @@ from pathlib import Path
 
 from django.apps import apps
 
-from labeling import adjudication, services
-from labeling.gold_claims import gold_mark
-from labeling.guidelines import guidelines_save
-from labeling.label_tables import label_table_snapshot
-from labeling.memberships import membership_set, run_assign
+from labeling.integrations.tokens import token_create
 from labeling.models import (
     CitationJudgment,
     ExpectedSource,
@@ -37,9 +33,14 @@ from labeling.models import (
     Webhook,
     WebhookDelivery,
 )
-from labeling.samples import sample_draw
-from labeling.send_backs import send_back_create
-from labeling.tokens import token_create
+from labeling.review import label_writes
+from labeling.scores.samples import sample_draw
+from labeling.tables.versions import label_table_snapshot
+from labeling.team import adjudication
+from labeling.team.gold_claims import gold_mark
+from labeling.team.guidelines import guidelines_save
+from labeling.team.memberships import membership_set, run_assign
+from labeling.team.send_backs import send_back_create
 from tests.factories import (
     AnswerFactory,
     CitationFactory,
@@ -83,9 +84,9 @@ def build_project(slug: str) -> Project:
     citation = CitationFactory(claim=claim, passage=passage, position=0, cited_id="P1")
     judge_run = JudgeRun.objects.create(run=run, reviewer=judge, started_by=lead, status=JudgeRunStatus.DONE,
                                         model="m", answers_total=1, answers_done=1, claims_labeled=1)
-    first = services.label_save(claim=claim, reviewer=ann, value="SUPPORTED", justification="",
+    first = label_writes.label_save(claim=claim, reviewer=ann, value="SUPPORTED", justification="",
                                 base_revision=claim.revision, base_label_id=None)
-    services.label_save(claim=claim, reviewer=ann, value="UNSUPPORTED", justification="it says less",
+    label_writes.label_save(claim=claim, reviewer=ann, value="UNSUPPORTED", justification="it says less",
                         base_revision=claim.revision, base_label_id=first.pk)
     Label.objects.create(claim=claim, reviewer=judge, value="SUPPORTED", claim_revision=claim.revision,
                          judge_run=judge_run)

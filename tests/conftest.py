@@ -61,7 +61,7 @@ def expertqa_path() -> Path:
 @pytest.fixture
 def expertqa_project(db, expertqa_path):
     """Project ``expertqa`` with all 118 real answers of ``fixtures/expertqa_dev.jsonl`` imported."""
-    from labeling.answers_import import project_for_import, run_import
+    from labeling.importers.load import project_for_import, run_import
 
     project = project_for_import(slug="expertqa")
     run_import(project=project, source=expertqa_path)
@@ -87,7 +87,7 @@ def alice(client, reviewer):
 def judging_run(db, tmp_path):
     """Run ``judged`` of project ``judging`` (tests/judge_server.py): six answers, one per
     scripted judge behaviour, each with 2 cited claims and 1 uncited: 12 cited claims."""
-    from labeling.answers_import import project_for_import, run_import
+    from labeling.importers.load import project_for_import, run_import
     from labeling.models import Run
     from tests.judge_server import judging_answers
 

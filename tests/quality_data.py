@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from labeling.models import Claim, Label, Membership, Project, Reviewer, Role, Run
-from labeling.services import label_save
+from labeling.review.label_writes import label_save
 from tests.factories import (
     AnswerFactory,
     CitationFactory,

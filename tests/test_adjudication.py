@@ -11,10 +11,10 @@ from django.core.exceptions import ValidationError
 from django.core.management import call_command
 from django.urls import reverse
 
-from labeling import selectors
-from labeling.adjudication import adjudication_save, disputed_claims
 from labeling.models import Adjudication, Answer, Citation, Claim, Label, Membership, Passage, Question, Run
-from labeling.services import claim_edit
+from labeling.review import tallies
+from labeling.review.claim_edits import claim_edit
+from labeling.team.adjudication import adjudication_save, disputed_claims
 from tests.factories import ProjectFactory, ReviewerFactory
 
 pytestmark = pytest.mark.django_db
@@ -58,11 +58,11 @@ def test_adjudicated_label_counts_instead_of_the_dispute(lead_site):
     """2 answers: 2 disputed claims, 2 agreed SUPPORTED. Before: supported 2, pending 2 (disputed).
     After the lead says UNSUPPORTED on one: supported 2, unsupported 1, 1 disputed, 1 adjudicated."""
     run, lea = lead_site
-    counts = selectors.run_counts(run=run, reviewer=lea)
+    counts = tallies.run_counts(run=run, reviewer=lea)
     assert (counts.supported, counts.unsupported, counts.disagreements, counts.adjudicated) == (2, 0, 2, 0)
     first = disputed_claims(run=run).first()
     adjudication_save(claim=first, lead=lea, value="UNSUPPORTED", reason="the passage says less")
-    counts = selectors.run_counts(run=run, reviewer=lea)
+    counts = tallies.run_counts(run=run, reviewer=lea)
     assert (counts.supported, counts.unsupported, counts.disagreements, counts.adjudicated) == (2, 1, 1, 1)
     assert [c.pk for c in disputed_claims(run=run)] != [first.pk]
 
@@ -92,7 +92,7 @@ def test_rewording_a_claim_ends_its_adjudication(lead_site):
     adjudication_save(claim=claim, lead=lea, value="SUPPORTED", reason="ok")
     claim_edit(claim=claim, text="Alpha beta, reworded.")
     assert not Adjudication.objects.filter(is_current=True).exists()
-    assert selectors.run_counts(run=run, reviewer=lea).adjudicated == 0
+    assert tallies.run_counts(run=run, reviewer=lea).adjudicated == 0
 
 
 def test_adjudication_page_shows_both_sides_and_records_the_verdict(client, lead_site):

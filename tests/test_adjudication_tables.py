@@ -15,17 +15,12 @@ import pytest
 from django.core.management import call_command
 from openpyxl import load_workbook
 
-from labeling.adjudication import adjudication_save
 from labeling.exports.label_table import LABEL_TABLE_COLUMNS, format_labeled_at, label_table_frame
 from labeling.importers.label_table import read_label_table
-from labeling.label_tables import (
-    LabelImportError,
-    label_table_import_apply,
-    label_table_import_preview,
-    label_table_snapshot,
-    version_table,
-)
 from labeling.models import Adjudication, Claim, Reviewer
+from labeling.tables.label_import import LabelImportError, label_table_import_apply, label_table_import_preview
+from labeling.tables.versions import label_table_snapshot, version_table
+from labeling.team.adjudication import adjudication_save
 from tests.test_adjudication import lead_site  # noqa: F401 (the fixture)
 
 pytestmark = pytest.mark.django_db

@@ -8,7 +8,7 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from labeling.answers_import import run_import
+from labeling.importers.load import run_import
 from labeling.models import Claim, ReviewerKind, Run
 from tests.agreement_data import EXPERT, FLIP_RUN, copy_with_flips
 from tests.conftest import FIXTURES_DIR

@@ -91,7 +91,7 @@ def test_disagreements_show_the_leads_adjudication_and_how_many_are_settled(clie
     """Of the 15 flipped claims a lead settles the first two by id (SUPPORTED, then
     UNSUPPORTED): the count reads 2 of 15, those rows carry the verdict and its
     reason, the other 13 say "not yet"."""
-    from labeling.adjudication import adjudication_save
+    from labeling.team.adjudication import adjudication_save
 
     run = Run.objects.get(project=expertqa_project, name=FLIP_RUN)
     copy_with_flips(run)

@@ -15,9 +15,9 @@ import pytest
 from django.core.management import call_command
 from django.urls import reverse
 
-from labeling.agreement import run_agreement
-from labeling.memberships import run_assign, run_settings_set
 from labeling.models import ReviewerKind
+from labeling.team.agreement import run_agreement
+from labeling.team.memberships import run_assign, run_settings_set
 from tests.factories import LabelFactory, ReviewerFactory
 from tests.test_assignment import team  # noqa: F401 (the fixture)
 

@@ -15,8 +15,8 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from openapi_spec_validator import validate
 
+from labeling.integrations.tokens import token_create
 from labeling.models import Answer, AuditEvent, Claim, Label, LabelTableVersion, Membership, Role, Run
-from labeling.tokens import token_create
 from tests.conftest import EXPERTQA_PATH
 from tests.factories import ReviewerFactory
 
@@ -360,7 +360,7 @@ def test_labels_filter_by_run_and_reviewer(as_):
 def test_claims_list_query_budget(client, django_assert_max_num_queries, claims, db):
     """Token (1), run with the role (1), count (1), claims with their answers (1), citations with
     passages (1), labels with reviewers (1), last-use update (≤ 1): 7 for a page of any size."""
-    from labeling.answers_import import project_for_import, run_import
+    from labeling.importers.load import project_for_import, run_import
 
     project = project_for_import(slug="budget")
     answers = [{"question_id": f"q{i}", "question": f"Question {i}?", "run": "r", "answer": "x",

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from labeling.answers_import import project_for_import, run_import
+from labeling.importers.load import project_for_import, run_import
+from labeling.integrations.tokens import token_create
 from labeling.models import JudgeRun, Label, Membership, Role
-from labeling.tokens import token_create
 from tests.conftest import REPO_ROOT
 from tests.factories import ReviewerFactory
 from tests.judge_server import QUESTIONS, JudgeServer, judging_answers

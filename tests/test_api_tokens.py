@@ -15,8 +15,8 @@ from django.core.management.base import CommandError
 from django.utils import timezone
 
 from labeling.api import main
+from labeling.integrations.tokens import TokenRefused, token_authenticate, token_create, token_revoke
 from labeling.models import ApiToken, Membership, ReviewerKind, Role
-from labeling.tokens import TokenRefused, token_authenticate, token_create, token_revoke
 from tests.factories import ProjectFactory, ReviewerFactory
 
 

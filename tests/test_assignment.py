@@ -7,9 +7,10 @@ import pytest
 from django.core.exceptions import ValidationError
 from django.urls import reverse
 
-from labeling import assignments, queue
-from labeling.memberships import run_assign, run_settings_set
 from labeling.models import Assignment, Claim, Label, Membership, Run
+from labeling.review import queue
+from labeling.team import assignments
+from labeling.team.memberships import run_assign, run_settings_set
 from tests.factories import LabelFactory, ProjectFactory, ReviewerFactory
 from tests.test_projects_pages import bulk_run
 
@@ -155,7 +156,7 @@ def test_claims_marked_not_factual_leave_the_reviewers_panel_as_they_leave_your_
     reached their overlap: 2/2. ann: labeled 2 (c2's label stays but leaves every count),
     open claims 0 → 2/2, as her progress says; bob 0/0; lea 0/0. Before: the panel counted
     4 cited claims, 3 reached, ann 3/4 while her progress said 2/2 (issue 20 §9)."""
-    from labeling.judging import claim_set_factual
+    from labeling.review.citation_judgments import claim_set_factual
 
     run, p = team["run"], team["people"]
     c0, c1, c2, c3 = team["cited"]

@@ -14,11 +14,12 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.urls import reverse
 
-from labeling.adjudication import adjudication_save
-from labeling.answers_import import project_for_import, run_import
 from labeling.audit import COMMAND_LINE
+from labeling.importers.load import project_for_import, run_import
 from labeling.models import AuditAction, AuditEvent, Claim, Label, Membership, Run
-from labeling.services import LabelConflict, label_save, run_delete, run_rename
+from labeling.review.label_writes import LabelConflict, label_save
+from labeling.runs import run_delete, run_rename
+from labeling.team.adjudication import adjudication_save
 from tests.conftest import FIXTURES_DIR
 from tests.factories import ProjectFactory, ReviewerFactory, RunFactory
 

@@ -13,10 +13,10 @@ import pytest
 from django.core.exceptions import ValidationError
 from django.core.management import CommandError, call_command
 
-from labeling.judge_protocol import JUDGE_PROMPT, JudgeEndpoint, parse_reply, prompt_sha256
-from labeling.judges import judge_run_create, judge_run_execute
+from labeling.judges.protocol import JUDGE_PROMPT, JudgeEndpoint, parse_reply, prompt_sha256
+from labeling.judges.runs import judge_run_create, judge_run_execute
 from labeling.models import AuditEvent, Claim, JudgeRun, Label, Reviewer, ReviewerKind, Run
-from labeling.selectors import run_counts, run_progress
+from labeling.review.tallies import run_counts, run_progress
 from tests.judge_server import QUESTIONS, JudgeServer
 
 SECRET = "sk-test-DO-NOT-PRINT-0123456789abcdef"
@@ -209,7 +209,7 @@ def test_parse_reply_matches_by_id_and_never_guesses(content, expected):
 
 @pytest.mark.parametrize("content", ["The claims are supported.", '[{"id": "1"}]', '{"verdict": []}', "", None])
 def test_parse_reply_refuses_anything_but_the_json_object(content):
-    from labeling.judge_protocol import JudgeReplyError
+    from labeling.judges.protocol import JudgeReplyError
 
     with pytest.raises(JudgeReplyError):
         parse_reply(content, ["1"])

@@ -19,12 +19,13 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.forms.models import model_to_dict
 
-from labeling import adjudication, services
-from labeling.backup import project_models
+from labeling.backup.project import project_models
 from labeling.exports.label_table import canonical_bytes, label_table_frame
-from labeling.label_tables import label_table_snapshot, version_read
-from labeling.memberships import membership_set, run_assign
 from labeling.models import Claim, LabelTableVersion, Project, Reviewer, Role, Run
+from labeling.review import claim_edits, label_writes
+from labeling.tables.versions import label_table_snapshot, version_read
+from labeling.team import adjudication
+from labeling.team.memberships import membership_set, run_assign
 from tests.factories import ProjectFactory, ReviewerFactory, RunFactory
 
 pytestmark = pytest.mark.django_db(transaction=False)
@@ -59,12 +60,12 @@ def team_project(expertqa_project, settings, tmp_path):
     label_table_snapshot(run=run, author=lead, note="as imported")
     cited = list(Claim.objects.filter(answer__run=run, citations__isnull=False).distinct().order_by("pk")[:4])
     for claim in cited[:2]:
-        services.label_save(claim=claim, reviewer=ann, value="SUPPORTED", justification="ok",
+        label_writes.label_save(claim=claim, reviewer=ann, value="SUPPORTED", justification="ok",
                             base_revision=claim.revision, base_label_id=None)
-        services.label_save(claim=claim, reviewer=bob, value="UNSUPPORTED", justification="the span says less",
+        label_writes.label_save(claim=claim, reviewer=bob, value="UNSUPPORTED", justification="the span says less",
                             base_revision=claim.revision, base_label_id=None)
     adjudication.adjudication_save(claim=cited[0], lead=lead, value="SUPPORTED", reason="the span says it")
-    services.claim_edit(claim=cited[2], text=cited[2].text + " (reworded)", base_revision=cited[2].revision)
+    claim_edits.claim_edit(claim=cited[2], text=cited[2].text + " (reworded)", base_revision=cited[2].revision)
     label_table_snapshot(run=run, author=lead, note="after review")
     other = ProjectFactory(slug="other")
     RunFactory(project=other, name="elsewhere")
@@ -132,7 +133,7 @@ def test_every_model_of_the_app_is_backed_up():
     labels = {spec.label for spec in project_models()}
     assert {"labeling.project", "labeling.membership", "labeling.question", "labeling.goldpassageid",
             "labeling.run", "labeling.assignment", "labeling.answer", "labeling.passage", "labeling.claim",
-            "labeling.citation", "labeling.label", "labeling.adjudication", "labeling.labeltableversion",
+            "labeling.citation", "labeling.label", "labeling.team.adjudication", "labeling.labeltableversion",
             "labeling.auditevent"} <= labels
     from django.apps import apps
     assert labels == {m._meta.label_lower for m in apps.get_app_config("labeling").get_models()} - {

@@ -23,7 +23,7 @@ import pytest
 from django.core.exceptions import ValidationError
 from django.core.management import CommandError, call_command
 
-from labeling.backup_archive import MAX_ROW_BYTES, Budget, counted_chunks, split_lines
+from labeling.backup.archive import MAX_ROW_BYTES, Budget, counted_chunks, split_lines
 from labeling.models import LabelTableVersion, Project
 from tests.backup_archives import (
     RawMember,

@@ -22,10 +22,10 @@ from django.contrib.auth.hashers import make_password
 from django.core.management import CommandError, call_command
 from django.forms.models import model_to_dict
 
-from labeling.backup import project_models
-from labeling.label_tables import version_read
-from labeling.memberships import membership_set
+from labeling.backup.project import project_models
 from labeling.models import Claim, Label, LabelTableVersion, Membership, Project, Reviewer, Role
+from labeling.tables.versions import version_read
+from labeling.team.memberships import membership_set
 from tests.backup_archives import build_project, consistent, model_counts, read_members, rows_of, set_rows, write_zip
 
 pytestmark = pytest.mark.django_db(transaction=False)

@@ -9,7 +9,7 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.urls import reverse
 
-from labeling.answers_import import run_import
+from labeling.importers.load import run_import
 from labeling.models import AuditEvent, Label, Reviewer, ReviewerKind
 from tests.conftest import FIXTURES_DIR
 from tests.factories import LabelFactory, ProjectFactory, ReviewerFactory

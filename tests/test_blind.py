@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
-from labeling.memberships import run_settings_set
 from labeling.models import Membership, ReviewerKind
+from labeling.team.memberships import run_settings_set
 from tests.factories import CitationFactory, ClaimFactory, LabelFactory, ProjectFactory, ReviewerFactory, RunFactory
 
 pytestmark = pytest.mark.django_db

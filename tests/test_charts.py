@@ -9,7 +9,8 @@ import pytest
 from django.template.loader import render_to_string
 from django.urls import reverse
 
-from labeling.charts import (
+from labeling.models import Run
+from labeling.scores.charts import (
     LABEL_ANGLE,
     TREND_TICK_FONT,
     label_lines,
@@ -18,9 +19,8 @@ from labeling.charts import (
     text_width,
     trend_chart,
 )
-from labeling.models import Run
 
-# Scatter geometry (labeling.charts.scatter_chart): plot box x 56..446, y 8..392;
+# Scatter geometry (labeling.scores.charts.scatter_chart): plot box x 56..446, y 8..392;
 # data inset by 16 units, and by 34 more above support 1 and below support 0
 # for the quadrant labels. So x = 72 + 358·coverage, y = 342 − 284·support.
 

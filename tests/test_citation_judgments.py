@@ -9,9 +9,9 @@ from django.core.exceptions import ValidationError
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from labeling.judging import claim_judge, claim_set_factual
 from labeling.models import AuditEvent, CitationJudgment, Claim, Label
-from labeling.services import claim_edit
+from labeling.review.citation_judgments import claim_judge, claim_set_factual
+from labeling.review.claim_edits import claim_edit
 from tests.factories import (
     AnswerFactory,
     CitationFactory,
@@ -169,8 +169,8 @@ def test_score_refuses_an_unknown_rule(judged_run):
 def test_non_factual_claim_leaves_agreement_and_adjudication(judged_run, admin_client):
     """ann says SUPPORTED, bob UNSUPPORTED on c1: disputed, 2 labels in the agreement frame.
     Marked not factual: no dispute, no agreement label, an adjudication is refused."""
-    from labeling.adjudication import adjudication_save, disputed_claims
-    from labeling.agreement import agreement_labels
+    from labeling.team.adjudication import adjudication_save, disputed_claims
+    from labeling.team.agreement import agreement_labels
     from tests.factories import LabelFactory
 
     run, (c1, *_rest) = judged_run

@@ -9,7 +9,7 @@ import pytest
 from django.core.exceptions import ValidationError
 
 from labeling.models import Citation, Claim, Label
-from labeling.services import claim_edit, claim_merge, claim_split
+from labeling.review.claim_edits import claim_edit, claim_merge, claim_split
 from tests.factories import AnswerFactory, CitationFactory, ClaimFactory, LabelFactory, PassageFactory
 
 pytestmark = pytest.mark.django_db

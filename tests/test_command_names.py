@@ -8,7 +8,7 @@ import json
 import pytest
 from django.core.management import call_command, load_command_class
 
-from labeling.answers_import import project_for_import, run_import
+from labeling.importers.load import project_for_import, run_import
 from labeling.models import Run
 from tests.conftest import FIXTURES_DIR
 from tests.factories import ReviewerFactory
@@ -43,7 +43,7 @@ def test_score_reviewer_in_full_width_finds_the_reviewer():
     run_import(project=project, source=FIXTURES_DIR / "seed_coverage_support.jsonl")
     run = Run.objects.get(project=project, name="seed-coverage-support")
     rev01 = ReviewerFactory(username="rev01")
-    from labeling.services import label_save
+    from labeling.review.label_writes import label_save
 
     claims = list(run.answers.get().claims.order_by("index"))
     for claim, value in zip(claims, ["SUPPORTED", "SUPPORTED", "SUPPORTED", "UNSUPPORTED"], strict=False):

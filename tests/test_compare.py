@@ -35,9 +35,9 @@ from django.core.management import CommandError, call_command
 from django.urls import reverse
 from django.utils.html import escape
 
-from labeling.answers_import import project_for_import, run_import
-from labeling.comparison import run_comparison
+from labeling.importers.load import project_for_import, run_import
 from labeling.models import Answer, Citation, Claim, Label, LabelValue, Passage, Project, Question, Run
+from labeling.tables.comparison import run_comparison
 from tests.factories import (
     AnswerFactory,
     CitationFactory,

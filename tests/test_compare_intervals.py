@@ -11,7 +11,7 @@ import pytest
 from django.core.management import call_command
 from django.urls import reverse
 
-from labeling.answers_import import run_import
+from labeling.importers.load import run_import
 from scoring.intervals import Z_95
 from tests.factories import ProjectFactory
 from tests.test_score_intervals import answers_file

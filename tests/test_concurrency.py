@@ -39,10 +39,10 @@ from django.db.models import Count
 from django.test import Client
 from django.urls import reverse
 
-from labeling.answers_import import project_for_import, run_import
 from labeling.exports.label_table import canonical_bytes, label_count, label_table_frame, table_from_canonical
-from labeling.label_tables import label_table_snapshot, version_read
+from labeling.importers.load import project_for_import, run_import
 from labeling.models import AuditEvent, Claim, Label, LabelTableVersion, Membership, Run
+from labeling.tables.versions import label_table_snapshot, version_read
 from tests.factories import ReviewerFactory
 from tests.waiting import BOOT_SECONDS
 
@@ -265,12 +265,12 @@ def bob_on_race(race, client):
 def test_label_save_on_a_claim_merged_away_meanwhile_is_a_409_conflict(bob_on_race):
     """The reviewer opened claim 2 of q1; before their save reached the
     database, someone merged claim 1 with claim 2 (claim 2 is gone)."""
-    from labeling.services import claim_merge
+    from labeling.review.claim_edits import claim_merge
 
     run, client = bob_on_race
     first, second = Claim.objects.filter(answer__run=run, answer__question_key="q1", index__in=[1, 2]).order_by("index")
     claim_merge(claim=first, other=second)
-    from labeling.services import LabelConflict, label_save
+    from labeling.review.label_writes import LabelConflict, label_save
 
     with pytest.raises(LabelConflict, match="Claim 2 was merged into its neighbour by someone else after you "
                                             "opened it: nothing was saved"):
@@ -283,9 +283,10 @@ def test_citation_judgments_and_factual_mark_on_a_claim_merged_away_are_conflict
     """As above for the per-citation judging form and the ``0`` (not factual)
     key: claim 2 of q1 was merged into claim 1 before the write; both refuse
     with the merge named, the view answers 409, and nothing was written."""
-    from labeling.judging import claim_judge, claim_set_factual
     from labeling.models import CitationJudgment
-    from labeling.services import LabelConflict, claim_merge
+    from labeling.review.citation_judgments import claim_judge, claim_set_factual
+    from labeling.review.claim_edits import claim_merge
+    from labeling.review.label_writes import LabelConflict
 
     run, client = bob_on_race
     first, second = Claim.objects.filter(answer__run=run, answer__question_key="q1", index__in=[1, 2]).order_by("index")

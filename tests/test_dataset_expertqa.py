@@ -23,9 +23,9 @@ import json
 import pytest
 from django.core.management import call_command
 
-from labeling.dataset_import import dataset_import
-from labeling.metrics import run_scores
+from labeling.importers.datasets.load import dataset_import
 from labeling.models import Claim, Label, Project, Provenance, Reviewer, ReviewerKind, Run
+from labeling.scores.metrics import run_scores
 from tests.conftest import EXPERTQA_PATH, FIXTURES_DIR
 from tests.tables import row_counts
 

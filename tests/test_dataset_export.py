@@ -13,12 +13,12 @@ import pyarrow.parquet as pq
 import pytest
 from django.core.management import CommandError, call_command
 
-from labeling.agreement import run_agreement
-from labeling.answers_import import project_for_import, run_import
-from labeling.dataset_import import dataset_import
 from labeling.exports.label_table import canonical_bytes, label_table_frame
-from labeling.label_tables import label_table_snapshot
+from labeling.importers.datasets.load import dataset_import
+from labeling.importers.load import project_for_import, run_import
 from labeling.models import Label, LabelValue, Project, Run
+from labeling.tables.versions import label_table_snapshot
+from labeling.team.agreement import run_agreement
 from tests.conftest import FIXTURES_DIR
 
 pytestmark = pytest.mark.django_db
@@ -98,7 +98,7 @@ def test_a_parquet_format_that_contradicts_the_suffix_is_refused(team_run, tmp_p
 
 
 def test_without_pyarrow_the_export_names_the_extra(team_run, tmp_path, monkeypatch):
-    monkeypatch.setattr("labeling.label_tables.parquet_available", lambda: False)
+    monkeypatch.setattr("labeling.exports.parquet.parquet_available", lambda: False)
     with pytest.raises(CommandError, match=r"the parquet format needs pyarrow: pip install -e '\.\[parquet\]'"):
         export("export_labels", "--run", "team", "--project", "team", "-o", str(tmp_path / "labels.parquet"))
     assert not (tmp_path / "labels.parquet").exists()

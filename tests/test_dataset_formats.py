@@ -23,10 +23,10 @@ import json
 
 import pytest
 
-from labeling.dataset_import import dataset_import
+from labeling.importers.datasets.load import dataset_import
 from labeling.importers.records import ImportFailed
-from labeling.metrics import run_judgments, run_scores
 from labeling.models import CitationJudgment, Claim, Label, Passage, Project, Provenance, Run
+from labeling.scores.metrics import run_judgments, run_scores
 from tests.tables import row_counts
 
 pytestmark = pytest.mark.django_db

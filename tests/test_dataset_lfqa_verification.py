@@ -23,10 +23,10 @@ import krippendorff
 import numpy as np
 import pytest
 
-from labeling.agreement import run_agreement
-from labeling.dataset_import import dataset_import
+from labeling.importers.datasets.load import dataset_import
 from labeling.importers.records import ImportFailed
 from labeling.models import Label, Passage, Project, ReviewerKind, Run
+from labeling.team.agreement import run_agreement
 from tests.tables import row_counts
 
 pytestmark = pytest.mark.django_db

@@ -22,10 +22,10 @@ import json
 
 import pytest
 
-from labeling.dataset_import import dataset_import
+from labeling.importers.datasets.load import dataset_import
 from labeling.importers.records import ImportFailed
-from labeling.metrics import run_scores
 from labeling.models import Claim, Label, Passage, Project, Provenance, Question, Run
+from labeling.scores.metrics import run_scores
 from tests.conftest import FIXTURES_DIR
 from tests.tables import row_counts
 

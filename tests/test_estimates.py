@@ -13,10 +13,10 @@ from django.core.management import CommandError, call_command
 from django.urls import reverse
 from ppi_py import ppi_mean_ci
 
-from labeling.estimates import pick_judge
 from labeling.models import Answer, Claim, Label, LabelValue, Membership, ReviewerKind, Role, Run, SampleMember
-from labeling.samples import sample_draw
-from labeling.services import label_save
+from labeling.review.label_writes import label_save
+from labeling.scores.estimates import pick_judge
+from labeling.scores.samples import sample_draw
 from scoring.ppi import ppi_mean
 from tests.conftest import EXPERTQA_PATH
 from tests.factories import LabelFactory, ReviewerFactory
@@ -306,7 +306,7 @@ def test_run_page_gives_the_label_budget_of_both_estimates(lead_client, small):
     """With the sample's target ±0.2 first, then ±0.05, ±0.03, ±0.02: the answers to
     label for PPI++ (``ppi_answers_needed``) beside the humans' alone
     (``answers_needed``), neither beyond the run's 4 answers."""
-    from labeling.samples import sample_target_set
+    from labeling.scores.samples import sample_target_set
     from scoring.intervals import answers_needed
     from scoring.ppi import ppi_answers_needed
 
@@ -353,7 +353,7 @@ def test_budget_on_a_larger_sample_says_how_many_more_answers(client, db):
         if claim.answer_id in sampled:
             human(claim, alice, value)
     support = score_json(run)["estimates"]["support"]
-    from labeling.estimates import run_estimates
+    from labeling.scores.estimates import run_estimates
     est = run_estimates(run, judge=judge)
     assert est.support.estimate == pytest.approx(support["estimate"], rel=1e-12)
     (budget,) = ppi_answers_needed(est.support, available=40, half_widths=(0.05,))
@@ -369,7 +369,7 @@ def test_budget_on_a_larger_sample_says_how_many_more_answers(client, db):
 def test_queue_says_target_reached_when_the_interval_is_that_narrow(client, small):
     """The review page of a sampled answer names its place in the sample and, with a
     target, whether the support interval is as narrow."""
-    from labeling.samples import sample_target_set
+    from labeling.scores.samples import sample_target_set
 
     alice = ReviewerFactory(username="alice")
     Membership.objects.create(project=small.project, reviewer=alice, role=Role.REVIEWER)
@@ -500,8 +500,8 @@ def test_gate_on_estimates_needs_both_runs_estimated(small):
 def test_the_claims_score_holds_give_the_same_estimates(small, expertqa_project):
     """``score`` hands its claims frame to the estimates (one read of the claims fewer):
     every figure is the one read from the database alone, on both fixtures."""
-    from labeling.estimates import run_estimates
     from labeling.exports.frames import claims_frame
+    from labeling.scores.estimates import run_estimates
 
     expert_run = Run.objects.get(project=expertqa_project, name="rr_sphere_gpt4")
     judge = ReviewerFactory(username="flip-judge", kind=ReviewerKind.MODEL)

@@ -32,7 +32,7 @@ from django.core.management.base import CommandError
 from statsmodels.stats.proportion import proportion_confint
 from statsmodels.stats.weightstats import DescrStatsW
 
-from labeling.answers_import import run_import
+from labeling.importers.load import run_import
 from tests.conftest import EXPERTQA_PATH, FIXTURES_DIR
 
 Z = 1.959963984540054

@@ -15,8 +15,9 @@ from openpyxl import load_workbook
 from labeling.exports.cells import EXCEL_MAX_CELL_CHARS, spreadsheet_text
 from labeling.exports.csv_jsonl import csv_cell
 from labeling.exports.label_table import LABEL_TABLE_COLUMNS, label_table_frame
-from labeling.label_tables import label_table_export, label_table_snapshot
 from labeling.models import Claim, Label, Passage, Run
+from labeling.tables.export import label_table_export
+from labeling.tables.versions import label_table_snapshot
 from tests.conftest import FIXTURES_DIR
 from tests.factories import ReviewerFactory
 
@@ -32,7 +33,7 @@ def media_root(settings, tmp_path):
 @pytest.fixture
 def seed_run(db):
     """The seed's worked example: 5 cited claims, 3 SUPPORTED, 2 UNSUPPORTED."""
-    from labeling.answers_import import project_for_import, run_import
+    from labeling.importers.load import project_for_import, run_import
 
     project = project_for_import(slug="seed")
     run_import(project=project, source=SEED)

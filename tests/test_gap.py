@@ -14,8 +14,8 @@ from django.core.management import call_command
 from django.template.defaultfilters import floatformat
 from django.urls import reverse
 
-from labeling import selectors
 from labeling.models import LabelValue
+from labeling.review import tallies
 from scoring.claims import claim_metrics
 from scoring.deltas import summary_deltas
 from scoring.ratio import Ratio, format_value, gap
@@ -29,7 +29,7 @@ def small_ratios(largest: int) -> list[Ratio]:
 
 def page_gap(coverage: Ratio, support: Ratio) -> float | None:
     """The gap the run and project pages show for these counts."""
-    counts = selectors.ClaimCounts(claims=coverage.denominator, cited=coverage.numerator,
+    counts = tallies.ClaimCounts(claims=coverage.denominator, cited=coverage.numerator,
                                    supported=support.numerator,
                                    unsupported=support.denominator - support.numerator)
     return counts.gap

@@ -14,11 +14,11 @@ from django.core.management.base import CommandError
 from django.urls import reverse
 from statsmodels.stats.proportion import proportion_confint
 
-from labeling import queue, selectors
-from labeling.adjudication import adjudication_save
-from labeling.gold_claims import gold_mark
 from labeling.models import AuditEvent, Claim, GoldClaim, GoldSource, Label
-from labeling.quality import run_dashboard, run_exclusion
+from labeling.review import queue, tallies
+from labeling.team.adjudication import adjudication_save
+from labeling.team.gold_claims import gold_mark
+from labeling.team.quality import run_dashboard, run_exclusion
 from scoring.reviewers import accuracy_interval, qualified
 from tests.quality_data import label, quality_world
 
@@ -254,14 +254,14 @@ def test_unqualified_reviewers_labels_are_left_out_when_the_lead_says_so(client)
     for claim in world.claims:
         label(claim, rev1, "UNSUPPORTED")
         label(claim, rev2, "SUPPORTED")
-    counts = selectors.run_counts(run=world.run, reviewer=world.lead)
+    counts = tallies.run_counts(run=world.run, reviewer=world.lead)
     assert (counts.supported, counts.unsupported, counts.disagreements) == (0, 0, 3)
     board = {row.reviewer: row for row in run_dashboard(run=world.run).rows}
     assert (board[rev1.username].qualified, board[rev2.username].qualified) == (False, True)
     world.run.exclude_unqualified = True
     world.run.save()
     assert run_exclusion(run=world.run).labels == 3
-    counts = selectors.run_counts(run=world.run, reviewer=world.lead)
+    counts = tallies.run_counts(run=world.run, reviewer=world.lead)
     assert (counts.supported, counts.unsupported, counts.disagreements) == (3, 0, 0)
     out = io.StringIO()
     call_command("score", "--run", "r1", "--project", "quality", "--format", "json", stdout=out)
@@ -273,7 +273,7 @@ def test_unqualified_reviewers_labels_are_left_out_when_the_lead_says_so(client)
     assert 'id="flag-quality-rev1"' in page and "below the rule" in page
     assert "<strong>3</strong> labels of quality-rev1 left out" in page
     # rev1's own progress still counts their labels.
-    assert selectors.run_counts(run=world.run, reviewer=rev1).labeled == 3
+    assert tallies.run_counts(run=world.run, reviewer=rev1).labeled == 3
 
 
 @pytest.mark.parametrize("answers", [2, 40])

@@ -9,8 +9,8 @@ from django.core.exceptions import ValidationError
 from django.urls import reverse
 
 from labeling.exports.label_table import label_table_frame
-from labeling.guidelines import guidelines_current, guidelines_save, render_guidelines
 from labeling.models import Guidelines, Label
+from labeling.team.guidelines import guidelines_current, guidelines_save, render_guidelines
 from tests.quality_data import label, quality_world
 
 pytestmark = pytest.mark.django_db

@@ -10,7 +10,7 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from labeling.answers_import import run_import
+from labeling.importers.load import run_import
 from labeling.importers.records import ImportFailed
 from labeling.models import Answer, Citation, Claim, Label, Passage, Question, Reviewer, Run
 from tests.factories import ProjectFactory
@@ -129,7 +129,7 @@ def test_claims_without_citations_count_as_uncited_without_reviewer_effort(proje
     row = answer_row()
     row["claims"].append({"text": "Nothing else is known.", "citations": []})
     run_import(project=project, source=jsonl(row))
-    from labeling.metrics import resolved_claims_frame
+    from labeling.scores.metrics import resolved_claims_frame
 
     frame, _ = resolved_claims_frame(Run.objects.get(name="r1"))
     assert frame["label"].tolist() == [None, None, "UNCITED"]
@@ -147,7 +147,7 @@ def test_fabricated_citation_is_kept_flagged_and_counted(project):
     assert any("P9" in str(w) and "fabricated" in str(w) for w in report.warnings)
     citation = Citation.objects.get(cited_id="P9")
     assert citation.fabricated and citation.passage is None
-    from labeling.metrics import run_scores
+    from labeling.scores.metrics import run_scores
 
     ids = run_scores(Run.objects.get(name="r1")).citation_ids.to_dict()
     assert (ids["fabricated"], ids["distinct_cited"], ids["fabricated_rate"]) == (1, 2, 0.5)
@@ -248,7 +248,7 @@ def test_reimport_after_a_split_applies_labels_by_claim_text_not_position(projec
     """Claim 1 is split in Citelab after the import; the file is re-imported with one
     justification edited (claim 2). Only claim 2's changed label is written, on the
     claim with that text; claim 1's label (its claim changed) is reported, not applied."""
-    from labeling.services import claim_split
+    from labeling.review.claim_edits import claim_split
 
     row = answer_row()
     row["claims"][0].update(label="SUPPORTED", justification="P1 states it.", reviewer="expert")

@@ -26,7 +26,7 @@ from django.urls import reverse
 from django.utils.html import escape
 from openpyxl import Workbook
 
-from labeling.answers_import import project_for_import, run_import
+from labeling.importers.load import project_for_import, run_import
 from labeling.importers.records import ImportFailed
 from labeling.models import Answer, Run
 from tests.conftest import FIXTURES_DIR
@@ -442,8 +442,8 @@ def test_label_table_upload_larger_than_the_limit_is_refused_before_it_is_read(c
 
 def refused_dataset(project, fmt: str, files: list[tuple[str, bytes]]) -> list[tuple[str, int, str, str]]:
     """The issues of importing ``files`` (name, bytes) as dataset ``fmt``; fails unless nothing was written."""
-    from labeling.dataset_import import dataset_import
     from labeling.importers.datasets.common import SourceFile
+    from labeling.importers.datasets.load import dataset_import
 
     before = row_counts()
     with pytest.raises(ImportFailed) as failure:
@@ -591,7 +591,7 @@ TRACE_CASES = {
 @pytest.mark.parametrize("case", list(TRACE_CASES))
 def test_bad_trace_exports_are_refused_naming_line_and_field(seeded, case):
     from labeling.importers.datasets.common import SourceFile
-    from labeling.trace_import import trace_import
+    from labeling.importers.traces.load import trace_import
 
     fmt, data, expected = TRACE_CASES[case]
     before = row_counts()

@@ -8,8 +8,8 @@ import json
 
 import pytest
 
-from labeling.answers_import import project_for_import, run_import
 from labeling.importers.cells import CellError, whole_number
+from labeling.importers.load import project_for_import, run_import
 from labeling.importers.records import ImportFailed
 from labeling.importers.verdicts import read_verdicts
 from tests.tables import row_counts

@@ -28,11 +28,11 @@ from hypothesis import strategies as st
 from openpyxl import Workbook
 from openpyxl.utils.exceptions import IllegalCharacterError
 
-from labeling.answers_import import project_for_import, run_import
 from labeling.importers.label_table import read_label_table
+from labeling.importers.load import project_for_import, run_import
 from labeling.importers.records import ImportFailed
-from labeling.label_tables import label_table_import_apply
 from labeling.models import Run
+from labeling.tables.label_import import label_table_import_apply
 from tests.conftest import FIXTURES_DIR
 from tests.factories import ReviewerFactory
 from tests.tables import row_counts

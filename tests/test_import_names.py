@@ -1,7 +1,7 @@
 """What an answers file (or a command, or the admin) may name and write:
 names and slugs every page can address, question texts other runs rely on,
 labels that never speak for a login, the review page's limits, one normal
-form for look-alike ids (labeling.names, labeling.answers_import)."""
+form for look-alike ids (labeling.names, labeling.importers.load)."""
 
 from __future__ import annotations
 
@@ -17,10 +17,10 @@ from django.core.management.base import CommandError
 from django.urls import reverse
 from openpyxl import Workbook
 
-from labeling.answers_import import project_for_import, run_import
+from labeling.importers.load import project_for_import, run_import
 from labeling.importers.records import ImportFailed
-from labeling.label_tables import label_table_snapshot
 from labeling.models import Label, Project, Question, Reviewer, Run
+from labeling.tables.versions import label_table_snapshot
 from tests.factories import ProjectFactory
 from tests.test_import_answers import answer_row, jsonl
 

@@ -1,6 +1,6 @@
 """Whatever a file names its project, runs, questions and reviewers, either
 the import refuses it with a clear issue or every page renders: never a 500
-(labeling.names, labeling.answers_import)."""
+(labeling.names, labeling.importers.load)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from django.urls import reverse
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from labeling.answers_import import project_for_import, run_import
+from labeling.importers.load import project_for_import, run_import
 from labeling.importers.records import ImportFailed
 from labeling.models import Answer, Reviewer, Run
 

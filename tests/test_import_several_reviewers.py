@@ -17,12 +17,12 @@ import numpy as np
 import pytest
 from openpyxl import Workbook
 
-from labeling.agreement import run_agreement
-from labeling.answers_import import project_for_import, run_import
 from labeling.importers.label_table import read_label_table
+from labeling.importers.load import project_for_import, run_import
 from labeling.importers.records import ImportFailed
-from labeling.label_tables import LabelImportError, label_table_import_apply
 from labeling.models import CitationJudgment, Claim, Label, Reviewer, ReviewerKind, Run
+from labeling.tables.label_import import LabelImportError, label_table_import_apply
+from labeling.team.agreement import run_agreement
 from tests.factories import ReviewerFactory
 from tests.tables import row_counts
 

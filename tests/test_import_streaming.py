@@ -1,5 +1,5 @@
 """The answers import reads its file once, checking then writing batch by batch
-(``labeling.answers_import``), through plain-row inserts (``labeling.bulk``): a
+(``labeling.importers.load``), through plain-row inserts (``labeling.importers.bulk``): a
 bad line in a later batch still rolls back what earlier batches wrote, conflicts
 are judged against the database as it was before the import, and every bad line
 is reported once."""
@@ -9,8 +9,9 @@ from __future__ import annotations
 import pytest
 from django.db import transaction
 
-from labeling import answers_import, bulk
-from labeling.answers_import import run_import
+from labeling.importers import bulk
+from labeling.importers import load as answers_import
+from labeling.importers.load import run_import
 from labeling.importers.records import ImportFailed
 from labeling.models import Claim, Label, Question, Reviewer
 from tests.factories import AnswerFactory, ClaimFactory, ProjectFactory, QuestionFactory, RunFactory

@@ -24,8 +24,8 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from labeling.importers.records import ImportFailed
+from labeling.importers.traces.load import trace_import
 from labeling.models import Answer, Citation, Claim, Passage, Project, Question
-from labeling.trace_import import trace_import
 from tests.tables import row_counts
 
 pytestmark = pytest.mark.django_db

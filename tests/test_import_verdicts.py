@@ -13,7 +13,7 @@ from io import StringIO
 import pytest
 from django.core.management import CommandError, call_command
 
-from labeling.judge_grades import run_judges
+from labeling.judges.grades import run_judges
 from labeling.models import AuditEvent, Claim, JudgeRun, Label, Reviewer, ReviewerKind
 
 

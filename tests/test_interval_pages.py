@@ -12,9 +12,9 @@ from django.urls import reverse
 from openpyxl import load_workbook
 from statsmodels.stats.proportion import proportion_confint
 
-from labeling.answers_import import run_import
-from labeling.label_tables import label_table_export
+from labeling.importers.load import run_import
 from labeling.models import Answer, Run
+from labeling.tables.export import label_table_export
 from scoring.ratio import format_value
 from tests.conftest import FIXTURES_DIR
 from tests.factories import ProjectFactory

@@ -16,8 +16,8 @@ from django.core.management import CommandError, call_command
 from django.test import override_settings
 from django.urls import reverse
 
-from labeling.judge_protocol import JudgeEndpoint
-from labeling.judges import BROWSER_REQUEST_FAILED, judge_run_create, judge_run_execute
+from labeling.judges.protocol import JudgeEndpoint
+from labeling.judges.runs import BROWSER_REQUEST_FAILED, judge_run_create, judge_run_execute
 from labeling.models import JudgeRun, Label, Membership, Reviewer
 from labeling.names import text_problem
 from tests.judge_server import QUESTIONS, JudgeServer

@@ -12,9 +12,9 @@ import json
 import pytest
 from django.core.management import call_command
 
-from labeling.judge_grades import judge_self_agreement, reference_labels, run_judge_grade
-from labeling.judge_protocol import JudgeEndpoint
-from labeling.judges import judge_run_create, judge_run_execute
+from labeling.judges.grades import judge_self_agreement, reference_labels, run_judge_grade
+from labeling.judges.protocol import JudgeEndpoint
+from labeling.judges.runs import judge_run_create, judge_run_execute
 from labeling.models import Label, Reviewer, Run
 from tests.agreement_data import EXPERT
 from tests.judge_server import JudgeServer

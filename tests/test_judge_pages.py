@@ -6,8 +6,8 @@ import pytest
 from django.test import override_settings
 from django.urls import reverse
 
-from labeling.memberships import run_settings_set
 from labeling.models import JudgeRun, Label, Membership, Reviewer, ReviewerKind, Run
+from labeling.team.memberships import run_settings_set
 from tests.judge_server import QUESTIONS, JudgeServer
 
 ARGS = ["judging", "judged"]

@@ -13,16 +13,16 @@ import pytest
 from django.core.exceptions import ValidationError
 from django.urls import reverse
 
-from labeling.adjudication import disputed_claims
-from labeling.agreement import run_agreement
 from labeling.exports.frames import resolved_claims_frame
 from labeling.importers.verdicts import VerdictRecord
-from labeling.judge_grades import reference_labels
-from labeling.judges import run_judge_promote, run_queue_judge_set, verdicts_import
-from labeling.memberships import run_settings_set
+from labeling.judges.grades import reference_labels
+from labeling.judges.runs import run_judge_promote, run_queue_judge_set, verdicts_import
 from labeling.models import Claim, Label, Membership, Reviewer, Run
-from labeling.queue import next_unlabeled_claim
-from labeling.selectors import run_counts
+from labeling.review.queue import next_unlabeled_claim
+from labeling.review.tallies import run_counts
+from labeling.team.adjudication import disputed_claims
+from labeling.team.agreement import run_agreement
+from labeling.team.memberships import run_settings_set
 from tests.judge_server import QUESTIONS
 
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from labeling.judge_protocol import JudgeEndpoint
-from labeling.judges import judge_run_create, judge_run_enqueue
+from labeling.judges.protocol import JudgeEndpoint
+from labeling.judges.runs import judge_run_create, judge_run_enqueue
 from labeling.models import JudgeRun, Label
 from tests.judge_server import JudgeServer
 from tests.task_worker import run_queued_tasks

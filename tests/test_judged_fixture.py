@@ -12,7 +12,7 @@ from django.core.management.base import CommandError
 from django.urls import reverse
 from openpyxl import load_workbook
 
-from labeling.answers_import import run_import
+from labeling.importers.load import run_import
 from labeling.importers.records import ImportFailed
 from labeling.models import Answer, CitationJudgment, Claim
 from tests.conftest import FIXTURES_DIR

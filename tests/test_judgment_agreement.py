@@ -17,7 +17,7 @@ import pytest
 from django.core.management import call_command
 from django.urls import reverse
 
-from labeling.answers_import import project_for_import, run_import
+from labeling.importers.load import project_for_import, run_import
 from labeling.models import Reviewer, ReviewerKind
 from scoring.judgment_agreement import coincidence_alpha, judgment_agreement, judgment_value_counts
 

@@ -1,7 +1,7 @@
 """Which label counts for a claim (SPEC §3, §4.1, §4.4) is computed twice, for
-good reasons: in SQL for the pages (``labeling.selectors``: a fixed number of
+good reasons: in SQL for the pages (``labeling.review.tallies``: a fixed number of
 aggregate queries whatever the size of the run, per run and per answer) and in
-pandas for the CLI, exports and comparisons (``labeling.metrics`` with
+pandas for the CLI, exports and comparisons (``labeling.scores.metrics`` with
 ``scoring.labels.resolve_labels``). These tests hold the three to each other
 on every answers file in ``fixtures/`` as imported, and again after a second
 reviewer, an automated judge, an undo and a claim edit have left claims
@@ -17,11 +17,11 @@ import pytest
 from django.core.management import call_command
 from django.urls import reverse
 
-from labeling import selectors
-from labeling.answers_import import project_for_import, run_import
-from labeling.metrics import run_scores
+from labeling.importers.load import project_for_import, run_import
 from labeling.models import Claim, Label, LabelValue, Membership, Project, ReviewerKind, Run
-from labeling.services import claim_edit
+from labeling.review import screen, tallies
+from labeling.review.claim_edits import claim_edit
+from labeling.scores.metrics import run_scores
 from tests.conftest import FIXTURES_DIR
 from tests.factories import LabelFactory, ProjectFactory, ReviewerFactory
 
@@ -77,13 +77,13 @@ def _assert_agree(project: Project) -> dict[str, int]:
     for run in Run.objects.filter(project=project).select_related("project"):
         scores = run_scores(run)
         pooled = scores.claims
-        sql = selectors.run_counts(run=run, reviewer=reviewer)
+        sql = tallies.run_counts(run=run, reviewer=reviewer)
         assert (sql.claims, sql.cited, sql.supported, sql.unsupported, sql.pending, sql.disagreements) == (
             pooled.claims, pooled.cited, pooled.supported, pooled.unsupported, pooled.pending,
             scores.disagreements), run.name
         assert (sql.coverage, sql.support, sql.gap) == (pooled.coverage, pooled.support, pooled.gap), run.name
 
-        page = selectors.answer_page(run=run, reviewer=reviewer, per_page=10_000)
+        page = screen.answer_page(run=run, reviewer=reviewer, per_page=10_000)
         per_answer_sql = {
             row.answer.question_key: (row.counts.claims, row.counts.cited, row.counts.supported,
                                       row.counts.supported + row.counts.unsupported, row.counts.pending)
@@ -152,7 +152,7 @@ def test_expertqa_with_adjudicated_disputes_counts_the_leads_verdicts():
     """As above, then a lead adjudicates the first 20 disputed claims (by id), alternating
     SUPPORTED / UNSUPPORTED: 10 more SUPPORTED (285), 10 more UNSUPPORTED (118), 20 fewer
     disputes (104) and pending claims (236), in SQL and in pandas alike."""
-    from labeling.adjudication import adjudication_save, disputed_claims
+    from labeling.team.adjudication import adjudication_save, disputed_claims
 
     project = _imported("expertqa_dev.jsonl")
     _second_opinions(project)

@@ -21,20 +21,20 @@ from django.core.management import CommandError, call_command
 from django.urls import reverse
 from openpyxl import Workbook, load_workbook
 
-from labeling.answers_import import run_import
 from labeling.exports.csv_jsonl import csv_cell
 from labeling.exports.label_table import LABEL_TABLE_COLUMNS, label_table_frame, table_claim_metrics
 from labeling.importers.label_table import read_label_table
+from labeling.importers.load import run_import
 from labeling.importers.records import ImportFailed
-from labeling.label_tables import (
+from labeling.models import Answer, Claim, Label, LabelValue, Reviewer, Run
+from labeling.review.claim_edits import claim_edit
+from labeling.tables.export import label_table_export
+from labeling.tables.label_import import (
     NEWER_LABELS,
     LabelImportError,
-    label_table_export,
     label_table_import_apply,
     label_table_import_preview,
 )
-from labeling.models import Answer, Claim, Label, LabelValue, Reviewer, Run
-from labeling.services import claim_edit
 from tests.conftest import FIXTURES_DIR
 from tests.factories import ClaimFactory, ReviewerFactory, RunFactory
 
@@ -56,7 +56,7 @@ def media_root(settings, tmp_path):
 def seed_run(db):
     """Seed example (5 cited claims labeled by seed-reviewer: 1, 2, 4
     SUPPORTED, 3, 5 UNSUPPORTED) plus claim 6, which cites nothing."""
-    from labeling.answers_import import project_for_import, run_import
+    from labeling.importers.load import project_for_import, run_import
 
     project = project_for_import(slug="seed")
     run_import(project=project, source=SEED)
@@ -441,7 +441,7 @@ def seed_as_table_rows() -> list[list[object]]:
 def test_answers_table_imports_like_the_jsonl_file(db, fmt):
     """The seed as a table gives the same run as the JSONL: 5 claims, all
     cited, 3 SUPPORTED → coverage 5/5, support 3/5."""
-    from labeling.answers_import import project_for_import
+    from labeling.importers.load import project_for_import
 
     rows = seed_as_table_rows()
     if fmt == "csv":
@@ -468,7 +468,7 @@ def test_answers_table_imports_like_the_jsonl_file(db, fmt):
 
 
 def test_answers_table_reports_bad_rows_by_spreadsheet_row(db, tmp_path):
-    from labeling.answers_import import project_for_import
+    from labeling.importers.load import project_for_import
 
     rows = seed_as_table_rows()
     rows[3][10] = "GREAT"        # row 4: claim 3's label

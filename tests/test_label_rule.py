@@ -12,14 +12,14 @@ import pandas as pd
 import pytest
 from django.core.exceptions import ValidationError
 
-from labeling.answers_import import run_import
 from labeling.exports import xlsx
 from labeling.importers import answer_labels, answers_jsonl, label_table
 from labeling.importers.label_table import read_label_table
+from labeling.importers.load import run_import
 from labeling.importers.records import ImportFailed
-from labeling.label_tables import label_table_import_preview
 from labeling.models import LabelValue
-from labeling.services import label_save
+from labeling.review.label_writes import label_save
+from labeling.tables.label_import import label_table_import_preview
 from scoring.claims import claim_metrics
 from scoring.labels import LABEL_VALUES, label_codes, label_problem, label_rule_breaks
 from tests.factories import CitationFactory, ClaimFactory, ProjectFactory, ReviewerFactory, RunFactory

@@ -19,17 +19,17 @@ from labeling.exports.label_table import (
     label_table_frame,
     table_from_canonical,
 )
-from labeling.label_tables import (
+from labeling.models import Claim, Label, LabelTableVersion, LabelValue, Run
+from labeling.tables.diff import diff_label_tables
+from labeling.tables.versions import (
     SNAPSHOT_UNCHANGED,
     VersionIntegrityError,
-    diff_label_tables,
     label_table_snapshot,
     version_diff,
     version_read,
     version_scores,
     version_table,
 )
-from labeling.models import Claim, Label, LabelTableVersion, LabelValue, Run
 from tests.conftest import FIXTURES_DIR
 from tests.factories import (
     AnswerFactory,
@@ -53,7 +53,7 @@ def media_root(settings, tmp_path):
 def seed_run(db):
     """The seed's worked example: one answer, 5 cited claims, claims 1, 2, 4
     SUPPORTED and 3, 5 UNSUPPORTED by ``seed-reviewer``."""
-    from labeling.answers_import import project_for_import, run_import
+    from labeling.importers.load import project_for_import, run_import
 
     project = project_for_import(slug="seed")
     run_import(project=project, source=SEED)
@@ -431,7 +431,7 @@ def test_downloads_name_non_ascii_runs_with_rfc_6266_filename_star(client, seed_
     ``filename*=utf-8''…`` percent-encoded UTF-8 (RFC 6266/5987), which
     browsers decode; a bare ``filename="…"`` with those characters came out
     MIME-encoded (garbled) in the header."""
-    from labeling.answers_import import run_import
+    from labeling.importers.load import run_import
 
     run_import(project=seed_run.project, source=SEED, run_name="Prüfung – 日本")
     run = Run.objects.get(project=seed_run.project, name="Prüfung – 日本")

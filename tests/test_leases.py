@@ -21,9 +21,9 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
-from labeling import queue, services
-from labeling.memberships import run_assign, run_settings_set
 from labeling.models import Claim, ClaimLease, Label, Membership, Reviewer
+from labeling.review import label_writes, queue
+from labeling.team.memberships import run_assign, run_settings_set
 from tests.bench.load import form_of
 from tests.factories import ProjectFactory, ReviewerFactory
 from tests.test_projects_pages import bulk_run
@@ -56,7 +56,7 @@ def _leases(run) -> dict[str, int]:
 
 
 def _label(reviewer, claim_id: int) -> None:
-    services.label_save(claim=Claim.objects.select_related("answer__run__project").get(pk=claim_id),
+    label_writes.label_save(claim=Claim.objects.select_related("answer__run__project").get(pk=claim_id),
                         reviewer=reviewer, value="SUPPORTED", justification="", base_revision=1, base_label_id=None)
 
 

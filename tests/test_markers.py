@@ -3,8 +3,8 @@ that looks like a marker but cannot be parsed is reported."""
 
 import pytest
 
-from labeling.highlight import span_ranges
 from labeling.importers.markers import MarkerError, find_markers, parse_marker_content, split_claims
+from labeling.review.highlight import span_ranges
 from scoring.compare import claim_key
 from scoring.matching import substring_match
 

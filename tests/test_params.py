@@ -9,8 +9,8 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
-from labeling.label_tables import label_table_snapshot
 from labeling.models import Claim, Label
+from labeling.tables.versions import label_table_snapshot
 from labeling.views.params import MAX_PARAM, int_param
 from tests.factories import LabelFactory
 from tests.test_review import HX, Site

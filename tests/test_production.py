@@ -154,8 +154,8 @@ def test_version_files_and_uploads_go_through_django_storage(settings, tmp_path,
     no code reaches the file system past the storage (so S3 works the same)."""
     from django.core.files.storage import storages
 
-    from labeling.label_tables import label_table_snapshot, version_read
     from labeling.models import Run
+    from labeling.tables.versions import label_table_snapshot, version_read
     from tests.factories import ReviewerFactory
 
     settings.MEDIA_ROOT = tmp_path / "media"

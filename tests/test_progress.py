@@ -1,14 +1,15 @@
 """The run progress bar's denominator: the run's cited claims, counted once and
-kept in a versioned cache on the run (``selectors.run_cited_claims``) that every
-write changing claims invalidates (``services.claims_changed``)."""
+kept in a versioned cache on the run (``tallies.run_cited_claims``) that every
+write changing claims invalidates (``runs.claims_changed``)."""
 
 from __future__ import annotations
 
 import pytest
 
-from labeling import selectors, services
-from labeling.answers_import import run_import
+from labeling import runs
+from labeling.importers.load import run_import
 from labeling.models import Run
+from labeling.review import claim_edits, tallies
 from tests.factories import (
     AnswerFactory,
     CitationFactory,
@@ -46,47 +47,47 @@ def test_cited_claims_are_counted_once_then_read_from_the_run(run, django_assert
     assert (run.cited_claims, run.cited_claims_version, run.claims_version) == (None, None, 0)
     # One statement counts (and reads the version), one UPDATE stores the count.
     with django_assert_num_queries(2):
-        assert selectors.run_cited_claims(run=run) == 2
+        assert tallies.run_cited_claims(run=run) == 2
     stored = fresh(run)
     assert (stored.cited_claims, stored.cited_claims_version, stored.claims_version) == (2, 0, 0)
     with django_assert_num_queries(0):
-        assert selectors.run_cited_claims(run=stored) == 2
+        assert tallies.run_cited_claims(run=stored) == 2
 
 
 def test_split_makes_the_count_stale_and_the_next_read_recounts(run):
-    selectors.run_cited_claims(run=run)
+    tallies.run_cited_claims(run=run)
     c3 = run.answers.get().claims.get(index=3)
     citations = list(c3.citations.order_by("position").values_list("pk", flat=True))
 
     # C's citations go one to each part: 2 cited claims become 3.
-    services.claim_split(claim=c3, at=2, first_citation_ids=citations[:1], second_citation_ids=citations[1:])
+    claim_edits.claim_split(claim=c3, at=2, first_citation_ids=citations[:1], second_citation_ids=citations[1:])
 
     stored = fresh(run)
     assert (stored.claims_version, stored.cited_claims_version, stored.cited_claims) == (1, 0, 2)
-    assert selectors.run_cited_claims(run=stored) == 3
+    assert tallies.run_cited_claims(run=stored) == 3
     assert (fresh(run).cited_claims, fresh(run).cited_claims_version) == (3, 1)
 
 
 def test_merge_of_an_uncited_and_a_cited_claim_leaves_one_cited_claim_fewer_uncited(run):
-    selectors.run_cited_claims(run=run)
+    tallies.run_cited_claims(run=run)
     claims = {c.index: c for c in run.answers.get().claims.all()}
 
     # Claims 1 (cited) and 2 (uncited) become one cited claim: still 2 cited claims, 2 claims in all.
-    services.claim_merge(claim=claims[1], other=claims[2])
+    claim_edits.claim_merge(claim=claims[1], other=claims[2])
     # Claims 1 (now A+B, cited) and 2 (was C, cited) merge: 1 cited claim.
     merged = run.answers.get().claims.order_by("index")
-    services.claim_merge(claim=merged[0], other=merged[1])
+    claim_edits.claim_merge(claim=merged[0], other=merged[1])
 
     stored = fresh(run)
     assert stored.claims_version == 2
-    assert selectors.run_cited_claims(run=stored) == 1
+    assert tallies.run_cited_claims(run=stored) == 1
 
 
 def test_a_count_taken_before_a_change_is_not_stored_after_it(run):
     """A recount that read version 0 must not store its count once a split moved the version on."""
     stale = fresh(run)
-    services.claims_changed(run=run)  # a write committed between the page's load of the run and its count
-    assert selectors.run_cited_claims(run=stale) == 2  # counts: the loaded run had no valid cache
+    runs.claims_changed(run=run)  # a write committed between the page's load of the run and its count
+    assert tallies.run_cited_claims(run=stale) == 2  # counts: the loaded run had no valid cache
     stored = fresh(run)
     # The statement read version 1 with the count, so the count is stored under version 1.
     assert (stored.claims_version, stored.cited_claims, stored.cited_claims_version) == (1, 2, 1)
@@ -105,13 +106,13 @@ def test_import_into_an_existing_run_invalidates_its_count(tmp_path):
     run_import(project=project, source=first)
     run = Run.objects.get(project=project, name="r")
     # q1 splits into "X [P1]." (cited) and "Y." (uncited).
-    assert selectors.run_cited_claims(run=run) == 1
+    assert tallies.run_cited_claims(run=run) == 1
     both = tmp_path / "both.jsonl"
     both.write_text("\n".join(lines) + "\n")
 
     run_import(project=project, source=both)
 
-    assert selectors.run_cited_claims(run=fresh(run)) == 2
+    assert tallies.run_cited_claims(run=fresh(run)) == 2
 
 
 def test_progress_counts_the_reviewers_labels_on_cited_claims_only(run):
@@ -121,21 +122,21 @@ def test_progress_counts_the_reviewers_labels_on_cited_claims_only(run):
     LabelFactory(claim=claims[2], reviewer=reviewer, value="UNCITED")
     LabelFactory(claim=claims[3], reviewer=ReviewerFactory(username="bob"))
 
-    progress = selectors.run_progress(run=run, reviewer=reviewer)
+    progress = tallies.run_progress(run=run, reviewer=reviewer)
 
     # Cited: claims 1 and 3; alice labeled claim 1 (her UNCITED on claim 2 is not a cited claim).
     assert (progress.numerator, progress.denominator) == (1, 2)
 
 
 def test_marking_a_claim_not_factual_takes_it_out_of_the_count(run):
-    from labeling.judging import claim_set_factual
+    from labeling.review.citation_judgments import claim_set_factual
 
-    selectors.run_cited_claims(run=run)
+    tallies.run_cited_claims(run=run)
     c3 = run.answers.get().claims.get(index=3)
 
     claim_set_factual(claim=c3, factual=False)
 
     # Cited factual claims: claim 1 only (claim 3 is cited but no longer a factual claim).
-    assert selectors.run_cited_claims(run=fresh(run)) == 1
+    assert tallies.run_cited_claims(run=fresh(run)) == 1
     claim_set_factual(claim=c3, factual=True)
-    assert selectors.run_cited_claims(run=fresh(run)) == 2
+    assert tallies.run_cited_claims(run=fresh(run)) == 2

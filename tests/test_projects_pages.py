@@ -8,9 +8,9 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
-from labeling import selectors
-from labeling.metrics import run_scores
 from labeling.models import Answer, Citation, Claim, Label, Passage, Question, Run
+from labeling.review import tallies
+from labeling.scores.metrics import run_scores
 from tests.factories import (
     AnswerFactory,
     CitationFactory,
@@ -113,7 +113,7 @@ def test_project_page_agrees_with_run_scores(reviewer, expertqa_project):
         value = Label.objects.get(claim=claim, is_current=True).value
         LabelFactory(claim=claim, reviewer=bob, value="UNSUPPORTED" if value == "SUPPORTED" else "SUPPORTED")
 
-    rows = {row.run.name: row.counts for row in selectors.run_rows(project=expertqa_project, reviewer=bob)}
+    rows = {row.run.name: row.counts for row in tallies.run_rows(project=expertqa_project, reviewer=bob)}
 
     for name, counts in rows.items():
         scores = run_scores(Run.objects.get(project=expertqa_project, name=name)).to_dict()["claims"]
@@ -136,7 +136,7 @@ def test_abstaining_answers_leave_the_claim_count(reviewer):
     CitationFactory(claim=cited)
     ClaimFactory(answer=answered, index=2)
 
-    counts = selectors.run_counts(run=run, reviewer=reviewer)
+    counts = tallies.run_counts(run=run, reviewer=reviewer)
 
     assert (counts.claims, counts.cited) == (2, 1)
     assert str(counts.coverage) == "1/2 = 0.50"
@@ -278,13 +278,13 @@ def test_run_page_query_budget(client, reviewer, django_assert_max_num_queries, 
     # 1 session, 1 user, 1 run with its project (membership in the same query), answer page: 1 count,
     # 1 ids of the page, 1 rows with their counts, 1 their adjudicated claims; run counts: 1 claims,
     # 1 citations, 1 current labels, 1 adjudicated claims; the coverage × support scatter
-    # (labeling.charts.run_scatter): 1 claims, 2 answers (the claims frame reads them too), 1 labels,
+    # (labeling.scores.charts.run_scatter): 1 claims, 2 answers (the claims frame reads them too), 1 labels,
     # 1 adjudications; 1 EXISTS: does any question of the run have gold (none here); 1 EXISTS: may the
-    # user rename or delete the run (services.run_manage_allowed); with a filter, 1 count of the run's
+    # user rename or delete the run (permissions.run_manage_allowed); with a filter, 1 count of the run's
     # answers (is the run small enough for its totals inline?); the reviewers section
-    # (labeling.assignments.run_reviewers): 1 claim totals, 1 labels per reviewer, 1 members;
-    # 1 EXISTS: has any citation of the run a judgment (labeling.metrics.run_judgments; none here);
-    # 1: open send-backs and gold claims (labeling.quality.run_page_counts, issue 25).
+    # (labeling.team.assignments.run_reviewers): 1 claim totals, 1 labels per reviewer, 1 members;
+    # 1 EXISTS: has any citation of the run a judgment (labeling.scores.metrics.run_judgments; none here);
+    # 1: open send-backs and gold claims (labeling.team.quality.run_page_counts, issue 25).
     with django_assert_max_num_queries(23 if answer_filter else 22):
         response = client.get(run.get_absolute_url(), {"filter": answer_filter})
     counts = response.context["counts"]
@@ -302,7 +302,7 @@ def test_large_run_loads_its_totals_and_scatter_lazily(client, reviewer, django_
     summary_url = reverse("run_summary", kwargs={"project_slug": "large", "run_name": "r"})
 
     # Without the run totals' 4 queries and the scatter's 5: 1 session, 1 user, 1 run with its project,
-    # 4 answer page, 1 EXISTS for gold, 1 EXISTS for rename/delete (services.run_manage_allowed).
+    # 4 answer page, 1 EXISTS for gold, 1 EXISTS for rename/delete (permissions.run_manage_allowed).
     with django_assert_max_num_queries(9):
         html = client.get(run.get_absolute_url()).content.decode()
     fragment = client.get(scatter_url, HTTP_HX_REQUEST="true").content.decode()
@@ -331,7 +331,7 @@ def test_large_run_loads_its_totals_and_scatter_lazily(client, reviewer, django_
 def test_run_page_shows_gold_metrics_with_fractions_and_switches_match_method(client, reviewer):
     """Seed 'RAG Citation Quality' run: context 2/5 (one match in (a), none in (b), one of
     three in (c)), sources 4/5; per-answer mean context precision (1 + 0 + 1/3)/3 = 0.44."""
-    from labeling.answers_import import run_import
+    from labeling.importers.load import run_import
     from tests.conftest import FIXTURES_DIR
 
     project = ProjectFactory(slug="gold")
@@ -380,7 +380,7 @@ def test_run_page_with_gold_keeps_a_constant_query_budget(client, reviewer, djan
     client.force_login(reviewer)
 
     # The 21 of test_run_page_query_budget less the scatter's 5 (it reuses the gold panel's claim metrics),
-    # plus the gold panel (labeling.metrics.run_scores): 2 claims frame (claims, answers), 1 labels,
+    # plus the gold panel (labeling.scores.metrics.run_scores): 2 claims frame (claims, answers), 1 labels,
     # 1 adjudications, 1 answers, 1 citations, 1 gold ids, 1 references, 1 expected sources;
     # 1 EXISTS for citation judgments (none here); 1 open send-backs and gold claims (issue 25).
     with django_assert_max_num_queries(27):

@@ -10,8 +10,6 @@ import pytest
 from django.db import connection
 from django.urls import reverse
 
-from labeling import queue, selectors
-from labeling.highlight import Segment, answer_segments, passage_segments, suggest_split
 from labeling.models import (
     Answer,
     Citation,
@@ -23,6 +21,8 @@ from labeling.models import (
     Passage,
     Question,
 )
+from labeling.review import queue, screen
+from labeling.review.highlight import Segment, answer_segments, passage_segments, suggest_split
 from tests.factories import (
     AnswerFactory,
     CitationFactory,
@@ -201,7 +201,7 @@ def test_gold_references_show_which_citation_matched_them(client, reviewer):
     """Seed 'RAG Citation Quality' case (c): of three references only the Security
     Standard passage is cited word for word, by [S1]; Travel Policy is cited with
     another passage and Equipment Policy not at all."""
-    from labeling.answers_import import run_import
+    from labeling.importers.load import run_import
     from labeling.models import Answer
     from tests.conftest import FIXTURES_DIR
 
@@ -236,7 +236,7 @@ def test_label_history_shows_every_reviewer_and_marks_stale(alice, site, reviewe
 
 
 def test_history_tells_undone_from_superseded(alice, site, reviewer):
-    from labeling.services import label_save, label_undo
+    from labeling.review.label_writes import label_save, label_undo
 
     first = label_save(claim=site.c1, reviewer=reviewer, value="SUPPORTED", justification="", base_revision=1,
                        base_label_id=None)
@@ -769,7 +769,7 @@ def test_edit_with_a_stale_revision_is_refused(alice, site):
 
 # -- query budget ------------------------------------------------------------------------------
 
-# What a lease takes beyond its upsert (labeling.queue.lease_take): on PostgreSQL a savepoint,
+# What a lease takes beyond its upsert (labeling.review.queue.lease_take): on PostgreSQL a savepoint,
 # the claim's row lock and the release; on SQLite nothing (the upsert runs under the write lock).
 LEASE_LOCK_QUERIES = 3 if connection.vendor == "postgresql" else 0
 
@@ -791,9 +791,9 @@ def test_save_and_next_fragment_has_a_constant_query_count(alice, reviewer, djan
     # with its answer and question · label_save: 1 savepoint + 1 release (the test's transaction; BEGIN/COMMIT
     # in production), 1 claim lock that also says whether it is cited, 1 current label, 1 insert, 1 audit
     # event insert, 1 delete of the reviewer's lease on the claim, 1 update resolving a send-back of the label
-    # (issue 25) · 1: what comes before the walk (a send-back, a gold check: labeling.queue.priority_claim) ·
+    # (issue 25) · 1: what comes before the walk (a send-back, a gold check: labeling.review.queue.priority_claim) ·
     # 1: the next claim in the answer, in queue
-    # order (labeling.queue, the order's one home) · its lease (queue.lease_take): 1 conditional upsert, and on
+    # order (labeling.review.queue, the order's one home) · its lease (queue.lease_take): 1 conditional upsert, and on
     # PostgreSQL 1 savepoint + 1 row lock + 1 release · review of the answer: 1 claims, 1 citations with
     # passages, 1 labels of every reviewer. The run progress bar refreshes itself in its own request.
     with django_assert_max_num_queries(18 + LEASE_LOCK_QUERIES):
@@ -822,8 +822,8 @@ def test_save_moving_to_the_next_answer_has_a_constant_query_count(alice, review
 
     # 2: session, user · 1: run · 1: the claim · label_save: 2 savepoint/release, 1 lock, 1 current label,
     # 1 insert, 1 audit event insert, 1 lease delete, 1 send-back update (issue 25) · 1: what comes before the
-    # walk (labeling.queue.priority_claim) · 2: the next answer with a claim to label, then that
-    # answer with its question · 1: its first claim in queue order (labeling.queue) · its lease: 1 upsert
+    # walk (labeling.review.queue.priority_claim) · 2: the next answer with a claim to label, then that
+    # answer with its question · 1: its first claim in queue order (labeling.review.queue) · its lease: 1 upsert
     # (+ 3 on PostgreSQL: savepoint, row lock, release) · review of that answer: 1 claims, 1 citations,
     # 1 labels · 1: its neighbours and position (four index lookups).
     with django_assert_max_num_queries(21 + LEASE_LOCK_QUERIES):
@@ -876,7 +876,7 @@ def test_claim_list_marks_exactly_the_claims_the_answer_text_cannot_on_every_fix
     answers = Answer.objects.filter(run__project=expertqa_project).select_related("question", "run__project")
     unplaced = {}
     for answer in answers:
-        review = selectors.review_context(answer=answer, reviewer=reviewer)
+        review = screen.review_context(answer=answer, reviewer=reviewer)
         assert [not view.in_text for view in review.claims] == [view in review.unplaced for view in review.claims]
         marked = [view.claim.pk for _text, view in review.segments if view is not None]
         assert sorted(marked + [view.claim.pk for view in review.unplaced]) == [view.claim.pk for view in review.claims]
@@ -904,8 +904,8 @@ def test_review_page_work_is_linear_in_claims_not_in_the_answer_text(alice, site
     Citation.objects.bulk_create([Citation(claim=c, position=0, cited_id="P3",
                                            passage=site.d1.citations.get().passage) for c in claims])
     comparisons = []
-    compare = selectors.ClaimView.__eq__
-    monkeypatch.setattr(selectors.ClaimView, "__eq__",
+    compare = screen.ClaimView.__eq__
+    monkeypatch.setattr(screen.ClaimView, "__eq__",
                         lambda self, other: comparisons.append(1) or compare(self, other))
 
     html = alice.get(site.review(site.a2)).content.decode()

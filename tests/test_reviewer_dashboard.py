@@ -17,10 +17,10 @@ from django.utils import timezone
 from statsmodels.stats.inter_rater import cohens_kappa
 from statsmodels.stats.proportion import proportion_confint
 
-from labeling.adjudication import adjudication_save
 from labeling.models import Claim, GoldClaim, GoldSource, Label
-from labeling.quality import project_dashboard, run_dashboard
-from labeling.send_backs import send_back_create
+from labeling.team.adjudication import adjudication_save
+from labeling.team.quality import project_dashboard, run_dashboard
+from labeling.team.send_backs import send_back_create
 from scoring.reviewers import fast_and_supported, median_gap_seconds
 from tests.quality_data import label, quality_world
 

@@ -1,5 +1,5 @@
 """Roles per project (SPEC §2 "role"): leads do everything, reviewers label,
-viewers only read; every write URL asks ``selectors.may`` through ``run_for``."""
+viewers only read; every write URL asks ``permissions.may`` through ``run_for``."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 from django.urls import reverse
 
-from labeling import selectors
-from labeling.memberships import membership_remove, membership_set
+from labeling import permissions
 from labeling.models import Label, Membership, Reviewer, Role
+from labeling.team.memberships import membership_remove, membership_set
 from tests.factories import CitationFactory, ClaimFactory, ProjectFactory, ReviewerFactory, RunFactory
 
 pytestmark = pytest.mark.django_db
@@ -40,20 +40,20 @@ def _writes(site):
     run, (first, second) = site["run"], site["claims"]
     args = [run.project.slug, run.name]
     return {
-        "claim_label": (selectors.LABEL, reverse("claim_label", args=[*args, first.pk]),
+        "claim_label": (permissions.LABEL, reverse("claim_label", args=[*args, first.pk]),
                         {"value": "SUPPORTED", "justification": "", "revision": first.revision,
                          "claim": first.pk}),
-        "claim_split": (selectors.LABEL, reverse("claim_split", args=[*args, first.pk]),
+        "claim_split": (permissions.LABEL, reverse("claim_split", args=[*args, first.pk]),
                         {"first": "The sky", "second": "is blue.", "revision": first.revision}),
-        "claim_merge": (selectors.LABEL, reverse("claim_merge", args=[*args, first.pk]),
+        "claim_merge": (permissions.LABEL, reverse("claim_merge", args=[*args, first.pk]),
                         {"other": second.pk, "revision": first.revision}),
-        "claim_edit": (selectors.LABEL, reverse("claim_edit", args=[*args, first.pk]),
+        "claim_edit": (permissions.LABEL, reverse("claim_edit", args=[*args, first.pk]),
                        {"text": "The sky is often blue.", "revision": first.revision}),
-        "label_undo": (selectors.LABEL, reverse("label_undo", args=args), {}),
-        "version_create": (selectors.LEAD, reverse("version_create", args=args), {"note": "v"}),
-        "label_import": (selectors.LEAD, reverse("label_import", args=args), {}),
-        "label_import_apply": (selectors.LEAD, reverse("label_import_apply", args=args), {"token": "x"}),
-        "project_members": (selectors.LEAD, reverse("project_members", args=[run.project.slug]),
+        "label_undo": (permissions.LABEL, reverse("label_undo", args=args), {}),
+        "version_create": (permissions.LEAD, reverse("version_create", args=args), {"note": "v"}),
+        "label_import": (permissions.LEAD, reverse("label_import", args=args), {}),
+        "label_import_apply": (permissions.LEAD, reverse("label_import_apply", args=args), {"token": "x"}),
+        "project_members": (permissions.LEAD, reverse("project_members", args=[run.project.slug]),
                             {"reviewer": "viewer1", "role": "viewer"}),
     }
 
@@ -63,7 +63,7 @@ def test_each_role_may_post_to_exactly_the_write_urls_of_its_actions(client, sit
     """viewer: every write is 403; reviewer: labeling writes pass, lead writes are 403;
     lead: nothing is 403. Nothing is written on a 403."""
     client.force_login(site["users"][role])
-    allowed = {"viewer": set(), "reviewer": {selectors.LABEL}, "lead": {selectors.LABEL, selectors.LEAD}}[role]
+    allowed = {"viewer": set(), "reviewer": {permissions.LABEL}, "lead": {permissions.LABEL, permissions.LEAD}}[role]
     refused = []
     for name, (_action, url, data) in _writes(site).items():
         labels_before = Label.objects.count()
@@ -157,7 +157,7 @@ def test_a_viewer_is_not_offered_start_labeling_and_has_no_queue(client, site):
 
 
 def test_a_reviewer_not_assigned_to_the_run_reads_it_without_label_controls(client, site):
-    from labeling.memberships import run_assign
+    from labeling.team.memberships import run_assign
 
     reviewer2 = ReviewerFactory(username="reviewer2")
     Membership.objects.create(project=site["project"], reviewer=reviewer2, role=Role.REVIEWER)
@@ -178,7 +178,7 @@ def test_non_member_gets_404_not_403_on_a_write(client, site):
 
 def test_superuser_who_is_not_a_member_acts_as_a_lead(client, site):
     boss = ReviewerFactory(username="boss", is_superuser=True)
-    assert selectors.visible_projects(user=boss).get(slug="team").my_role == "lead"
+    assert permissions.visible_projects(user=boss).get(slug="team").my_role == "lead"
     client.force_login(boss)
     assert client.get(reverse("project_members", args=["team"])).status_code == 200
 

@@ -9,9 +9,10 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.core.files.storage import default_storage
 from django.urls import reverse
 
-from labeling.label_tables import label_table_snapshot
 from labeling.models import Answer, Claim, Label, LabelTableVersion, LabelValue, Question, Run
-from labeling.services import run_contents, run_delete, run_manage_allowed, run_name_clean, run_rename
+from labeling.permissions import run_manage_allowed
+from labeling.runs import run_contents, run_delete, run_name_clean, run_rename
+from labeling.tables.versions import label_table_snapshot
 from tests.conftest import FIXTURES_DIR
 from tests.factories import ReviewerFactory, RunFactory
 
@@ -27,7 +28,7 @@ def media_root(settings, tmp_path):
 def seed_run(db, reviewer):
     """The seed example (1 answer, 5 claims, 5 labels by seed-reviewer), the
     ``reviewer`` fixture a member of its project, and a second run "other"."""
-    from labeling.answers_import import project_for_import, run_import
+    from labeling.importers.load import project_for_import, run_import
 
     project = project_for_import(slug="seed")
     run_import(project=project, source=SEED)

@@ -14,10 +14,8 @@ from django.core.exceptions import ValidationError
 from django.core.management import CommandError, call_command
 from django.urls import reverse
 
-from labeling import queue
-from labeling.backup import project_export, project_import
+from labeling.backup.project import project_export, project_import
 from labeling.exports.label_table import label_table_frame
-from labeling.label_tables import label_table_snapshot
 from labeling.models import (
     Adjudication,
     Answer,
@@ -32,8 +30,10 @@ from labeling.models import (
     Sample,
     SampleMember,
 )
-from labeling.samples import human_claims, pending_answer_ids, permutation, sample_draw, sample_status
-from labeling.services import label_save
+from labeling.review import queue
+from labeling.review.label_writes import label_save
+from labeling.scores.samples import human_claims, pending_answer_ids, permutation, sample_draw, sample_status
+from labeling.tables.versions import label_table_snapshot
 from tests.factories import (
     AnswerFactory,
     CitationFactory,

@@ -9,7 +9,7 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from labeling.answers_import import run_import
+from labeling.importers.load import run_import
 from labeling.models import Claim, Label, Run
 from tests.conftest import FIXTURES_DIR
 from tests.factories import LabelFactory, ProjectFactory, ReviewerFactory

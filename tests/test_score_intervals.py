@@ -12,7 +12,7 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from statsmodels.stats.proportion import proportion_confint
 
-from labeling.answers_import import run_import
+from labeling.importers.load import run_import
 from scoring.intervals import Z_95
 from tests.conftest import FIXTURES_DIR
 from tests.factories import ProjectFactory

@@ -9,9 +9,9 @@ import pytest
 from django.core.exceptions import ValidationError
 from django.urls import reverse
 
-from labeling import queue
 from labeling.models import AuditEvent, Claim, Label, ReviewerKind, SendBack
-from labeling.send_backs import send_back_create, send_back_reply
+from labeling.review import queue
+from labeling.team.send_backs import send_back_create, send_back_reply
 from tests.factories import ReviewerFactory
 from tests.quality_data import label, quality_world
 

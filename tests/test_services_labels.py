@@ -10,7 +10,8 @@ from django.core.exceptions import ValidationError
 from django.core.management import CommandError, call_command
 
 from labeling.models import Label, LabelValue, Reviewer
-from labeling.services import LabelConflict, label_save, label_undo, reviewer_create
+from labeling.review.label_writes import LabelConflict, label_save, label_undo
+from labeling.team.reviewers import reviewer_create
 from tests.factories import (
     AnswerFactory,
     CitationFactory,

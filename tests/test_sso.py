@@ -19,8 +19,8 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric import rsa
 from jwt.algorithms import RSAAlgorithm
 
+from labeling.integrations.sso import role_map
 from labeling.models import Membership, Reviewer, Role
-from labeling.sso import role_map
 from tests.factories import ProjectFactory, ReviewerFactory
 
 CLIENT_ID, CLIENT_SECRET = "citelab", "s3cret-of-the-client"
@@ -109,7 +109,8 @@ def provider(settings, monkeypatch):
         settings.OIDC_OP_JWKS_ENDPOINT = running.url + "/jwks"
         settings.OIDC_RP_SIGN_ALGO = "RS256"
         settings.OIDC_RP_SCOPES = "openid email profile"
-        settings.AUTHENTICATION_BACKENDS = [*settings.AUTHENTICATION_BACKENDS, "labeling.sso.CitelabOIDCBackend"]
+        settings.AUTHENTICATION_BACKENDS = [
+            *settings.AUTHENTICATION_BACKENDS, "labeling.integrations.sso.CitelabOIDCBackend"]
         yield running
 
 

@@ -17,8 +17,9 @@ import pytest
 from django.urls import reverse
 from openpyxl import load_workbook
 
-from labeling.label_tables import label_table_export, label_table_snapshot
 from labeling.models import Label, Run
+from labeling.tables.export import label_table_export
+from labeling.tables.versions import label_table_snapshot
 from tests.conftest import FIXTURES_DIR
 from tests.factories import ReviewerFactory
 
@@ -41,7 +42,7 @@ def media_root(settings, tmp_path):
 def hostile(client):
     """The seed run (5 claims labeled) and a second run of the same answers, both with
     HTML, quotes and a line break in their names; a superuser logged in."""
-    from labeling.answers_import import project_for_import, run_import
+    from labeling.importers.load import project_for_import, run_import
 
     project = project_for_import(slug="seed")
     run_import(project=project, source=FIXTURES_DIR / "seed_coverage_support.jsonl")

@@ -59,10 +59,10 @@ from django_q.models import OrmQ, Schedule, Task
 
 from labeling import models
 from labeling.api.main import api
-from labeling.label_tables import label_table_snapshot
+from labeling.integrations.tokens import token_create
 from labeling.models import Membership, Role
-from labeling.services import label_save
-from labeling.tokens import token_create
+from labeling.review.label_writes import label_save
+from labeling.tables.versions import label_table_snapshot
 from tests.factories import (
     AnswerFactory,
     CitationFactory,

@@ -1,5 +1,5 @@
 """Who may open a project and its runs: members and superusers, on every page
-(one rule, ``selectors.visible_projects``/``visible_runs``). Anyone else gets
+(one rule, ``permissions.visible_projects``/``visible_runs``). Anyone else gets
 the 404 an unknown name gets, so a page never tells that a project exists."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
-from labeling import selectors
+from labeling import permissions
 from tests.factories import AnswerFactory, ProjectFactory, ReviewerFactory, RunFactory
 
 pytestmark = pytest.mark.django_db
@@ -52,8 +52,8 @@ def test_visible_projects_and_runs_follow_one_rule(run):
     other.project.members.add(outsider)
 
     def seen(user):
-        return (sorted(p.slug for p in selectors.visible_projects(user=user)),
-                sorted(r.name for r in selectors.visible_runs(user=user)))
+        return (sorted(p.slug for p in permissions.visible_projects(user=user)),
+                sorted(r.name for r in permissions.visible_runs(user=user)))
 
     assert seen(member) == (["secret"], ["r1"])
     assert seen(outsider) == (["open"], ["r2"])

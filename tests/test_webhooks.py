@@ -16,15 +16,15 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 from django.core.exceptions import ValidationError
 
-from labeling.adjudication import adjudication_save
-from labeling.answers_import import project_for_import, run_import
-from labeling.judge_protocol import JudgeEndpoint
-from labeling.judges import judge_run_create, judge_run_execute
-from labeling.label_tables import label_table_snapshot
+from labeling.importers.load import project_for_import, run_import
+from labeling.integrations.tokens import token_create
+from labeling.integrations.webhooks import MAX_ATTEMPTS, destination_problem, retry_delay, webhook_create
+from labeling.judges.protocol import JudgeEndpoint
+from labeling.judges.runs import judge_run_create, judge_run_execute
 from labeling.models import Claim, DeliveryStatus, Label, Membership, Role, Run, Webhook, WebhookDelivery
-from labeling.services import label_save
-from labeling.tokens import token_create
-from labeling.webhooks import MAX_ATTEMPTS, destination_problem, retry_delay, webhook_create
+from labeling.review.label_writes import label_save
+from labeling.tables.versions import label_table_snapshot
+from labeling.team.adjudication import adjudication_save
 from tests.factories import ReviewerFactory
 from tests.judge_server import JudgeServer
 

@@ -29,7 +29,7 @@ HOSTILE_JUSTIFICATIONS = {1: '=HYPERLINK("http://x","y")', 2: "-partly\r\nsecond
 def seed_frames(db, settings, tmp_path):
     """The seed's 5 claims with formula-like, numeric-looking and control-character
     justifications, a 40,000-character passage and a question id starting with '='."""
-    from labeling.answers_import import project_for_import, run_import
+    from labeling.importers.load import project_for_import, run_import
 
     settings.MEDIA_ROOT = tmp_path / "media"
     project = project_for_import(slug="seed")

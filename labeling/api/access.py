@@ -1,5 +1,5 @@
 """What a token may reach: its own project only, and there what its role may
-do — the role table of the pages (``labeling.selectors.may`` /
+do — the role table of the pages (``labeling.permissions.may`` /
 ``may_on_run``), with the token's role in place of the member's."""
 
 from __future__ import annotations
@@ -8,13 +8,14 @@ from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest
 from ninja.errors import HttpError
 
-from labeling import selectors
+from labeling import permissions
+from labeling.integrations.tokens import TokenAccess
 from labeling.models import Claim, Project, Run
-from labeling.tokens import TokenAccess
+from labeling.review import screen
 from labeling.views.projects import blind_refusal
 
-ACTION_WORDS = {selectors.READ: "read", selectors.LABEL: "label claims", selectors.LEAD: "lead the project",
-                selectors.ALL_LABELS: "read everyone's labels"}
+ACTION_WORDS = {permissions.READ: "read", permissions.LABEL: "label claims", permissions.LEAD: "lead the project",
+                permissions.ALL_LABELS: "read everyone's labels"}
 
 
 class FieldRefused(HttpError):
@@ -30,7 +31,7 @@ def access_of(request: HttpRequest) -> TokenAccess:
     return request.auth  # type: ignore[attr-defined]
 
 
-def project_of(request: HttpRequest, slug: str, action: str = selectors.READ) -> Project:
+def project_of(request: HttpRequest, slug: str, action: str = permissions.READ) -> Project:
     """The token's project when ``slug`` names it, else 404 (a token never
     learns whether another project exists); 403 when the token's role may not
     do ``action``."""
@@ -43,26 +44,26 @@ def project_of(request: HttpRequest, slug: str, action: str = selectors.READ) ->
 
 def check_role(access: TokenAccess, action: str) -> None:
     """403 naming the role when ``access`` may not do ``action``."""
-    if not selectors.may(access.role, action):
+    if not permissions.may(access.role, action):
         raise PermissionDenied(f"This token's role in project {access.project.slug!r} is {access.role}: it may not "
                                f"{ACTION_WORDS.get(action, action)}.")
 
 
-def run_of(request: HttpRequest, slug: str, name: str, action: str = selectors.READ) -> Run:
+def run_of(request: HttpRequest, slug: str, name: str, action: str = permissions.READ) -> Run:
     """Run ``name`` of the token's project ``slug``, else 404; 403 when the
     token's role may not do ``action`` there, or (to label) its reviewer is
     not assigned to the run, or (to read everyone's labels) the run is blind
     to them. One query."""
     access = access_of(request)
     project = project_of(request, slug)
-    run = selectors.visible_runs(user=access.reviewer).filter(project=project, name=name).first()
+    run = permissions.visible_runs(user=access.reviewer).filter(project=project, name=name).first()
     if run is None:
         raise HttpError(404, f"Project {slug!r} has no run {name!r}.")
     run.my_role = access.role
     run.project = project
     check_role(access, action)
-    if not selectors.may_on_run(run, action):
-        if action == selectors.LABEL:
+    if not permissions.may_on_run(run, action):
+        if action == permissions.LABEL:
             raise PermissionDenied(f"{access.reviewer.username} is not assigned to run {run.name!r}: a lead of "
                                    f"project {project.slug!r} assigns the reviewers of each run.")
         raise PermissionDenied(blind_refusal(run))
@@ -71,7 +72,7 @@ def run_of(request: HttpRequest, slug: str, name: str, action: str = selectors.R
 
 def claim_of(run: Run, claim_id: int) -> Claim:
     """Claim ``claim_id`` of ``run`` (with its answer and question), else 404."""
-    claim = selectors.claim_in_run(run=run, claim_id=claim_id)
+    claim = screen.claim_in_run(run=run, claim_id=claim_id)
     if claim is None:
         raise HttpError(404, f"Claim {claim_id} is not a claim of run {run.name!r}: nothing was changed.")
     return claim
@@ -79,4 +80,4 @@ def claim_of(run: Run, claim_id: int) -> Claim:
 
 def sees_all_labels(run: Run) -> bool:
     """Whether the token sees every reviewer's labels on ``run`` (not blind to it)."""
-    return selectors.may_on_run(run, selectors.ALL_LABELS)
+    return permissions.may_on_run(run, permissions.ALL_LABELS)

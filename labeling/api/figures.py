@@ -17,13 +17,12 @@ from ninja.errors import HttpError
 from ninja.responses import Status
 from pydantic import Field
 
-from labeling import selectors
-from labeling.agreement_report import agreement_report
+from labeling import permissions
 from labeling.api.access import FieldRefused, access_of, project_of, run_of
 from labeling.api.pages import PageIn, page_of, paged
 from labeling.api.schemas import AuditEventOut, Error, ErrorList, GateIn, GateOut
 from labeling.audit import AuditFilter, event_row, events_for_run_name
-from labeling.comparison import run_comparison
+from labeling.integrations.webhooks import webhook_emit
 from labeling.management.commands.score import (
     GATE_METRICS,
     NO_INTERVAL,
@@ -34,10 +33,11 @@ from labeling.management.commands.score import (
     parse_max_drop,
     shared_question_ids,
 )
-from labeling.metrics import RunScores, run_scores
 from labeling.models import AuditAction, AuditEvent, Reviewer, Run, WebhookEvent
 from labeling.names import normalize_name
-from labeling.webhooks import webhook_emit
+from labeling.scores.metrics import RunScores, run_scores
+from labeling.tables.comparison import run_comparison
+from labeling.team.agreement_report import agreement_report
 from scoring.compare import DEFAULT_THRESHOLD
 from scoring.figures import paired_differences
 from scoring.intervals import DEFAULT_CONFIDENCE
@@ -78,7 +78,7 @@ def _figures_run(request: HttpRequest, slug: str, run: str, reviewer: str | None
     the token reviewer's own."""
     target = run_of(request, slug, run)
     if reviewer != access_of(request).reviewer.username:
-        target = run_of(request, slug, run, selectors.ALL_LABELS)
+        target = run_of(request, slug, run, permissions.ALL_LABELS)
     return target
 
 
@@ -174,7 +174,7 @@ def run_compare(request: HttpRequest, slug: str, params: Query[CompareParams]) -
     for field, name in names.items():
         if not Run.objects.filter(project__slug=slug, name=name).exists():
             raise FieldRefused(field, f"project {slug!r} has no run {name!r}")
-        runs[field] = run_of(request, slug, name, selectors.ALL_LABELS)
+        runs[field] = run_of(request, slug, name, permissions.ALL_LABELS)
     try:
         comparison = run_comparison(run_a=runs["a"], run_b=runs["b"], threshold=params.threshold,
                                     confidence=params.confidence)
@@ -193,7 +193,7 @@ class AgreementParams(Schema):
 def run_agreement(request: HttpRequest, slug: str, run: str, params: Query[AgreementParams]) -> dict[str, Any]:
     """How far the run's reviewers agree on its cited claims (SPEC §4.4): the JSON object of
     `manage.py agreement --run NAME --format json` (with `?reviewer=A&reviewer=B`, of that pair)."""
-    target = run_of(request, slug, run, selectors.ALL_LABELS)
+    target = run_of(request, slug, run, permissions.ALL_LABELS)
     names = [normalize_name(name) for name in params.reviewer]
     if len(names) not in (0, 2):
         raise FieldRefused("reviewer", "give none (every reviewer) or exactly two")
@@ -218,7 +218,7 @@ class AuditParams(Schema):
 def audit_list(request: HttpRequest, slug: str, params: Query[AuditParams], page: Query[PageIn]) -> dict[str, Any]:
     """The project's audit log, oldest first (lead), filtered by run, actor, action and days: the events of
     `manage.py audit --format json`. Events of API writes name their token in `detail.token`."""
-    project = project_of(request, slug, selectors.LEAD)
+    project = project_of(request, slug, permissions.LEAD)
     if params.action is not None and params.action not in AuditAction.values:
         raise FieldRefused("action", f"{params.action!r} is not one of {', '.join(AuditAction.values)}")
     narrowed = AuditFilter(actor=normalize_name(params.actor or ""), action=params.action or "",

@@ -13,11 +13,11 @@ from ninja.errors import HttpError
 from ninja.responses import Status
 from pydantic import Field
 
-from labeling import selectors
+from labeling import permissions
 from labeling.api.access import FieldRefused, access_of, run_of
 from labeling.api.schemas import Body, Error, ErrorList, JudgeRunOut, judge_run_out
-from labeling.judge_protocol import DEFAULT_TEMPERATURE, JudgeEndpoint, base_url_from_env
-from labeling.judges import judge_run_create, judge_run_enqueue
+from labeling.judges.protocol import DEFAULT_TEMPERATURE, JudgeEndpoint, base_url_from_env
+from labeling.judges.runs import judge_run_create, judge_run_enqueue
 from labeling.models import JudgeRun, Reviewer, Run
 
 router = Router(tags=["judges"])
@@ -56,7 +56,7 @@ def judge_run_list(request: HttpRequest, slug: str, run: str) -> list[dict[str, 
 def judge_run_start(request: HttpRequest, slug: str, run: str, body: JudgeRunIn) -> Status:
     """Start a judge on the run's cited claims (lead): queued on the task queue (a worker, `manage.py
     qcluster`, carries it out); follow it with `GET …/judge-runs/{id}` until `finished`."""
-    target = run_of(request, slug, run, selectors.LEAD)
+    target = run_of(request, slug, run, permissions.LEAD)
     if not body.model.strip():
         raise FieldRefused("model", "name the model to ask (e.g. gpt-4o-mini, or the model your server serves)")
     try:

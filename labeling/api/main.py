@@ -35,8 +35,8 @@ from ninja.throttling import BaseThrottle
 from labeling.api.access import FieldRefused
 from labeling.audit import api_token_events
 from labeling.importers.records import ImportFailed
-from labeling.services import LabelConflict
-from labeling.tokens import TokenAccess, TokenRefused, token_authenticate
+from labeling.integrations.tokens import TokenAccess, TokenRefused, token_authenticate
+from labeling.review.label_writes import LabelConflict
 
 DESCRIPTION = """\
 Claim-level citation review for RAG answers (see the README). Every route needs a project token:
@@ -49,7 +49,7 @@ and deletes runs and reads the audit log), and is rate limited. Lists are pagina
 
 
 class BearerToken(HttpBearer):
-    """``Authorization: Bearer <token>`` (``labeling.tokens``): the request's
+    """``Authorization: Bearer <token>`` (``labeling.integrations.tokens``): the request's
     ``auth`` becomes a :class:`TokenAccess`; 401 saying why otherwise."""
 
     def authenticate(self, request: HttpRequest, token: str) -> TokenAccess:

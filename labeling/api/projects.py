@@ -13,8 +13,7 @@ from ninja import Query, Router, Schema
 from ninja.responses import Status
 from pydantic import Field
 
-from labeling import selectors, services
-from labeling.answers_import import DEFAULT_IMPORT_REVIEWER, run_import
+from labeling import permissions, runs
 from labeling.api.access import FieldRefused, access_of, project_of, run_of
 from labeling.api.judges import judge_runs_start
 from labeling.api.pages import PageIn, page_of, paged
@@ -30,8 +29,10 @@ from labeling.api.schemas import (
     run_out,
 )
 from labeling.importers.answers import FORMATS, answers_format
+from labeling.importers.load import DEFAULT_IMPORT_REVIEWER, run_import
 from labeling.models import JudgeRun, Question, Run
 from labeling.names import clean, validate_reviewer_name, validate_run_name
+from labeling.review import tallies
 
 router = Router(tags=["projects and runs"])
 
@@ -71,10 +72,10 @@ def run_list(request: HttpRequest, slug: str, page: Query[PageIn]) -> dict[str, 
 def run_create(request: HttpRequest, slug: str, body: RunCreateIn) -> Status:
     """Create an empty run (lead); import its answers with `POST /projects/{slug}/answers?run=NAME`."""
     access = access_of(request)
-    project = project_of(request, slug, selectors.LEAD)
+    project = project_of(request, slug, permissions.LEAD)
     project.my_role = access.role
     try:
-        run = services.run_create(project=project, user=access.reviewer, name=body.name, metadata=body.metadata)
+        run = runs.run_create(project=project, user=access.reviewer, name=body.name, metadata=body.metadata)
     except ValidationError as exc:
         raise FieldRefused("metadata" if exc.code == "bad_metadata" else "name", " ".join(exc.messages)) from None
     return Status(201, run_out(run, answers=0))
@@ -83,19 +84,19 @@ def run_create(request: HttpRequest, slug: str, body: RunCreateIn) -> Status:
 @router.get("/projects/{slug}/runs/{run}", response={200: RunOut, 404: Error}, url_name="run_detail")
 def run_detail(request: HttpRequest, slug: str, run: str) -> dict[str, Any]:
     target = run_of(request, slug, run)
-    return run_out(target, answers=selectors.run_answer_count(run=target))
+    return run_out(target, answers=tallies.run_answer_count(run=target))
 
 
 @router.patch("/projects/{slug}/runs/{run}", response={200: RunOut, 403: Error, 404: Error, 422: ErrorList},
               url_name="run_rename")
 def run_rename(request: HttpRequest, slug: str, run: str, body: RunRenameIn) -> dict[str, Any]:
     """Rename the run (lead); its answers, labels and versions stay with it."""
-    target = run_of(request, slug, run, selectors.LEAD)
+    target = run_of(request, slug, run, permissions.LEAD)
     try:
-        renamed = services.run_rename(run=target, user=access_of(request).reviewer, name=body.name)
+        renamed = runs.run_rename(run=target, user=access_of(request).reviewer, name=body.name)
     except ValidationError as exc:
         raise FieldRefused("name", " ".join(exc.messages)) from None
-    return run_out(renamed, answers=selectors.run_answer_count(run=renamed))
+    return run_out(renamed, answers=tallies.run_answer_count(run=renamed))
 
 
 class DeletedOut(Schema):
@@ -112,8 +113,8 @@ class DeletedOut(Schema):
 def run_delete(request: HttpRequest, slug: str, run: str) -> dict[str, Any]:
     """Delete the run with its answers, claims, labels and version records (lead), all or nothing; the
     versions' files stay in storage."""
-    target = run_of(request, slug, run, selectors.LEAD)
-    contents = services.run_delete(run=target, user=access_of(request).reviewer)
+    target = run_of(request, slug, run, permissions.LEAD)
+    contents = runs.run_delete(run=target, user=access_of(request).reviewer)
     return {"deleted": target.name, **contents.__dict__}
 
 
@@ -153,7 +154,7 @@ def answers_import(request: HttpRequest, slug: str, params: Query[ImportParams])
     with every problem (`line`, `field`, `reason`) and imports nothing; re-importing changes nothing
     (200). Runs named in the file are created."""
     access = access_of(request)
-    project = project_of(request, slug, selectors.LEAD)
+    project = project_of(request, slug, permissions.LEAD)
     data, filename, content_type = _upload(request)
     fmt = params.format
     if fmt is None:

@@ -1,5 +1,5 @@
 """Claims with their citations and labels, the labels of a project, and a
-label written as the token's reviewer (``services.label_save``: the review
+label written as the token's reviewer (``label_writes.label_save``: the review
 page's rules and its 409 on a conflict)."""
 
 from __future__ import annotations
@@ -12,12 +12,13 @@ from ninja import Query, Router, Schema
 from ninja.responses import Status
 from pydantic import Field
 
-from labeling import selectors, services
+from labeling import permissions
 from labeling.api.access import access_of, claim_of, project_of, run_of, sees_all_labels
 from labeling.api.pages import PageIn, page_of, paged
 from labeling.api.schemas import ClaimOut, Error, ErrorList, LabelIn, LabelOut, label_out
 from labeling.models import Citation, Claim, Label, Role, Run
 from labeling.names import normalize_name
+from labeling.review import label_writes
 
 router = Router(tags=["claims and labels"])
 
@@ -91,10 +92,10 @@ def label_create(request: HttpRequest, slug: str, run: str, claim_id: int, body:
     was written against: when the claim changed, or the reviewer's label on it changed, since, the answer
     is 409 with the reason (and `newer`, the label now current) and nothing is saved. Saving the current
     value and justification again returns the current label (200); a new label is 201."""
-    target = run_of(request, slug, run, selectors.LABEL)
+    target = run_of(request, slug, run, permissions.LABEL)
     claim = claim_of(target, claim_id)
     claim.answer.run = target
-    label = services.label_save(claim=claim, reviewer=access_of(request).reviewer, value=body.value,
+    label = label_writes.label_save(claim=claim, reviewer=access_of(request).reviewer, value=body.value,
                                 justification=body.justification, base_revision=body.revision,
                                 base_label_id=body.base_label)
     label.reviewer = access_of(request).reviewer

@@ -13,21 +13,13 @@ from ninja.errors import HttpError
 from ninja.responses import Status
 from pydantic import Field
 
-from labeling import selectors
+from labeling import permissions
 from labeling.api.access import FieldRefused, access_of, run_of
 from labeling.api.schemas import Error, ErrorList, VersionCreateIn, VersionOut, version_out
 from labeling.audit import audit_record
-from labeling.label_tables import (
-    CONTENT_TYPES,
-    EXPORT_FORMATS,
-    SNAPSHOT_UNCHANGED,
-    VersionIntegrityError,
-    export_filename,
-    label_table_export,
-    label_table_snapshot,
-    version_read,
-)
 from labeling.models import AuditAction, LabelTableVersion, Run
+from labeling.tables.export import CONTENT_TYPES, EXPORT_FORMATS, export_filename, label_table_export
+from labeling.tables.versions import SNAPSHOT_UNCHANGED, VersionIntegrityError, label_table_snapshot, version_read
 
 router = Router(tags=["label table versions"])
 
@@ -43,7 +35,7 @@ def _version(run: Run, number: int) -> LabelTableVersion:
             url_name="version_list")
 def version_list(request: HttpRequest, slug: str, run: str) -> list[dict[str, Any]]:
     """The run's saved versions, oldest first (every reviewer's labels: not on a blind run for a reviewer)."""
-    target = run_of(request, slug, run, selectors.ALL_LABELS)
+    target = run_of(request, slug, run, permissions.ALL_LABELS)
     return [version_out(v) for v in target.versions.select_related("author").order_by("number")]
 
 
@@ -53,7 +45,7 @@ def version_list(request: HttpRequest, slug: str, run: str) -> list[dict[str, An
 def version_create(request: HttpRequest, slug: str, run: str, body: VersionCreateIn) -> Status:
     """Save the run's current label table as its next version (lead). A table unchanged since the latest
     version is 409, nothing saved."""
-    target = run_of(request, slug, run, selectors.LEAD)
+    target = run_of(request, slug, run, permissions.LEAD)
     try:
         version = label_table_snapshot(run=target, author=access_of(request).reviewer, note=body.note)
     except ValidationError as exc:
@@ -66,7 +58,7 @@ def version_create(request: HttpRequest, slug: str, run: str, body: VersionCreat
 @router.get("/projects/{slug}/runs/{run}/versions/{int:number}", response={200: VersionOut, 403: Error, 404: Error},
             url_name="version_detail")
 def version_detail(request: HttpRequest, slug: str, run: str, number: int) -> dict[str, Any]:
-    target = run_of(request, slug, run, selectors.ALL_LABELS)
+    target = run_of(request, slug, run, permissions.ALL_LABELS)
     return version_out(_version(target, number))
 
 
@@ -83,7 +75,7 @@ class DownloadParams(Schema):
 def version_file(request: HttpRequest, slug: str, run: str, number: int,
                  params: Query[DownloadParams]) -> HttpResponse:
     """Download the version: its canonical file, verified against its SHA-256, or an export of it (audited)."""
-    target = run_of(request, slug, run, selectors.ALL_LABELS)
+    target = run_of(request, slug, run, permissions.ALL_LABELS)
     version = _version(target, number)
     actor = access_of(request).reviewer
     fmt = params.format

@@ -1,6 +1,6 @@
 """Spreadsheet-safe text (SPEC §7): the one place that turns a value into what
 an XLSX cell can keep and show as text. Every workbook writer
-(``labeling.exports.xlsx`` for label tables, ``labeling.comparison`` for run
+(``labeling.exports.xlsx`` for label tables, ``labeling.tables.comparison`` for run
 comparisons) writes its text cells through :func:`text_cell`; label table
 importers compare through :func:`spreadsheet_text`.
 

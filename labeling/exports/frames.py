@@ -214,7 +214,7 @@ def resolved_claims_frame(run: Run, *, reviewer: str | None = None,
         labels = counted_labels(labels, promoted=promoted)
         if run.exclude_unqualified and not humans_only:
             # Issue 25: a lead left the labels of the run's unqualified reviewers out of its figures.
-            from labeling.quality import run_exclusion
+            from labeling.team.quality import run_exclusion
 
             labels = labels[~labels["reviewer"].isin(run_exclusion(run=run).names)]
     resolved = resolve_labels(labels[["claim_id", "reviewer", "label"]], reviewer=reviewer)

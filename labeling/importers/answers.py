@@ -1,7 +1,7 @@
 """The one entry point for reading an answers file (SPEC §6), whatever its
 format: JSON Lines (``answers_jsonl``) or a CSV/XLSX table with one row per
 claim (``answers_table``). No ORM; the writing service is
-``labeling.answers_import.run_import``.
+``labeling.importers.load.run_import``.
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ tools — by ``question_id`` + ``claim_index``. Read columns:
   blank (no label: the row changes nothing);
 - ``justification`` (optional, "" when absent);
 - ``claim``, ``claim_revision``, ``run`` (optional, checked against the
-  database by ``labeling.label_tables`` when present);
+  database by ``labeling.tables.label_import`` when present);
 - ``reviewer`` (optional: whose label the row showed when exported);
 - ``labeled_at`` (optional: when the label the row showed was made, ISO 8601
   as exported, ``2025-01-31T09:15:00Z``; blank when it showed none). With

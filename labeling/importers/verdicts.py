@@ -1,6 +1,6 @@
 """Another judge's verdicts file → VerdictRecord list, no ORM (issue 12,
 ``manage.py import_verdicts``). Matching records to claims is
-``labeling.judges.verdicts_import``'s.
+``labeling.judges.runs.verdicts_import``'s.
 
 Every format names the claim by ``question_id`` plus ``claim_index`` (1-based,
 as the label table numbers claims) or the claim's text (``claim``; matched

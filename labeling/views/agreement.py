@@ -10,7 +10,9 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from labeling.agreement import (
+from labeling.models import ReviewerKind
+from labeling.permissions import ALL_LABELS
+from labeling.team.agreement import (
     CATEGORIES,
     disagreement_rows,
     run_agreement,
@@ -18,8 +20,6 @@ from labeling.agreement import (
     run_verdicts,
     verdict,
 )
-from labeling.models import ReviewerKind
-from labeling.selectors import ALL_LABELS
 from labeling.views.projects import run_for
 from scoring.agreement import BOOTSTRAP_RESAMPLES, Agreement
 

@@ -13,7 +13,7 @@ from django.views.decorators.http import require_GET
 
 from labeling.audit import AuditFilter, run_actors, run_events
 from labeling.models import AuditAction
-from labeling.selectors import LEAD
+from labeling.permissions import LEAD
 from labeling.views.projects import run_for
 
 EVENTS_PER_PAGE = 50

@@ -52,7 +52,7 @@ def lockout_response(request: HttpRequest, original_response: HttpResponse | Non
 
 
 class LoginView(auth_views.LoginView):
-    """Django's login page, with the single sign-on button when it is configured (``labeling.sso``)."""
+    """Django's login page, with the single sign-on button when it is configured (``labeling.integrations.sso``)."""
 
     def get_context_data(self, **kwargs):
         context = super().get_context_data(**kwargs)

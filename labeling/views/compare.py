@@ -11,9 +11,10 @@ from django.utils.http import content_disposition_header
 from django.utils.text import get_valid_filename, slugify
 from django.views.decorators.http import require_GET
 
-from labeling import selectors
-from labeling.charts import scatter_chart
-from labeling.comparison import (
+from labeling import permissions
+from labeling.models import Project, Run
+from labeling.scores.charts import scatter_chart
+from labeling.tables.comparison import (
     NO_SHARED_QUESTIONS,
     RunComparison,
     comparison_xlsx,
@@ -23,7 +24,6 @@ from labeling.comparison import (
     noise_verdict,
     run_comparison,
 )
-from labeling.models import Project, Run
 from labeling.views.projects import blind_refusal, project_for
 from scoring.compare import DEFAULT_THRESHOLD
 
@@ -78,7 +78,7 @@ def _comparison_from(request: HttpRequest, project: Project) -> tuple[CompareFor
         return form, None, ""
     by_name = {run.name: run for run in runs}
     for name in (form.cleaned_data["a"], form.cleaned_data["b"]):
-        if selectors.blind_for(by_name[name], role=project.my_role):
+        if permissions.blind_for(by_name[name], role=project.my_role):
             raise PermissionDenied(blind_refusal(by_name[name]))
     try:
         comparison = run_comparison(

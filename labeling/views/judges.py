@@ -14,10 +14,9 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
-from labeling import judge_grades
-from labeling.agreement import verdict
-from labeling.judge_protocol import DEFAULT_TEMPERATURE, JudgeEndpoint, base_url_from_env
-from labeling.judges import (
+from labeling.judges import grades as judge_grades
+from labeling.judges.protocol import DEFAULT_TEMPERATURE, JudgeEndpoint, base_url_from_env
+from labeling.judges.runs import (
     ACTIVE,
     browser_endpoints,
     judge_run_create,
@@ -27,7 +26,8 @@ from labeling.judges import (
 )
 from labeling.models import Answer, Claim, JudgeRun, Reviewer, ReviewerKind
 from labeling.names import normalize_name
-from labeling.selectors import ALL_LABELS, LEAD
+from labeling.permissions import ALL_LABELS, LEAD
+from labeling.team.agreement import verdict
 from labeling.views.projects import run_for
 from scoring.judge_grading import CATEGORIES, LONG_CITED_CHARS, JudgeGrade
 

@@ -28,24 +28,23 @@ from labeling.audit import audit_record
 from labeling.db import consistent_read
 from labeling.exports.label_table import label_table_frame, table_claim_metrics
 from labeling.importers.label_table import label_table_format, read_label_table
-from labeling.label_tables import (
-    CONTENT_TYPES,
-    EXPORT_FORMATS,
+from labeling.models import AuditAction, LabelTableVersion, Run
+from labeling.permissions import ALL_LABELS, LEAD, may_on_run
+from labeling.tables.export import CONTENT_TYPES, EXPORT_FORMATS, export_filename, label_table_export
+from labeling.tables.label_import import (
     NEWER_LABELS,
     LabelImportError,
     LabelImportPreview,
-    VersionIntegrityError,
-    export_filename,
-    label_table_export,
     label_table_import_apply,
     label_table_import_preview,
+)
+from labeling.tables.versions import (
+    VersionIntegrityError,
     label_table_snapshot,
     version_diff,
     version_read,
     version_scores,
 )
-from labeling.models import AuditAction, LabelTableVersion, Run
-from labeling.selectors import ALL_LABELS, LEAD, may_on_run
 from labeling.views.params import int_param
 from labeling.views.projects import blind_refusal
 from labeling.views.projects import run_for as _run_for

@@ -10,15 +10,16 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
-from labeling import adjudication, assignments, gold_claims, selectors
-from labeling.memberships import (
+from labeling import permissions
+from labeling.models import GoldSource, Membership, Reviewer, ReviewerKind, Role
+from labeling.team import adjudication, assignments, gold_claims
+from labeling.team.memberships import (
     membership_remove,
     membership_set,
     project_settings_set,
     run_assign,
     run_settings_set,
 )
-from labeling.models import GoldSource, Membership, Reviewer, ReviewerKind, Role
 from labeling.views.params import int_param
 from labeling.views.projects import project_for, run_for
 
@@ -26,7 +27,7 @@ from labeling.views.projects import project_for, run_for
 @login_required
 @require_http_methods(["GET", "POST"])
 def project_members(request: HttpRequest, project_slug: str) -> HttpResponse:
-    project = project_for(request, project_slug, selectors.LEAD)
+    project = project_for(request, project_slug, permissions.LEAD)
     if request.method == "POST":
         action = request.POST.get("action", "")
         name = Reviewer.normalize_username(request.POST.get("reviewer", ""))
@@ -56,7 +57,7 @@ def project_members(request: HttpRequest, project_slug: str) -> HttpResponse:
 @require_http_methods(["GET", "POST"])
 def project_settings(request: HttpRequest, project_slug: str) -> HttpResponse:
     """A lead's settings of the project: judging each citation, a justification for SUPPORTED."""
-    project = project_for(request, project_slug, selectors.LEAD)
+    project = project_for(request, project_slug, permissions.LEAD)
     if request.method == "POST":
         project_settings_set(project=project, judge_citations=request.POST.get("judge_citations") == "on",
                              require_justification_for_supported=request.POST.get("require_supported") == "on")
@@ -74,7 +75,7 @@ BLIND_CHOICES = {"auto": None, "on": True, "off": False}
 @require_http_methods(["GET", "POST"])
 def run_reviewers(request: HttpRequest, project_slug: str, run_name: str) -> HttpResponse:
     """Who works on the run and how far each got; leads set the overlap, blind labeling and the assignment."""
-    run = run_for(request, project_slug, run_name, selectors.LEAD if request.method == "POST" else selectors.READ)
+    run = run_for(request, project_slug, run_name, permissions.LEAD if request.method == "POST" else permissions.READ)
     if request.method == "POST":
         overlap = request.POST.get("overlap", "")
         names = request.POST.getlist("assigned")
@@ -97,7 +98,7 @@ def run_reviewers(request: HttpRequest, project_slug: str, run_name: str) -> Htt
     assigned = {row.reviewer.pk for row in team.rows if row.works_on} if team.assigned else set()
     return render(request, "labeling/run_reviewers.html", {
         "project": run.project, "run": run, "team": team, "members": members, "assigned_ids": assigned,
-        "is_lead": selectors.may(run.my_role, selectors.LEAD), "overlaps": range(1, 6),
+        "is_lead": permissions.may(run.my_role, permissions.LEAD), "overlaps": range(1, 6),
         "blind_choice": next(k for k, v in BLIND_CHOICES.items() if v == run.blind),
     })
 
@@ -106,7 +107,7 @@ def run_reviewers(request: HttpRequest, project_slug: str, run_name: str) -> Htt
 @require_http_methods(["GET", "POST"])
 def run_adjudicate(request: HttpRequest, project_slug: str, run_name: str) -> HttpResponse:
     """The lead's adjudication page: one disputed claim at a time, keys 1/2, a reason, Enter."""
-    run = run_for(request, project_slug, run_name, selectors.LEAD)
+    run = run_for(request, project_slug, run_name, permissions.LEAD)
     error, typed = "", {"value": "", "reason": ""}
     claim_param = request.POST.get("claim") if request.method == "POST" else request.GET.get("claim", "")
     claim_id = int_param(claim_param)

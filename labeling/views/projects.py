@@ -11,9 +11,12 @@ from django.template.loader import render_to_string
 from django.urls import reverse
 from django.views.decorators.http import require_GET
 
-from labeling import assignments, charts, metrics, quality, selectors
+from labeling import permissions
 from labeling.models import Project, Run
-from labeling.services import run_manage_allowed
+from labeling.permissions import run_manage_allowed
+from labeling.review import screen, tallies
+from labeling.scores import charts, metrics
+from labeling.team import assignments, quality
 from scoring.figures import figure_interval
 from scoring.judgments import DEFAULT_RULE, RULES, JudgmentMetrics
 from scoring.matching import DEFAULT_MATCH_METHOD, DEFAULT_NGRAM_THRESHOLD
@@ -27,28 +30,28 @@ RUN_INLINE_MAX_ANSWERS = 1_000
 GOLD_PAGE_METHODS = ("ngram", "substring")
 
 
-def project_for(request: HttpRequest, project_slug: str, action: str = selectors.READ) -> Project:
+def project_for(request: HttpRequest, project_slug: str, action: str = permissions.READ) -> Project:
     """The project named in the URL if the user may see it, else 404; 403 when
-    their role may not do ``action`` there (``selectors.may``). One query."""
-    project = get_object_or_404(selectors.visible_projects(user=request.user), slug=project_slug)
+    their role may not do ``action`` there (``permissions.may``). One query."""
+    project = get_object_or_404(permissions.visible_projects(user=request.user), slug=project_slug)
     _check_role(project.my_role, action, project)
-    project.may_label = selectors.may(project.my_role, selectors.LABEL)
+    project.may_label = permissions.may(project.my_role, permissions.LABEL)
     return project
 
 
-def run_for(request: HttpRequest, project_slug: str, run_name: str, action: str = selectors.READ) -> Run:
+def run_for(request: HttpRequest, project_slug: str, run_name: str, action: str = permissions.READ) -> Run:
     """The run named in the URL, in a project the user may see, else 404; 403
-    when their role may not do ``action`` there (``selectors.may``). One query."""
-    run = get_object_or_404(selectors.visible_runs(user=request.user), project__slug=project_slug, name=run_name)
+    when their role may not do ``action`` there (``permissions.may``). One query."""
+    run = get_object_or_404(permissions.visible_runs(user=request.user), project__slug=project_slug, name=run_name)
     run.project.my_role = run.my_role
     _check_role(run.my_role, action, run.project)
     # What the run page's buttons offer: only what this user may do there.
-    run.may_lead = selectors.may(run.my_role, selectors.LEAD)
+    run.may_lead = permissions.may(run.my_role, permissions.LEAD)
     # A viewer (or a reviewer not assigned to the run) gets read-only pages: no label controls.
-    run.may_label = selectors.may_on_run(run, selectors.LABEL)
-    run.sees_all_labels = selectors.may_on_run(run, selectors.ALL_LABELS)
-    if not selectors.may_on_run(run, action):
-        if action == selectors.LABEL:
+    run.may_label = permissions.may_on_run(run, permissions.LABEL)
+    run.sees_all_labels = permissions.may_on_run(run, permissions.ALL_LABELS)
+    if not permissions.may_on_run(run, action):
+        if action == permissions.LABEL:
             raise PermissionDenied(f"You are not assigned to run {run.name!r}: a lead of project "
                                    f"{run.project.slug!r} assigns the reviewers of each run.")
         raise PermissionDenied(blind_refusal(run))
@@ -62,11 +65,11 @@ def blind_refusal(run: Run) -> str:
             "labeling off.")
 
 
-_ACTION_WORDS = {selectors.LABEL: "label claims", selectors.QUALITY: "read the reviewer dashboard"}
+_ACTION_WORDS = {permissions.LABEL: "label claims", permissions.QUALITY: "read the reviewer dashboard"}
 
 
 def _check_role(role: str | None, action: str, project: Project) -> None:
-    if not selectors.may(role, action):
+    if not permissions.may(role, action):
         raise PermissionDenied(
             f"Your role in project {project.slug!r} is {role or 'none'}: it may not do this "
             f"({_ACTION_WORDS.get(action, 'lead the project')}). Ask a lead of the project."
@@ -76,16 +79,16 @@ def _check_role(role: str | None, action: str, project: Project) -> None:
 @login_required
 @require_GET
 def project_list(request: HttpRequest) -> HttpResponse:
-    return render(request, "labeling/project_list.html", {"projects": selectors.project_rows(user=request.user)})
+    return render(request, "labeling/project_list.html", {"projects": tallies.project_rows(user=request.user)})
 
 
 @login_required
 @require_GET
 def project_detail(request: HttpRequest, project_slug: str) -> HttpResponse:
     project = project_for(request, project_slug)
-    rows = selectors.run_rows(project=project, reviewer=request.user)
+    rows = tallies.run_rows(project=project, reviewer=request.user)
     return render(request, "labeling/project_detail.html", {
-        "project": project, "rows": rows, "may_quality": selectors.may(project.my_role, selectors.QUALITY),
+        "project": project, "rows": rows, "may_quality": permissions.may(project.my_role, permissions.QUALITY),
         "trend": charts.trend_chart(charts.trend_rows(rows)),
     })
 
@@ -100,7 +103,7 @@ def project_summary(request: HttpRequest, project_slug: str) -> HttpResponse:
         rule = DEFAULT_RULE
     # A reviewer of a blind run sees that run's row from their own labels, as on its run page.
     blind = frozenset(run.pk for run in Run.objects.filter(project=project)
-                      if selectors.blind_for(run, role=project.my_role) and not request.user.is_superuser)
+                      if permissions.blind_for(run, role=project.my_role) and not request.user.is_superuser)
     runs = metrics.project_summary(project, rule=rule, own_labels_runs=blind, me=request.user.username)
     return render(request, "labeling/project_summary.html", {
         "project": project, "runs": runs, "mean": mean_row(runs), "rule": rule, "rules": RULES,
@@ -113,14 +116,14 @@ def project_summary(request: HttpRequest, project_slug: str) -> HttpResponse:
 def run_detail(request: HttpRequest, project_slug: str, run_name: str) -> HttpResponse:
     run = run_for(request, project_slug, run_name)
     answer_filter = request.GET.get("filter", "")
-    if answer_filter not in selectors.ANSWER_FILTERS:
+    if answer_filter not in screen.ANSWER_FILTERS:
         answer_filter = ""
-    page = selectors.answer_page(run=run, reviewer=request.user, answer_filter=answer_filter,
+    page = screen.answer_page(run=run, reviewer=request.user, answer_filter=answer_filter,
                                  page_number=request.GET.get("page", 1))
-    answers = page.page.paginator.count if not answer_filter else selectors.run_answer_count(run=run)
+    answers = page.page.paginator.count if not answer_filter else tallies.run_answer_count(run=run)
     inline = answers <= RUN_INLINE_MAX_ANSWERS
-    answer_counts = selectors.run_answer_counts(run=run, reviewer=request.user) if inline else None
-    counts = selectors.total_counts(answer_counts) if inline else None
+    answer_counts = tallies.run_answer_counts(run=run, reviewer=request.user) if inline else None
+    counts = tallies.total_counts(answer_counts) if inline else None
     has_gold = metrics.run_has_gold(run)
     gold = _gold_context(request, run) if has_gold and inline else None
     scatter_metrics = gold["claims"] if gold else None
@@ -133,7 +136,7 @@ def run_detail(request: HttpRequest, project_slug: str, run_name: str) -> HttpRe
     team = assignments.run_reviewers(run=run) if inline else None
     judged = (metrics.run_judgments(run, reviewer=None if run.sees_all_labels else request.user.username)
               if inline else None)
-    may_quality = selectors.may(run.my_role, selectors.QUALITY)
+    may_quality = permissions.may(run.my_role, permissions.QUALITY)
     # Reviewer quality (issue 25): open send-backs (the reviewer's own: Start labeling takes them there
     # first) and gold claims in one query; flags under the rule for leads and viewers.
     page_counts = quality.run_page_counts(run=run, reviewer=request.user) if may_quality or run.may_label else None
@@ -144,8 +147,8 @@ def run_detail(request: HttpRequest, project_slug: str, run_name: str) -> HttpRe
         "judged": judged,
         "intervals": _run_intervals(answer_counts, judged) if inline else None,
         "team": team,
-        "project": run.project, "run": run, "counts": counts, "answers": page, "filters": selectors.ANSWER_FILTERS,
-        "filter_title": selectors.ANSWER_FILTERS.get(answer_filter, ""),
+        "project": run.project, "run": run, "counts": counts, "answers": page, "filters": screen.ANSWER_FILTERS,
+        "filter_title": screen.ANSWER_FILTERS.get(answer_filter, ""),
         "scatter": scatter, "has_gold": has_gold, "gold": gold,
         "can_manage_run": run_manage_allowed(user=request.user, run=run),
     })
@@ -157,8 +160,8 @@ def run_summary(request: HttpRequest, project_slug: str, run_name: str) -> HttpR
     """The run's totals (progress, coverage, support, gap) alone: the lazy part of a
     large run's page (htmx fragment), or a page without JS."""
     run = run_for(request, project_slug, run_name)
-    answer_counts = selectors.run_answer_counts(run=run, reviewer=request.user)
-    context = {"project": run.project, "run": run, "counts": selectors.total_counts(answer_counts),
+    answer_counts = tallies.run_answer_counts(run=run, reviewer=request.user)
+    context = {"project": run.project, "run": run, "counts": tallies.total_counts(answer_counts),
                "intervals": _run_intervals(answer_counts, None)}
     if request.htmx:
         # With the "Start labeling" button out of band: it depends on the totals too.
@@ -168,11 +171,11 @@ def run_summary(request: HttpRequest, project_slug: str, run_name: str) -> HttpR
     return render(request, "labeling/run_summary.html", context)
 
 
-def _run_intervals(answer_counts: list[selectors.ClaimCounts], judged: JudgmentMetrics | None) -> dict:
+def _run_intervals(answer_counts: list[tallies.ClaimCounts], judged: JudgmentMetrics | None) -> dict:
     """The run page's figures with their intervals and label budgets (SPEC §4.5): coverage,
     support, gap and supported rate from the per-answer counts, and the judged citation
     precision when the run has judgments."""
-    intervals = selectors.claim_count_intervals(answer_counts)
+    intervals = tallies.claim_count_intervals(answer_counts)
     if judged is not None:
         could_be_judged = sum(1 for counts in answer_counts if counts.cited)
         intervals["judged_precision"] = figure_interval(

@@ -12,8 +12,10 @@ from django.shortcuts import redirect, render
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from labeling import gold_claims, guidelines, quality, selectors, send_backs
+from labeling import permissions
 from labeling.models import Claim, Reviewer, Run
+from labeling.review import screen
+from labeling.team import gold_claims, guidelines, quality, send_backs
 from labeling.views.params import int_param
 from labeling.views.projects import project_for, review_url, run_for
 
@@ -40,7 +42,7 @@ def _back(request: HttpRequest, default: str) -> HttpResponse:
 @require_http_methods(["GET", "POST"])
 def project_guidelines(request: HttpRequest, project_slug: str) -> HttpResponse:
     """Read the guidelines (any member; ``?version=N`` an older one); a lead saves a new version."""
-    project = project_for(request, project_slug, selectors.LEAD if request.method == "POST" else selectors.READ)
+    project = project_for(request, project_slug, permissions.LEAD if request.method == "POST" else permissions.READ)
     typed, error = None, ""
     if request.method == "POST":
         typed = request.POST.get("text", "")
@@ -60,7 +62,7 @@ def project_guidelines(request: HttpRequest, project_slug: str) -> HttpResponse:
     return render(request, "labeling/project_guidelines.html", {
         "project": project, "versions": versions, "shown": shown,
         "rendered": guidelines.render_guidelines(shown.text) if shown else "",
-        "may_edit": selectors.may(project.my_role, selectors.LEAD), "error": error,
+        "may_edit": permissions.may(project.my_role, permissions.LEAD), "error": error,
         "text": typed if typed is not None else (versions[0].text if versions else ""),
         "max_chars": guidelines.MAX_GUIDELINES_CHARS,
     })
@@ -69,7 +71,7 @@ def project_guidelines(request: HttpRequest, project_slug: str) -> HttpResponse:
 @login_required
 @require_GET
 def project_dashboard(request: HttpRequest, project_slug: str) -> HttpResponse:
-    project = project_for(request, project_slug, selectors.QUALITY)
+    project = project_for(request, project_slug, permissions.QUALITY)
     board = quality.project_dashboard(project=project)
     sort = request.GET.get("sort", "reviewer")
     return render(request, "labeling/reviewer_dashboard.html", {
@@ -81,7 +83,7 @@ def project_dashboard(request: HttpRequest, project_slug: str) -> HttpResponse:
 @login_required
 @require_GET
 def run_dashboard(request: HttpRequest, project_slug: str, run_name: str) -> HttpResponse:
-    run = run_for(request, project_slug, run_name, selectors.QUALITY)
+    run = run_for(request, project_slug, run_name, permissions.QUALITY)
     board = quality.run_dashboard(run=run)
     sort = request.GET.get("sort", "reviewer")
     return render(request, "labeling/reviewer_dashboard.html", {
@@ -102,7 +104,7 @@ def _columns() -> list[tuple[str, str]]:
 def run_gold_checks(request: HttpRequest, project_slug: str, run_name: str) -> HttpResponse:
     """A lead's page of a run's gold checks: the gold claims, the rate, feedback, the
     rule, leaving unqualified reviewers out, and a gold file to import."""
-    run = run_for(request, project_slug, run_name, selectors.LEAD)
+    run = run_for(request, project_slug, run_name, permissions.LEAD)
     if request.method == "POST":
         action = request.POST.get("action", "")
         try:
@@ -127,7 +129,7 @@ def run_gold_checks(request: HttpRequest, project_slug: str, run_name: str) -> H
                 count = gold_claims.gold_import(run=run, rows=rows, actor=request.user)
                 messages.success(request, f"Marked {count} claim{'' if count == 1 else 's'} gold from {upload.name}.")
             elif action == "unmark":
-                claim = selectors.claim_in_run(run=run, claim_id=int_param(request.POST.get("claim")) or 0)
+                claim = screen.claim_in_run(run=run, claim_id=int_param(request.POST.get("claim")) or 0)
                 if claim is None or not gold_claims.gold_unmark(run=run, claim=claim, lead=request.user):
                     raise ValidationError("That claim is not a gold claim of this run.")
                 messages.success(request, f"Claim {claim.index} of {claim.answer.question_key} is no longer gold.")
@@ -144,8 +146,8 @@ def run_gold_checks(request: HttpRequest, project_slug: str, run_name: str) -> H
 
 
 def _lead_claim(request: HttpRequest, project_slug: str, run_name: str, claim_id: int) -> tuple[Run, Claim]:
-    run = run_for(request, project_slug, run_name, selectors.LEAD)
-    claim = selectors.claim_in_run(run=run, claim_id=claim_id)
+    run = run_for(request, project_slug, run_name, permissions.LEAD)
+    claim = screen.claim_in_run(run=run, claim_id=claim_id)
     if claim is None:
         raise Http404(f"Claim {claim_id} is not a claim of run {run.name!r}.")
     return run, claim

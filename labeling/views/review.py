@@ -28,10 +28,14 @@ from django.utils.html import format_html
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import HttpResponseClientRedirect, push_url, reswap, retarget, trigger_client_event
 
-from labeling import estimates, guidelines, judging, queue, selectors, send_backs, services
-from labeling.highlight import suggest_split
+from labeling import permissions
 from labeling.models import Answer, Claim, GoldClaim, LabelValue, Run
-from labeling.selectors import LABEL
+from labeling.permissions import LABEL
+from labeling.review import citation_judgments as judging
+from labeling.review import claim_edits, label_writes, queue, screen, tallies
+from labeling.review.highlight import suggest_split
+from labeling.scores import estimates
+from labeling.team import guidelines, send_backs
 from labeling.views.params import IdField, int_param
 from labeling.views.projects import review_url, run_for
 
@@ -47,7 +51,7 @@ LABEL_SAVED = "labelSaved"
 class LabelForm(forms.Form):
     # The value is checked by label_save, which names the allowed values.
     value = forms.CharField(max_length=32)
-    # Its length is checked by services.label_save, with a message that names the limit.
+    # Its length is checked by label_writes.label_save, with a message that names the limit.
     justification = forms.CharField(required=False)
     # The claim and revision the page showed when the key was pressed: a save is
     # only ever for the claim on screen (the URL names it too; both must agree).
@@ -85,7 +89,7 @@ def _claim_write_view(*methods: str) -> Callable[[ClaimWriteView], Callable[...,
         @wraps(view)
         def wrapped(request: HttpRequest, project_slug: str, run_name: str, claim_id: int) -> HttpResponse:
             run = run_for(request, project_slug, run_name, LABEL)
-            claim = selectors.claim_in_run(run=run, claim_id=claim_id)
+            claim = screen.claim_in_run(run=run, claim_id=claim_id)
             if claim is None:
                 return HttpResponseNotFound(
                     f"Claim {claim_id} is not a claim of run {run.name!r} in project {run.project.slug!r}: "
@@ -100,10 +104,10 @@ def _claim_write_view(*methods: str) -> Callable[[ClaimWriteView], Callable[...,
 
 
 def _context(request: HttpRequest, run: Run, answer: Answer, claim_id: int | None, *,
-             review: selectors.ReviewContext | None = None, **extra: Any) -> dict[str, Any]:
+             review: screen.ReviewContext | None = None, **extra: Any) -> dict[str, Any]:
     if review is None:
         # Opened on no claim, the page shows the first of the reviewer's queue there: reserve it.
-        review = selectors.review_context(answer=answer, reviewer=request.user, claim_id=claim_id,
+        review = screen.review_context(answer=answer, reviewer=request.user, claim_id=claim_id,
                                           lease=run.may_label, with_gold=run.may_lead)
     current = review.current
     my_label = current.my_label if current is not None else None
@@ -144,7 +148,7 @@ def read_only_reason(run: Run) -> str:
     the run, sees the claims, passages and labels without a control that writes."""
     if run.may_label:
         return ""
-    if not selectors.may(run.my_role, LABEL):
+    if not permissions.may(run.my_role, LABEL):
         return (f"Read-only: your role in project {run.project.slug} is {run.my_role}. You see the claims, "
                 "their passages and labels; a lead of the project can make you a reviewer.")
     return (f"Read-only: you are not assigned to run {run.name}. A lead of project {run.project.slug} "
@@ -155,7 +159,7 @@ def _page(request: HttpRequest, context: dict[str, Any]) -> HttpResponse:
     run: Run = context["run"]
     answer: Answer = context["answer"]
     if not context["read_only"]:
-        context["progress"] = selectors.run_progress(run=run, reviewer=request.user)
+        context["progress"] = tallies.run_progress(run=run, reviewer=request.user)
     context["neighbours"] = queue.answer_neighbours(answer=answer)
     context["target_reached"] = _target_reached(run, context["neighbours"])
     # The project's guidelines behind the g key and in the ? help (issue 25 §1): the page's
@@ -240,7 +244,7 @@ def _answer_of(run: Run, claim: Claim) -> Answer:
     if Claim.answer.is_cached(claim) and Answer.question.is_cached(claim.answer):
         claim.answer.run = run
         return claim.answer
-    return selectors.review_answer(run=run, answer_id=claim.answer_id)
+    return screen.review_answer(run=run, answer_id=claim.answer_id)
 
 
 def _came_from(request: HttpRequest, default: int) -> int:
@@ -251,7 +255,7 @@ def _came_from(request: HttpRequest, default: int) -> int:
 @require_GET
 def answer_review(request: HttpRequest, project_slug: str, run_name: str, answer_id: int) -> HttpResponse:
     run = run_for(request, project_slug, run_name)
-    answer = selectors.review_answer(run=run, answer_id=answer_id)
+    answer = screen.review_answer(run=run, answer_id=answer_id)
     if answer is None:
         raise Http404(f"Run {run.name!r} has no answer {answer_id}")
     claim_id = int_param(request.GET.get("claim"))
@@ -268,14 +272,14 @@ def run_next(request: HttpRequest, project_slug: str, run_name: str) -> HttpResp
     """Go to the reviewer's next unlabeled claim in the run ("Start labeling", key
     ``n``): with htmx, swap it in like a save does; else redirect to it."""
     run = run_for(request, project_slug, run_name)
-    if not selectors.may(run.my_role, LABEL):
+    if not permissions.may(run.my_role, LABEL):
         # A viewer has no queue: the run page, saying why (no labeling screen to start).
         messages.info(request, read_only_reason(run))
         if request.htmx:
             return HttpResponseClientRedirect(run.get_absolute_url())
         return redirect(run.get_absolute_url())
     after_id = int_param(request.GET.get("after"))
-    after = selectors.claim_in_run(run=run, claim_id=after_id) if after_id is not None else None
+    after = screen.claim_in_run(run=run, claim_id=after_id) if after_id is not None else None
     claim = queue.next_unlabeled_claim(run=run, reviewer=request.user, after=after, lease=True)
     if claim is None:
         notice = f"Every cited claim of run {run.name} carries your label: nothing left to do."
@@ -303,7 +307,7 @@ def run_next(request: HttpRequest, project_slug: str, run_name: str) -> HttpResp
 def run_progress(request: HttpRequest, project_slug: str, run_name: str) -> HttpResponse:
     run = run_for(request, project_slug, run_name)
     context = {"project": run.project, "run": run,
-               "progress": selectors.run_progress(run=run, reviewer=request.user)}
+               "progress": tallies.run_progress(run=run, reviewer=request.user)}
     return HttpResponse(render_to_string(f"{TEMPLATE}#run-progress", context, request=request))
 
 
@@ -325,11 +329,11 @@ def claim_label(request: HttpRequest, run: Run, claim: Claim) -> HttpResponse:
         return again(error=f"This label form was for claim id {data['claim']}, not the claim shown here: "
                            "nothing was saved. Check the claim and label it again.")
     try:
-        label = services.label_save(
+        label = label_writes.label_save(
             claim=claim, reviewer=request.user, value=data["value"], justification=data["justification"],
             base_revision=data["revision"], base_label_id=data["base_label"],
         )
-    except services.LabelConflict as exc:
+    except label_writes.LabelConflict as exc:
         # The form comes back armed with the label the reviewer chose, beside their
         # text: saving again saves exactly that, over the newer label.
         return conflicted(again(conflict={"message": exc.messages[0], "newer": exc.newer}, armed=data["value"]))
@@ -353,13 +357,13 @@ def _after_label(request: HttpRequest, run: Run, claim: Claim, label: Any, *, fi
     # what the page knew: "0" = no claim after this one was left, so skip the look
     # (a claim another tab brought back into the queue meanwhile is reached when
     # the queue wraps around). Only a hint: any other value, or none, means look.
-    # The queue reserves the claim it hands out (a lease, labeling.queue), so
+    # The queue reserves the claim it hands out (a lease, labeling.review.queue), so
     # reviewers working at once are never handed the same claim beyond its overlap.
     following = None
     if request.POST.get("more_in_answer") != "0":
         following = queue.next_claim_in_answer(run=run, reviewer=request.user, after=claim, lease=True)
     if following is not None:
-        review = selectors.review_context(answer=claim.answer, reviewer=request.user, claim_id=following.pk,
+        review = screen.review_context(answer=claim.answer, reviewer=request.user, claim_id=following.pk,
                                           with_gold=run.may_lead)
         if not request.htmx:
             messages.success(request, notice)
@@ -450,7 +454,7 @@ def claim_judge(request: HttpRequest, run: Run, claim: Claim) -> HttpResponse:
             claim=claim, reviewer=request.user, judgments=judgments, evidence=evidence,
             partials_enough=data["partials_enough"], value=data["value"] or None,
             justification=data["justification"], base_revision=data["revision"], base_label_id=data["base_label"])
-    except services.LabelConflict as exc:
+    except label_writes.LabelConflict as exc:
         return conflicted(again(conflict={"message": exc.messages[0], "newer": exc.newer}))
     except ValidationError as exc:
         return again(error=exc.messages[0], armed=data["value"] or None)
@@ -477,19 +481,19 @@ def claim_factual(request: HttpRequest, run: Run, claim: Claim) -> HttpResponse:
 def label_undo(request: HttpRequest, project_slug: str, run_name: str) -> HttpResponse:
     """Undo the reviewer's most recent current label in the run (key ``u``)."""
     run = run_for(request, project_slug, run_name, LABEL)
-    last = selectors.last_label(run=run, reviewer=request.user)
+    last = screen.last_label(run=run, reviewer=request.user)
     shown = int_param(request.POST.get("claim"))
     if last is None:
         notice = f"Nothing to undo: you have no label in run {run.name}."
         if not request.htmx:
             messages.info(request, notice)
             return redirect(run.get_absolute_url())
-        claim = selectors.claim_in_run(run=run, claim_id=shown) if shown is not None else None
+        claim = screen.claim_in_run(run=run, claim_id=shown) if shown is not None else None
         if claim is None:
             return HttpResponse(status=204)
         return _show(request, run, claim.answer, claim.pk, came_from=_came_from(request, claim.answer_id),
                      notice=notice)
-    restored = services.label_undo(claim=last.claim, reviewer=request.user)
+    restored = label_writes.label_undo(claim=last.claim, reviewer=request.user)
     notice = f"Undid your {last.value} on claim {last.claim.index}"
     notice += (f"; your earlier {restored.value} is current again." if restored is not None
                else "; it is back in your queue.")
@@ -532,7 +536,7 @@ def claim_split(request: HttpRequest, run: Run, claim: Claim) -> HttpResponse:
                      error="Give the text of each part, or a character offset to split at.")
     data = form.cleaned_data
     try:
-        first, second = services.claim_split(
+        first, second = claim_edits.claim_split(
             claim=claim, at=data["at"], first_text=data["first"], second_text=data["second"],
             first_citation_ids=first_ids, second_citation_ids=second_ids, base_revision=data["revision"],
             actor=request.user,
@@ -555,10 +559,10 @@ def claim_merge(request: HttpRequest, run: Run, claim: Claim) -> HttpResponse:
         if not form.is_valid():
             raise ValidationError("The merge form came back incomplete (it names the neighbouring claim and the "
                                   "revision you saw): nothing was merged. Reload and try again.")
-        other = selectors.claim_in_run(run=run, claim_id=form.cleaned_data["other"])
+        other = screen.claim_in_run(run=run, claim_id=form.cleaned_data["other"])
         if other is None:
             raise ValidationError("Choose the neighbouring claim to merge with.")
-        merged = services.claim_merge(claim=claim, other=other, base_revision=form.cleaned_data["revision"],
+        merged = claim_edits.claim_merge(claim=claim, other=other, base_revision=form.cleaned_data["revision"],
                                       actor=request.user)
     except ValidationError as exc:
         return conflicted(_show(request, run, claim.answer, claim.pk, came_from=claim.answer_id,
@@ -578,7 +582,7 @@ def claim_edit(request: HttpRequest, run: Run, claim: Claim) -> HttpResponse:
         return _show(request, run, answer, claim.pk, came_from=answer.pk, mode="edit", edit_text=text,
                      error="The edit form came back incomplete: nothing was changed. Reload and try again.")
     try:
-        edited = services.claim_edit(claim=claim, text=form.cleaned_data["text"],
+        edited = claim_edits.claim_edit(claim=claim, text=form.cleaned_data["text"],
                                      base_revision=form.cleaned_data["revision"], actor=request.user)
     except ValidationError as exc:
         return conflicted(_show(request, run, answer, claim.pk, came_from=answer.pk, mode="edit", edit_text=text,

@@ -1,5 +1,5 @@
 """Renaming and deleting a run from its page. Who may do either is decided by
-``labeling.services.run_manage_allowed`` alone."""
+``labeling.permissions.run_manage_allowed`` alone."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
-from labeling.services import run_contents, run_delete, run_manage_allowed, run_rename
+from labeling.permissions import run_manage_allowed
+from labeling.runs import run_contents, run_delete, run_rename
 from labeling.views.projects import run_for
 
 

@@ -12,9 +12,9 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
-from labeling import estimates, samples
 from labeling.models import Run
-from labeling.selectors import ALL_LABELS, LEAD
+from labeling.permissions import ALL_LABELS, LEAD
+from labeling.scores import estimates, samples
 from labeling.views.params import int_param
 from labeling.views.projects import run_for
 

@@ -1,4 +1,4 @@
-"""The single sign-on login and callback (``labeling.sso``): mozilla-django-oidc's views,
+"""The single sign-on login and callback (``labeling.integrations.sso``): mozilla-django-oidc's views,
 404 while SSO is off. Its modules load on the first SSO request, not with every page."""
 
 from __future__ import annotations

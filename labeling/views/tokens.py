@@ -10,9 +10,8 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 
-from labeling import selectors
-from labeling.models import ApiToken, Membership, Project, Reviewer, Role
-from labeling.tokens import (
+from labeling import permissions
+from labeling.integrations.tokens import (
     DEFAULT_EXPIRY_DAYS,
     MAX_EXPIRY_DAYS,
     bot_create,
@@ -21,6 +20,7 @@ from labeling.tokens import (
     token_revoke,
     token_state,
 )
+from labeling.models import ApiToken, Membership, Project, Reviewer, Role
 from labeling.views.params import int_param
 from labeling.views.projects import project_for
 
@@ -40,7 +40,7 @@ def _page(request: HttpRequest, project: Project, *, issued=None, error: str = "
 @login_required
 @require_http_methods(["GET", "POST"])
 def project_tokens_page(request: HttpRequest, project_slug: str) -> HttpResponse:
-    project = project_for(request, project_slug, selectors.LEAD)
+    project = project_for(request, project_slug, permissions.LEAD)
     if request.method == "GET":
         return _page(request, project)
     form = {key: request.POST.get(key, "").strip() for key in ("reviewer", "bot", "role", "name", "days")}
@@ -66,7 +66,7 @@ def project_tokens_page(request: HttpRequest, project_slug: str) -> HttpResponse
 @login_required
 @require_POST
 def project_token_revoke(request: HttpRequest, project_slug: str, token_id: int) -> HttpResponse:
-    project = project_for(request, project_slug, selectors.LEAD)
+    project = project_for(request, project_slug, permissions.LEAD)
     token = get_object_or_404(ApiToken.objects.select_related("project"), project=project, pk=token_id)
     token_revoke(token=token, by=request.user)
     messages.success(request, f"Revoked token {token.name!r}: requests with it now answer 401.")

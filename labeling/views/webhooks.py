@@ -11,10 +11,10 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 
-from labeling import selectors
+from labeling import permissions
+from labeling.integrations.webhooks import webhook_create, webhook_delete, webhook_test
 from labeling.models import Project, Webhook, WebhookEvent
 from labeling.views.projects import project_for
-from labeling.webhooks import webhook_create, webhook_delete, webhook_test
 
 # Deliveries shown per hook: the newest.
 SHOWN_DELIVERIES = 20
@@ -33,7 +33,7 @@ def _page(request: HttpRequest, project: Project, *, error: str = "", form: dict
 @login_required
 @require_http_methods(["GET", "POST"])
 def project_webhooks(request: HttpRequest, project_slug: str) -> HttpResponse:
-    project = project_for(request, project_slug, selectors.LEAD)
+    project = project_for(request, project_slug, permissions.LEAD)
     if request.method == "GET":
         return _page(request, project)
     form = {"url": request.POST.get("url", "").strip(), "events": request.POST.getlist("events")}
@@ -46,7 +46,7 @@ def project_webhooks(request: HttpRequest, project_slug: str) -> HttpResponse:
 
 
 def _hook(request: HttpRequest, project_slug: str, hook_id: int) -> Webhook:
-    project = project_for(request, project_slug, selectors.LEAD)
+    project = project_for(request, project_slug, permissions.LEAD)
     return get_object_or_404(Webhook.objects.select_related("project"), project=project, pk=hook_id)
 
 

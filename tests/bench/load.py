@@ -243,7 +243,7 @@ def prepare(answers: int, reviewers: int, folder: Path, overlap: int = 1) -> dic
     django.setup()
     from django.contrib.auth.hashers import make_password
 
-    from labeling.answers_import import run_import
+    from labeling.importers.load import run_import
     from labeling.models import Membership, Project, Reviewer, Role, Run
     from tests.bench.answers_file import write_answers
 

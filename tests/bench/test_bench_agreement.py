@@ -23,8 +23,8 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from labeling.agreement import run_agreement
 from labeling.models import Claim, Label, Reviewer
+from labeling.team.agreement import run_agreement
 from tests.bench.test_bench_review import (
     BIG_ANSWERS,
     PLAIN_RENDER,
@@ -98,5 +98,5 @@ def test_bench_agreement_page_50k_claims_3_reviewers(agreement_run, monkeypatch)
           f"{len(result.disputed)} disputed claims")
     print(f"[bench-agreement] agreement page, 50k claims, 3 reviewers: p50 {statistics.median(times):.0f} ms "
           f"(min {min(times):.0f}, max {max(times):.0f}), {max(queries)} queries ({connection.vendor})")
-    print(f"[bench-agreement] labels query + figures alone (labeling.agreement.run_agreement): "
+    print(f"[bench-agreement] labels query + figures alone (labeling.team.agreement.run_agreement): "
           f"p50 {statistics.median(figures):.0f} ms")

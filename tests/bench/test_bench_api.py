@@ -22,8 +22,8 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
+from labeling.integrations.tokens import token_create
 from labeling.models import Claim, Label, Membership, Reviewer, Role
-from labeling.tokens import token_create
 from tests.bench.test_bench_review import (
     bench_project,
     build_run,

@@ -5,7 +5,7 @@ Run with ``pytest -m bench -s tests/bench/test_bench_compare.py``
 Three figures are printed: ``scoring.compare.compare_runs`` on frames (a
 realistic diff: 80 % of claims unchanged, 15 % reworded, 5 % removed, 5 %
 new), the same with every claim reworded (no exact match: the fuzzy path for
-all claims), and ``labeling.comparison.run_comparison`` end to end from the
+all claims), and ``labeling.tables.comparison.run_comparison`` end to end from the
 database (12 queries plus the comparison).
 """
 
@@ -115,8 +115,8 @@ def test_compare_runs_of_ten_thousand_answers_within_budget(unchanged):
 @pytest.mark.bench
 @pytest.mark.django_db
 def test_run_comparison_from_the_database_within_budget(django_assert_max_num_queries, client):
-    from labeling.comparison import run_comparison
     from labeling.models import Answer, Citation, Claim, Label, Passage, Question
+    from labeling.tables.comparison import run_comparison
     from tests.factories import ProjectFactory, ReviewerFactory, RunFactory
 
     records = two_runs()

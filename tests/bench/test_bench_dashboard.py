@@ -35,7 +35,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from labeling.models import Adjudication, Claim, GoldClaim, Label, Membership, Reviewer, SendBack
-from labeling.quality import run_dashboard
+from labeling.team.quality import run_dashboard
 from tests.bench.test_bench_review import (
     BIG_ANSWERS,
     PLAIN_RENDER,

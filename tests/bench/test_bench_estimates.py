@@ -28,11 +28,11 @@ from django.template.base import Template
 from django.test import Client
 from django.urls import reverse
 
-from labeling.estimates import command_estimates, run_estimates
 from labeling.exports.frames import claims_frame
 from labeling.management.commands.score import Command as ScoreCommand
 from labeling.models import Claim, Label, Reviewer, SampleMember
-from labeling.samples import sample_draw
+from labeling.scores.estimates import command_estimates, run_estimates
+from labeling.scores.samples import sample_draw
 from tests.bench.test_bench_review import (
     BIG_ANSWERS,
     PLAIN_RENDER,

@@ -28,7 +28,7 @@ import time
 import pytest
 from django.db import connection, transaction
 
-from labeling.answers_import import run_import
+from labeling.importers.load import run_import
 from labeling.models import Answer, Citation, Claim, Label, Passage, Question
 from tests.bench.answers_file import CLAIMS_PER_ANSWER, write_answers
 from tests.bench.memory import RssPeak

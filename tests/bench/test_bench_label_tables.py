@@ -17,11 +17,13 @@ import time
 
 import pytest
 
-from labeling.answers_import import run_import
 from labeling.exports.label_table import label_table_frame
 from labeling.importers.label_table import read_label_table
-from labeling.label_tables import label_table_export, label_table_import_preview, label_table_snapshot
+from labeling.importers.load import run_import
 from labeling.models import Run
+from labeling.tables.export import label_table_export
+from labeling.tables.label_import import label_table_import_preview
+from labeling.tables.versions import label_table_snapshot
 from tests.bench.answers_file import CLAIMS_PER_ANSWER, write_answers
 from tests.bench.memory import RssPeak
 from tests.factories import ProjectFactory, ReviewerFactory

@@ -234,12 +234,13 @@ def test_bench_run_page_with_10k_answers(dataset, server_rendering):
     results = [timed(lambda: client.get(totals, HTTP_HX_REQUEST="true")) for _ in range(15)]
     print(summary("run totals fragment (loaded by htmx after the page), 10k answers",
                   [t for _r, t, _q in results], [q for _r, _t, q in results]))
-    from labeling import charts, selectors
+    from labeling.review import screen, tallies
+    from labeling.scores import charts
 
     run, reviewer = dataset["big"], dataset["reviewer"]
     parts = {
-        "answer_page (count + ids + 50 rows)": lambda: selectors.answer_page(run=run, reviewer=reviewer),
-        "run_counts (one aggregate)": lambda: selectors.run_counts(run=run, reviewer=reviewer),
+        "answer_page (count + ids + 50 rows)": lambda: screen.answer_page(run=run, reviewer=reviewer),
+        "run_counts (one aggregate)": lambda: tallies.run_counts(run=run, reviewer=reviewer),
         "charts.run_scatter (the scatter section)": lambda: charts.run_scatter(run),
     }
     for label, call in parts.items():

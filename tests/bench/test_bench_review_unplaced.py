@@ -4,7 +4,7 @@ Run: ``pytest -m bench -s tests/bench/test_bench_review_unplaced.py`` (add
 DATABASE_URL for PostgreSQL). One answer of ``N`` cited claims without offsets
 (an import whose claims are paraphrases of the answer, say), N = 4,000 and
 20,000; printed: the server time of the page (plain renderer, as in
-``test_bench_review``), the time of ``selectors.review_context`` alone, and a
+``test_bench_review``), the time of ``screen.review_context`` alone, and a
 reference figure for the machine's speed. The page used to compare every
 claim with every unlocated claim (``view in review.unplaced`` in the template:
 4,000 such claims took 7 s, 20,000 took 164 s); both figures should now grow
@@ -22,8 +22,8 @@ from django.test import Client
 from django.test.utils import instrumented_test_render
 from django.urls import reverse
 
-from labeling import selectors
 from labeling.models import Answer, Citation, Claim, Passage, Project, Question, Reviewer, Run
+from labeling.review import screen
 from tests.bench.test_bench_review import reference_ms
 
 pytestmark = pytest.mark.bench
@@ -65,7 +65,7 @@ def test_bench_review_page_with_unplaced_claims(server_rendering, count):
                                            "answer_id": answer.pk})
 
     started = time.perf_counter()
-    review = selectors.review_context(answer=answer, reviewer=reviewer)
+    review = screen.review_context(answer=answer, reviewer=reviewer)
     context_ms = (time.perf_counter() - started) * 1000
     started = time.perf_counter()
     response = client.get(url)

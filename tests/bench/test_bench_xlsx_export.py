@@ -25,12 +25,12 @@ from datetime import UTC, datetime
 import pytest
 from openpyxl import Workbook, load_workbook
 
-from labeling.answers_import import run_import
 from labeling.exports.label_table import LABEL_TABLE_COLUMNS, label_table_frame, passages_frame, table_claim_metrics
 from labeling.exports.xlsx import WorkbookInfo, write_label_workbook
 from labeling.exports.xlsx_layout import ANSWER_COLUMNS as _ANSWER_COLUMNS
-from labeling.label_tables import label_table_export
+from labeling.importers.load import run_import
 from labeling.models import Run
+from labeling.tables.export import label_table_export
 from tests.bench.answers_file import CLAIMS_PER_ANSWER, write_answers
 from tests.factories import ProjectFactory
 

@@ -17,7 +17,7 @@ pytestmark = pytest.mark.e2e
 def judged_run(transactional_db, reviewer):
     """The seed's 5 claims: seed-reviewer S S U S U, a second annotator (kind external: a
     judge's labels would stay out of alpha and AC1) S S S S U (differs on claim 3)."""
-    from labeling.answers_import import project_for_import, run_import
+    from labeling.importers.load import project_for_import, run_import
 
     project = project_for_import(slug="seed")
     run_import(project=project, source=FIXTURES_DIR / "seed_coverage_support.jsonl")

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import expect
 
+from labeling.integrations.tokens import token_create
 from labeling.models import ApiToken, Membership, Role
-from labeling.tokens import token_create
 from tests.e2e.conftest import PASSWORD
 from tests.factories import ProjectFactory
 

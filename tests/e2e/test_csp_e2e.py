@@ -24,7 +24,7 @@ HOSTILE = '<img src=x onerror="window.pwned=1"><script>window.pwned=2</script>'
 def hostile_run(transactional_db, reviewer, settings, tmp_path):
     """The seed run renamed to hostile HTML, its first answer and claim too; ``reviewer``
     (alice) a superuser."""
-    from labeling.answers_import import project_for_import, run_import
+    from labeling.importers.load import project_for_import, run_import
     from tests.conftest import FIXTURES_DIR
 
     settings.MEDIA_ROOT = tmp_path / "media"

@@ -43,7 +43,7 @@ def verdict(text: str) -> str:
 def estimating_run(transactional_db, reviewer, tmp_path) -> Run:
     """Run ``v1`` of project ``estimating``: 40 answers, each with "qNN one." citing P1,
     "qNN two." citing P2 and an uncited "qNN three."; alice leads the project."""
-    from labeling.answers_import import project_for_import, run_import
+    from labeling.importers.load import project_for_import, run_import
 
     lines = []
     for i in range(1, QUESTIONS + 1):

@@ -23,7 +23,7 @@ pytestmark = pytest.mark.e2e
 def lead_run(transactional_db, reviewer, tmp_path) -> Run:
     """Run ``judged`` (tests/conftest.py's judging_run data) with alice as lead and
     her labels: every "one." SUPPORTED, every "two." UNSUPPORTED (12 cited claims)."""
-    from labeling.answers_import import project_for_import, run_import
+    from labeling.importers.load import project_for_import, run_import
     from tests.judge_server import judging_answers
 
     project = project_for_import(slug="judging")

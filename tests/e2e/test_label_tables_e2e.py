@@ -27,7 +27,7 @@ SEED = FIXTURES_DIR / "seed_coverage_support.jsonl"
 def alices_run(transactional_db, reviewer, settings, tmp_path):
     """The seed's 5 claims with alice's labels: 1, 2, 4 SUPPORTED, 3 and 5
     UNSUPPORTED → support 3/5."""
-    from labeling.answers_import import project_for_import, run_import
+    from labeling.importers.load import project_for_import, run_import
 
     settings.MEDIA_ROOT = tmp_path / "media"
     project = project_for_import(slug="seed")

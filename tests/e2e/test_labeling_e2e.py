@@ -17,8 +17,8 @@ import pytest
 from django.core.management import call_command
 from django.urls import reverse
 
-from labeling import queue
 from labeling.models import Claim, Label, Run
+from labeling.review import queue
 from tests.e2e.conftest import panel_claim, wait_for_claim_after, wait_for_htmx
 
 pytestmark = pytest.mark.e2e

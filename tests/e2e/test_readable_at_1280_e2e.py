@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
-from labeling.answers_import import run_import
+from labeling.importers.load import run_import
 from tests.conftest import FIXTURES_DIR
 from tests.e2e.conftest import review_url
 from tests.factories import ProjectFactory

@@ -15,8 +15,8 @@ import threading
 
 import pytest
 
-from labeling import services
 from labeling.models import Claim, Label
+from labeling.review import label_writes
 from tests.e2e.conftest import panel_claim, ready_after_navigation, review_url, wait_for_claim_after, wait_for_htmx
 from tests.factories import (
     AnswerFactory,
@@ -271,13 +271,13 @@ def test_keys_pressed_while_saving_are_ignored_not_replayed(live_server, reviewe
     page.add_init_script(RECORDER)
     page.goto(live_server.url + review_url(run, answer))
     # The live server answers in a thread of this process: its label_save waits for the test.
-    released, save = threading.Event(), services.label_save
+    released, save = threading.Event(), label_writes.label_save
 
     def held_save(**kwargs):
         assert released.wait(timeout=BOOT_SECONDS)
         return save(**kwargs)
 
-    monkeypatch.setattr(services, "label_save", held_save)
+    monkeypatch.setattr(label_writes, "label_save", held_save)
 
     page.keyboard.press("1")
     for _ in range(3):

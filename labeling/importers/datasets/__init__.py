@@ -4,7 +4,7 @@ each turns a dataset's own files into answers-file drafts
 reviewer where the dataset names them, keeps the dataset's graded label in
 the justification (or the citation judgment's evidence), and declares its
 ``SOURCE`` (name, repository, commit, licence, what is lost) for the run's
-provenance. No ORM: ``labeling.dataset_import`` writes.
+provenance. No ORM: ``labeling.importers.datasets.load`` writes.
 """
 
 from __future__ import annotations

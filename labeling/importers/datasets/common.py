@@ -6,7 +6,7 @@ into **drafts**: answers-file objects (SPEC §6, the JSON Lines shape) with
 the file and line they came from and the system (run) that answered. Every
 problem is an ``ImportIssue`` naming the file, the line and the field in the
 dataset's own terms (``answers.rr_gs_gpt4.claims[2].support``), so a person
-can find it in the file they have. ``labeling.dataset_import`` validates the
+can find it in the file they have. ``labeling.importers.datasets.load`` validates the
 drafts as answers-file lines and writes them, all or nothing.
 """
 

@@ -1,7 +1,7 @@
 """Readers of tracing tools' exports (issue 26): OpenInference/Phoenix,
 Langfuse, LangSmith, each turning its file into ``common.Span`` records;
 ``common.answers`` makes one answer per trace. No ORM:
-``labeling.trace_import`` writes."""
+``labeling.importers.traces.load`` writes."""
 
 from __future__ import annotations
 

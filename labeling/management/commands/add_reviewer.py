@@ -10,9 +10,9 @@ from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 
 from labeling.management import DATA_COMMAND_CHECKS
-from labeling.memberships import membership_set
 from labeling.models import Membership, Project, Reviewer, Role
-from labeling.services import reviewer_create
+from labeling.team.memberships import membership_set
+from labeling.team.reviewers import reviewer_create
 
 
 class Command(BaseCommand):

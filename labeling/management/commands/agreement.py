@@ -8,7 +8,7 @@ With two ``--reviewer``: that pair (a human or an automated labeler of kind
 ``model``) with its disagreements, and alpha and AC1 across the run's human
 reviewers. Each figure comes with its n
 and a 95 % bootstrap interval over claims (SPEC §4.4; method in
-``scoring.agreement``). Only cited claims count (``labeling.agreement``).
+``scoring.agreement``). Only cited claims count (``labeling.team.agreement``).
 
 On a run with assigned reviewers alpha, AC1 and the disputed claims are the
 assigned reviewers' (``counted``: ``"assigned reviewers"``); the same figures
@@ -29,12 +29,12 @@ import json
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from labeling.agreement import RunAgreement
-from labeling.agreement_report import agreement_report
 from labeling.management import DATA_COMMAND_CHECKS
 from labeling.management.lookup import find_project, find_run, reviewer_name
 from labeling.models import Claim
 from labeling.names import normalize_name
+from labeling.team.agreement import RunAgreement
+from labeling.team.agreement_report import agreement_report
 from scoring.agreement import Agreement, Coefficient, Interval
 from scoring.judgment_agreement import JudgmentAgreement
 from scoring.ratio import format_value

@@ -4,7 +4,7 @@
 An LLM judge labels every cited claim of the run as the reviewer
 ``JUDGE_NAME`` of kind ``model`` (created if new), one request per answer to
 an OpenAI-compatible chat endpoint (issue 12; protocol in
-``labeling.judge_protocol``). The key comes from ``CITELAB_OPENAI_API_KEY`` or
+``labeling.judges.protocol``). The key comes from ``CITELAB_OPENAI_API_KEY`` or
 ``OPENAI_API_KEY``, the endpoint from ``--base-url`` or
 ``CITELAB_OPENAI_BASE_URL`` (a vLLM, Ollama or llama.cpp server works). Running
 it again asks only about the claims the judge has not labeled; ``--relabel``
@@ -19,14 +19,14 @@ import math
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from labeling.judge_protocol import (
+from labeling.judges.protocol import (
     DEFAULT_MAX_RETRIES,
     DEFAULT_TEMPERATURE,
     DEFAULT_TIMEOUT_SECONDS,
     JudgeEndpoint,
     base_url_from_env,
 )
-from labeling.judges import MAX_PROBLEMS_KEPT, judge_run_create, judge_run_execute
+from labeling.judges.runs import MAX_PROBLEMS_KEPT, judge_run_create, judge_run_execute
 from labeling.management import DATA_COMMAND_CHECKS
 from labeling.management.lookup import find_project, find_run, reviewer_name
 from labeling.models import JudgeRun, JudgeRunStatus

@@ -12,8 +12,10 @@ from pathlib import Path
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from labeling.comparison import RunComparison, comparison_xlsx, interval_label, noise_verdict, run_comparison
-from labeling.estimates import (
+from labeling.management import DATA_COMMAND_CHECKS
+from labeling.management.lookup import find_project, find_run, reviewer_name
+from labeling.models import Run
+from labeling.scores.estimates import (
     ESTIMATE_CHOICES,
     EstimateError,
     command_estimates,
@@ -21,9 +23,7 @@ from labeling.estimates import (
     estimate_differences,
     require_estimates,
 )
-from labeling.management import DATA_COMMAND_CHECKS
-from labeling.management.lookup import find_project, find_run, reviewer_name
-from labeling.models import Run
+from labeling.tables.comparison import RunComparison, comparison_xlsx, interval_label, noise_verdict, run_comparison
 from scoring.compare import DEFAULT_THRESHOLD
 from scoring.deltas import format_delta
 from scoring.figures import interval_text

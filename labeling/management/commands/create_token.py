@@ -9,10 +9,10 @@ from __future__ import annotations
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from labeling.integrations.tokens import DEFAULT_EXPIRY_DAYS, MAX_EXPIRY_DAYS, token_create
 from labeling.management.lookup import find_project
 from labeling.models import Reviewer, Role
 from labeling.names import normalize_name
-from labeling.tokens import DEFAULT_EXPIRY_DAYS, MAX_EXPIRY_DAYS, token_create
 
 
 class Command(BaseCommand):

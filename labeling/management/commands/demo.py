@@ -20,7 +20,7 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
 
-from labeling.answers_import import run_import
+from labeling.importers.load import run_import
 from labeling.importers.records import ImportFailed
 from labeling.models import Membership, Project, Reviewer, Role
 

@@ -1,6 +1,6 @@
 """``python manage.py export_dataset --run NAME [--project SLUG] [--version N] -o DIR`` (issue 26): the
 run's label table as a folder that ``datasets.load_dataset("parquet", data_dir=DIR)`` reads, with its
-dataset card (``labeling.dataset_export``)."""
+dataset card (``labeling.tables.dataset_export``)."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from labeling.dataset_export import DATA_FILE, dataset_export
-from labeling.label_tables import VersionIntegrityError
 from labeling.management.lookup import find_project, find_run
 from labeling.models import LabelTableVersion
+from labeling.tables.dataset_export import DATA_FILE, dataset_export
+from labeling.tables.versions import VersionIntegrityError
 
 
 class Command(BaseCommand):

@@ -14,11 +14,12 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from labeling.label_tables import EXPORT_FORMATS, VersionIntegrityError, label_table_export
 from labeling.management import DATA_COMMAND_CHECKS
 from labeling.management.lookup import find_project, find_run, reviewer_name
 from labeling.models import LabelTableVersion
 from labeling.names import normalize_name
+from labeling.tables.export import EXPORT_FORMATS, label_table_export
+from labeling.tables.versions import VersionIntegrityError
 
 
 class Command(BaseCommand):

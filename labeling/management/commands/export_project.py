@@ -8,7 +8,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from labeling.backup import project_export
+from labeling.backup.project import project_export
 from labeling.management import DATA_COMMAND_CHECKS
 from labeling.management.lookup import find_project
 

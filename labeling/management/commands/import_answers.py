@@ -8,7 +8,7 @@ from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
 
-from labeling.answers_import import DEFAULT_IMPORT_REVIEWER, project_for_import, run_import
+from labeling.importers.load import DEFAULT_IMPORT_REVIEWER, project_for_import, run_import
 from labeling.importers.records import ImportFailed
 from labeling.management import DATA_COMMAND_CHECKS
 

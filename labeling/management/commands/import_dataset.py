@@ -1,6 +1,6 @@
 """``python manage.py import_dataset --format NAME FILE… --project SLUG [--run NAME] [--commit SHA]``
 (issue 26): a public attribution dataset in its own format → runs with their
-provenance (``labeling.dataset_import``; formats in ``labeling.importers.datasets``)."""
+provenance (``labeling.importers.datasets.load``; formats in ``labeling.importers.datasets``)."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
 
-from labeling.answers_import import project_for_import
-from labeling.dataset_import import dataset_import
 from labeling.importers.datasets import ALIASES, FORMATS
+from labeling.importers.datasets.load import dataset_import
+from labeling.importers.load import project_for_import
 from labeling.importers.records import ImportFailed
 
 

@@ -7,9 +7,9 @@ from pathlib import Path
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from labeling.gold_claims import gold_import, gold_rows_read
 from labeling.management.lookup import find_project, find_run, reviewer_name
 from labeling.models import Reviewer
+from labeling.team.gold_claims import gold_import, gold_rows_read
 
 
 class Command(BaseCommand):

@@ -7,7 +7,7 @@ adjudication of its claim.
 
 Without ``--apply`` it only previews: every change and every bad row, and
 the rows that would turn back a label made after the file was exported
-(``labeling.label_tables``). With ``--apply`` the changes are written all or
+(``labeling.tables.label_import``). With ``--apply`` the changes are written all or
 nothing; when such newer labels exist, ``--overwrite-newer`` or
 ``--skip-newer`` must say what to do with them.
 """
@@ -21,16 +21,16 @@ from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from labeling.importers.label_table import label_table_format, read_label_table
-from labeling.label_tables import (
+from labeling.management import DATA_COMMAND_CHECKS
+from labeling.management.lookup import find_project, find_run, reviewer_name
+from labeling.models import Reviewer
+from labeling.tables.label_import import (
     NEWER_LABELS,
     LabelImportError,
     LabelImportPreview,
     label_table_import_apply,
     label_table_import_preview,
 )
-from labeling.management import DATA_COMMAND_CHECKS
-from labeling.management.lookup import find_project, find_run, reviewer_name
-from labeling.models import Reviewer
 
 
 class Command(BaseCommand):

@@ -6,7 +6,7 @@ from __future__ import annotations
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from labeling.backup import project_import
+from labeling.backup.project import project_import
 from labeling.management import DATA_COMMAND_CHECKS
 
 

@@ -1,5 +1,5 @@
 """``python manage.py import_traces --format openinference|langfuse|langsmith FILE --run NAME [--project SLUG]``
-(issue 26): a tracing tool's export → a run (``labeling.trace_import``)."""
+(issue 26): a tracing tool's export → a run (``labeling.importers.traces.load``)."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
 
-from labeling.answers_import import project_for_import
+from labeling.importers.load import project_for_import
 from labeling.importers.records import ImportFailed
 from labeling.importers.traces import FORMATS
-from labeling.trace_import import trace_import
+from labeling.importers.traces.load import trace_import
 
 
 class Command(BaseCommand):

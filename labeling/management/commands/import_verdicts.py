@@ -4,7 +4,7 @@
 Another judge's verdicts (RAGAS, DeepEval, TruLens, Phoenix, an in-house
 prompt) become the labels of the reviewer ``NAME`` of kind ``model``, to be
 graded against the humans like any judge (issue 12). The file shapes are in
-``labeling.importers.verdicts``; matching is ``labeling.judges.verdicts_import``.
+``labeling.importers.verdicts``; matching is ``labeling.judges.runs.verdicts_import``.
 Bad lines are all reported and nothing is imported; verdicts that match no
 claim are listed with the reason, never dropped silently.
 """
@@ -18,7 +18,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from labeling.importers.records import ImportFailed
 from labeling.importers.verdicts import FORMATS, read_verdicts
-from labeling.judges import verdicts_import
+from labeling.judges.runs import verdicts_import
 from labeling.management import DATA_COMMAND_CHECKS
 from labeling.management.lookup import find_project, find_run, reviewer_name
 

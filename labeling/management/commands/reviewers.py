@@ -7,7 +7,7 @@ import json
 from django.core.management.base import BaseCommand, CommandParser
 
 from labeling.management.lookup import find_project, find_run
-from labeling.quality import run_dashboard
+from labeling.team.quality import run_dashboard
 
 
 def _value(value, digits: int = 2) -> str:

@@ -7,7 +7,7 @@ from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from labeling.management.lookup import find_project, find_run
-from labeling.samples import sample_draw, sample_status
+from labeling.scores.samples import sample_draw, sample_status
 
 
 class Command(BaseCommand):

@@ -24,7 +24,11 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from labeling.estimates import (
+from labeling.exports.summary import summary_xlsx
+from labeling.management import DATA_COMMAND_CHECKS
+from labeling.management.lookup import find_project, find_run, reviewer_name
+from labeling.models import Project, Question, Reviewer, Run
+from labeling.scores.estimates import (
     ESTIMATE_CHOICES,
     METRICS,
     EstimateError,
@@ -35,11 +39,7 @@ from labeling.estimates import (
     estimates_lines,
     require_estimates,
 )
-from labeling.exports.summary import summary_xlsx
-from labeling.management import DATA_COMMAND_CHECKS
-from labeling.management.lookup import find_project, find_run, reviewer_name
-from labeling.metrics import DEFAULT_MATCH_METHOD, RunScores, project_summary, run_scores
-from labeling.models import Project, Question, Reviewer, Run
+from labeling.scores.metrics import DEFAULT_MATCH_METHOD, RunScores, project_summary, run_scores
 from scoring.deltas import format_delta
 from scoring.figures import FigureInterval, interval_text, paired_differences
 from scoring.intervals import DEFAULT_CONFIDENCE, PairedDifference, check_confidence, non_inferior, settle_budget

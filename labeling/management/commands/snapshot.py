@@ -5,10 +5,10 @@ from __future__ import annotations
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from labeling.label_tables import label_table_snapshot
 from labeling.management import DATA_COMMAND_CHECKS
 from labeling.management.lookup import find_project, find_run, reviewer_name
 from labeling.models import Reviewer
+from labeling.tables.versions import label_table_snapshot
 
 
 class Command(BaseCommand):

@@ -1,0 +1,1 @@
+"""A project's backup: export to one archive, restore from it."""

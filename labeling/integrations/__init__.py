@@ -1,0 +1,1 @@
+"""Outside systems: API tokens, webhooks, single sign-on."""

@@ -1,0 +1,1 @@
+"""Automated labelers (LLM judges): the protocol, judge runs and their grading."""

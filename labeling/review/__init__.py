@@ -1,0 +1,1 @@
+"""The labeling screen: what it reads, the queue, highlighting, label and claim writes."""

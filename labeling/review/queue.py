@@ -1,0 +1,546 @@
+"""The reviewer's queue through a run, and where an answer sits in its run.
+
+A reviewer's queue in a run: the cited claims without their current label
+that still need a reviewer — fewer current labels from human reviewers (kind
+``human``; imported annotators and models never fill a claim's overlap) plus
+unexpired leases of other reviewers than the run's ``overlap`` — provided the
+reviewer works on the run: they are assigned to it, or nobody is (then every
+member who may label does).
+
+Reservations (issue 20 §3). When the queue hands a claim to a reviewer to
+label (``lease=True``: the next claim after a save, "Start labeling", ``n``,
+the first claim of an answer opened without one), it records a lease
+(``ClaimLease``: reviewer, claim, ``expires_at`` = now +
+``settings.CITELAB_LEASE_SECONDS``), so reviewers working at once get
+different claims and a claim never has more reviewers on it than its overlap.
+The lease ends with the reviewer's label on the claim (``label_writes.label_save``),
+when the queue hands them another claim of the run (a skip: one lease per
+reviewer and run), or at ``expires_at``. ``lease_take`` writes it with one
+conditional upsert that counts the claim's human labels and other reviewers'
+unexpired leases and writes only when they are below the overlap. On
+PostgreSQL it runs in a transaction after locking the claim's row (``FOR NO
+KEY UPDATE SKIP LOCKED``: a claim another reviewer is taking or labeling
+right now is skipped, never waited for), so its snapshot, taken after the
+lock, sees what every earlier taker committed; on SQLite the statement runs
+under the database's write lock (one writer at a time), which serializes
+takes the same way. ``tests/test_leases.py`` checks it with six reviewers at
+once on both.
+
+Every label save runs these, so two of them are written in SQL: building the
+same statements with the ORM took 3–4 ms of Python each against 1–2 ms of
+database time (``tests/bench/test_bench_review.py``, PostgreSQL, 10k-answer
+run). Both walk the ``(run, question_key)`` index (``Answer.question_key``), so
+their cost does not grow with the number of runs or labels.
+
+What comes before the walk (issue 25, :func:`priority_claim`): first the claims a
+lead sent back to the reviewer for rework (``SendBack``, oldest first, whatever
+their label and overlap), then, when due, a hidden gold check: a gold claim
+of the run (``GoldClaim``) the reviewer has not labeled, whatever its overlap,
+so every reviewer who works on the run meets gold at ``Run.gold_rate``. A
+check is due when the reviewer's gold labels fall behind the rate: gold label
+number k (0-based) comes at the first hand-out after ``(k + uₖ) / rate`` of
+their labels in the run, ``uₖ`` a fixed pseudo-random number in [0, 1) of
+(run, reviewer, k) — one check at a random place in each stretch of
+``1 / rate`` labels, so neither its place nor its look tells it from any other
+claim. A lead's own gold claims are never checks for that lead. Both are
+leased to the reviewer without the overlap test (``lease_force``).
+
+On PostgreSQL the claim test of the next-answer walk ends in ``OFFSET 0``: it
+keeps the planner from turning the ``EXISTS`` into a semi-join over every claim
+of the run. Without statistics (a fresh database before autovacuum's first
+ANALYZE) the planner guesses ~10 answers per run and chooses that join, which
+evaluates the queue test on all 33k cited claims of a 50k-claim run: 430 ms per
+save instead of 0.4 ms (``tests/bench/test_bench_review.py``). With the fence
+the test runs answer by answer in ``question_key`` order and stops at the
+first hit, whatever the statistics say.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db import connection, transaction
+from django.db.models import Case, Count, Exists, F, IntegerField, OuterRef, Q, QuerySet, Subquery, Value, When
+from django.db.models.functions import Coalesce
+from django.utils import timezone
+
+from labeling.models import (
+    Answer,
+    Assignment,
+    Citation,
+    Claim,
+    ClaimLease,
+    GoldClaim,
+    Label,
+    LabelValue,
+    Reviewer,
+    ReviewerKind,
+    Run,
+    Sample,
+    SampleMember,
+    SendBack,
+)
+
+# Claims (or answers) a hand-out tries before it gives up: each failed try is a claim
+# another reviewer leased between the queue's read and the take.
+LEASE_TRIES = 8
+
+
+def human_label_count(claim: str = "pk") -> Coalesce:
+    """How many current labels by human reviewers the claim at ``OuterRef(claim)`` has."""
+    counts = (Label.objects.filter(claim=OuterRef(claim), is_current=True, reviewer__kind=ReviewerKind.HUMAN)
+              .values("claim").annotate(n=Count("id")).values("n"))
+    return Coalesce(Subquery(counts, output_field=IntegerField()), 0)
+
+
+def leased_by_others(reviewer: Reviewer, *, now: datetime, claim: str = "pk") -> Coalesce:
+    """How many unexpired leases of reviewers other than ``reviewer`` the claim at
+    ``OuterRef(claim)`` has (at most one per reviewer and run)."""
+    counts = (ClaimLease.objects.filter(claim=OuterRef(claim), expires_at__gt=now).exclude(reviewer=reviewer)
+              .values("claim").annotate(n=Count("id")).values("n"))
+    return Coalesce(Subquery(counts, output_field=IntegerField()), 0)
+
+
+def works_on(run: Run, reviewer: Reviewer) -> Exists | Any:
+    """Whether ``reviewer`` works on ``run``: assigned to it, or nobody is (an expression)."""
+    assignments = Assignment.objects.filter(run=run)
+    return ~Exists(assignments) | Exists(assignments.filter(reviewer=reviewer))
+
+
+def unlabeled_claims(reviewer: Reviewer, run: Run) -> QuerySet[Claim]:
+    """The reviewer's queue in ``run`` (see the module docstring), unordered."""
+    return (Claim.objects.filter(answer__run=run, factual=True)
+            .filter(Exists(Citation.objects.filter(claim=OuterRef("pk"))))
+            .exclude(Exists(Label.objects.filter(claim=OuterRef("pk"), reviewer=reviewer, is_current=True)))
+            .alias(n_taken=human_label_count() + leased_by_others(reviewer, now=timezone.now()))
+            .filter(n_taken__lt=run.overlap)
+            .filter(works_on(run, reviewer)))
+
+
+def exists_fence() -> str:
+    """What ends a correlated ``EXISTS`` subquery that must run row by row (see the
+    module docstring): ``OFFSET 0`` on PostgreSQL; nothing on SQLite, which has no
+    OFFSET without LIMIT and runs EXISTS row by row anyway."""
+    return "OFFSET 0" if connection.vendor == "postgresql" else ""
+
+
+def _tables() -> dict[str, str]:
+    quote = connection.ops.quote_name
+    return {name: quote(model._meta.db_table)
+            for name, model in (("answer", Answer), ("claim", Claim), ("citation", Citation), ("label", Label),
+                                ("reviewer", Reviewer), ("assignment", Assignment), ("lease", ClaimLease),
+                                ("sample", Sample), ("member", SampleMember), ("gold", GoldClaim),
+                                ("send_back", SendBack))}
+
+
+# The first answer of a run, in question order from a key on, with a claim of the
+# reviewer's queue. {where} is one of _KEY_CONDITIONS, never user input.
+_NEXT_ANSWER_SQL = """
+SELECT a.id FROM {answer} a
+WHERE a.run_id = %s {where}
+  AND (NOT EXISTS (SELECT 1 FROM {assignment} s WHERE s.run_id = a.run_id)
+       OR EXISTS (SELECT 1 FROM {assignment} s WHERE s.run_id = a.run_id AND s.reviewer_id = %s))
+  AND EXISTS (
+    SELECT 1 FROM {claim} c
+    WHERE c.answer_id = a.id AND c.factual
+      AND EXISTS (SELECT 1 FROM {citation} ci WHERE ci.claim_id = c.id)
+      AND NOT EXISTS (SELECT 1 FROM {label} l WHERE l.claim_id = c.id AND l.reviewer_id = %s AND l.is_current)
+      AND (SELECT COUNT(*) FROM {label} h JOIN {reviewer} r ON r.id = h.reviewer_id
+           WHERE h.claim_id = c.id AND h.is_current AND r.kind = %s)
+        + (SELECT COUNT(*) FROM {lease} e WHERE e.claim_id = c.id AND e.reviewer_id <> %s AND e.expires_at > %s)
+        < %s
+    {fence})
+ORDER BY a.question_key
+LIMIT 1
+"""
+_KEY_CONDITIONS = {"": "", "gt": "AND a.question_key > %s", "lte": "AND a.question_key <= %s"}
+
+
+# The first answer of the run's probability sample (SPEC §4.6), in sample order,
+# with a claim of the reviewer's queue (the test of _NEXT_ANSWER_SQL): sampled
+# answers are served first. {where} is one of _POSITION_CONDITIONS: from the
+# start, or after the sampled answer %s (none when it is not sampled).
+_NEXT_SAMPLED_SQL = """
+SELECT a.id FROM {member} m JOIN {sample} sa ON sa.id = m.sample_id JOIN {answer} a ON a.id = m.answer_id
+WHERE sa.run_id = %s {where}
+  AND (NOT EXISTS (SELECT 1 FROM {assignment} s WHERE s.run_id = a.run_id)
+       OR EXISTS (SELECT 1 FROM {assignment} s WHERE s.run_id = a.run_id AND s.reviewer_id = %s))
+  AND EXISTS (
+    SELECT 1 FROM {claim} c
+    WHERE c.answer_id = a.id AND c.factual
+      AND EXISTS (SELECT 1 FROM {citation} ci WHERE ci.claim_id = c.id)
+      AND NOT EXISTS (SELECT 1 FROM {label} l WHERE l.claim_id = c.id AND l.reviewer_id = %s AND l.is_current)
+      AND (SELECT COUNT(*) FROM {label} h JOIN {reviewer} r ON r.id = h.reviewer_id
+           WHERE h.claim_id = c.id AND h.is_current AND r.kind = %s)
+        + (SELECT COUNT(*) FROM {lease} e WHERE e.claim_id = c.id AND e.reviewer_id <> %s AND e.expires_at > %s)
+        < %s
+    {fence})
+ORDER BY m.position
+LIMIT 1
+"""
+_AFTER_POSITION = "(SELECT p.position FROM {member} p WHERE p.sample_id = sa.id AND p.answer_id = %s)"
+_POSITION_CONDITIONS = {"": "", "gt": f"AND m.position > {_AFTER_POSITION}"}
+
+
+def _first_answer_id(run: Run, reviewer: Reviewer, op: str = "", key: str = "",
+                     sampled: tuple[tuple[str, int | None], ...] = ()) -> int | None:
+    """The first answer of the walk ``op``/``key``; with ``sampled``, the sample's
+    walks (``(op, after answer id)``) are tried first, in the same statement."""
+    tables = _tables()
+    now = connection.ops.adapt_datetimefield_value(timezone.now())
+    queue_params = [reviewer.pk, reviewer.pk, ReviewerKind.HUMAN.value, reviewer.pk, now, run.overlap]
+    parts, params = [], []
+    for sample_op, after_id in sampled:
+        where = _POSITION_CONDITIONS[sample_op].format(**tables)
+        parts.append(_NEXT_SAMPLED_SQL.format(where=where, fence=exists_fence(), **tables))
+        params += [run.pk, *([after_id] if sample_op else []), *queue_params]
+    parts.append(_NEXT_ANSWER_SQL.format(where=_KEY_CONDITIONS[op], fence=exists_fence(), **tables))
+    params += [run.pk, *([key] if op else []), *queue_params]
+    # One round trip: COALESCE stops at the first walk that finds an answer.
+    sql = parts[0] if len(parts) == 1 else "SELECT COALESCE(" + ", ".join(f"({p})" for p in parts) + ")"
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        row = cursor.fetchone()
+    return row[0] if row is not None else None
+
+
+# Lease ``claim`` to a reviewer when it still exists (a merge may have deleted it since
+# the queue read it) and its human labels plus other reviewers' unexpired leases are
+# below the overlap; else write nothing. One lease per reviewer and run: taking one
+# moves it (the last claim is released).
+_LEASE_SQL = """
+INSERT INTO {lease} (run_id, reviewer_id, claim_id, expires_at)
+SELECT %s, %s, %s, %s
+WHERE EXISTS (SELECT 1 FROM {claim} c WHERE c.id = %s)
+  AND (SELECT COUNT(*) FROM {label} h JOIN {reviewer} r ON r.id = h.reviewer_id
+       WHERE h.claim_id = %s AND h.is_current AND r.kind = %s)
+    + (SELECT COUNT(*) FROM {lease} e WHERE e.claim_id = %s AND e.reviewer_id <> %s AND e.expires_at > %s) < %s
+ON CONFLICT (run_id, reviewer_id) DO UPDATE SET claim_id = excluded.claim_id, expires_at = excluded.expires_at
+"""
+
+
+def lease_take(*, run: Run, reviewer: Reviewer, claim: Claim) -> bool:
+    """Reserve ``claim`` (of ``run``) for ``reviewer`` for ``settings.CITELAB_LEASE_SECONDS``
+    (see the module docstring), releasing their last lease in the run.
+
+    True when the lease is theirs; False, with nothing written, when the claim's
+    human labels plus other reviewers' unexpired leases already reach the run's
+    overlap, when the claim is gone (merged into its neighbour since the queue
+    read it), or (PostgreSQL) another transaction holds the claim's row right
+    now (a reviewer taking, labeling, splitting or merging it). PostgreSQL: one transaction of two
+    statements (the row lock, then the conditional upsert, whose snapshot follows
+    the lock and so sees every lease and label committed by whoever held the row
+    before). SQLite: the upsert alone, one statement, which runs under the
+    database's write lock from its first read (one writer at a time).
+    """
+    if connection.vendor != "postgresql":
+        return _lease_upsert(run, reviewer, claim)
+    with transaction.atomic():
+        locked = (Claim.objects.select_for_update(no_key=True, skip_locked=True).filter(pk=claim.pk)
+                  .values_list("pk", flat=True).first())
+        return locked is not None and _lease_upsert(run, reviewer, claim)
+
+
+def _lease_upsert(run: Run, reviewer: Reviewer, claim: Claim) -> bool:
+    now = timezone.now()
+    expires = now + timedelta(seconds=settings.CITELAB_LEASE_SECONDS)
+    adapt = connection.ops.adapt_datetimefield_value
+    with connection.cursor() as cursor:
+        cursor.execute(_LEASE_SQL.format(**_tables()), [
+            run.pk, reviewer.pk, claim.pk, adapt(expires), claim.pk,
+            claim.pk, ReviewerKind.HUMAN.value, claim.pk, reviewer.pk, adapt(now), run.overlap])
+        return cursor.rowcount == 1
+
+
+# A lease taken whatever the claim's overlap: a claim sent back to the reviewer, or a
+# gold check (module docstring). One per reviewer and run, as every lease.
+_LEASE_FORCE_SQL = """
+INSERT INTO {lease} (run_id, reviewer_id, claim_id, expires_at) VALUES (%s, %s, %s, %s)
+ON CONFLICT (run_id, reviewer_id) DO UPDATE SET claim_id = excluded.claim_id, expires_at = excluded.expires_at
+"""
+
+
+def lease_force(*, run: Run, reviewer: Reviewer, claim: Claim) -> None:
+    """Reserve ``claim`` for ``reviewer`` for ``settings.CITELAB_LEASE_SECONDS`` without
+    the overlap test of :func:`lease_take` (a send-back or a gold check, which the
+    reviewer gets whatever the claim's other labels), releasing their last lease in
+    the run. One statement."""
+    expires = timezone.now() + timedelta(seconds=settings.CITELAB_LEASE_SECONDS)
+    with connection.cursor() as cursor:
+        cursor.execute(_LEASE_FORCE_SQL.format(**_tables()),
+                       [run.pk, reviewer.pk, claim.pk, connection.ops.adapt_datetimefield_value(expires)])
+
+
+# What may come before the walk, in one round trip: the reviewer's oldest open
+# send-back in the run (but the claim they skip), and how many gold claims of the run
+# are still checks for them (cited, factual, not theirs, not labeled by them), when
+# they work on the run.
+_PRIORITY_SQL = """
+SELECT
+  (SELECT sb.claim_id FROM {send_back} sb
+   WHERE sb.run_id = %s AND sb.reviewer_id = %s AND sb.resolved_at IS NULL AND sb.claim_id <> %s
+   ORDER BY sb.created_at, sb.id LIMIT 1),
+  CASE WHEN NOT EXISTS (SELECT 1 FROM {assignment} s WHERE s.run_id = %s)
+         OR EXISTS (SELECT 1 FROM {assignment} s WHERE s.run_id = %s AND s.reviewer_id = %s)
+  THEN (SELECT COUNT(*) FROM {gold} g JOIN {claim} c ON c.id = g.claim_id
+        WHERE g.run_id = %s AND g.is_current AND c.factual AND (g.lead_id IS NULL OR g.lead_id <> %s)
+          AND EXISTS (SELECT 1 FROM {citation} ci WHERE ci.claim_id = c.id)
+          AND NOT EXISTS (SELECT 1 FROM {label} l WHERE l.claim_id = c.id AND l.reviewer_id = %s AND l.is_current))
+  ELSE 0 END
+"""
+
+# The reviewer's current labels on the cited factual claims of the run, and how many of
+# them are on current gold claims: how far their gold checks are behind the rate.
+_GOLD_PACE_SQL = """
+SELECT COUNT(*), COUNT(g.id)
+FROM {label} l JOIN {claim} c ON c.id = l.claim_id JOIN {answer} a ON a.id = c.answer_id
+LEFT JOIN {gold} g ON g.claim_id = c.id AND g.is_current
+WHERE l.reviewer_id = %s AND l.is_current AND a.run_id = %s AND c.factual
+  AND EXISTS (SELECT 1 FROM {citation} ci WHERE ci.claim_id = c.id {fence})
+"""
+
+
+def gold_offset(run_id: int, reviewer_id: int, k: int) -> float:
+    """``uₖ`` of the module docstring: a number in [0, 1) fixed by (run, reviewer, k),
+    where in its stretch of ``1 / rate`` labels the reviewer's gold check k comes."""
+    digest = hashlib.sha256(f"gold:{run_id}:{reviewer_id}:{k}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") / 2 ** 64
+
+
+def gold_due(*, rate: float, labeled: int, gold_labeled: int, offset: float) -> bool:
+    """Whether the next claim handed to a reviewer who has ``labeled`` claims of the run,
+    ``gold_labeled`` of them gold, is a gold check at ``rate`` (module docstring):
+    ``gold_labeled + offset < rate · (labeled + 1)``. At rate 0.5 with offsets 0.3
+    and 0.7: check 0 comes first (0.3 < 0.5), check 1 fourth ((1 + 0.7) < 0.5 · 4)."""
+    return rate > 0 and gold_labeled + offset < rate * (labeled + 1)
+
+
+def priority_claim(*, run: Run, reviewer: Reviewer, skip: Claim | None = None) -> Claim | None:
+    """The claim that comes before the walk for ``reviewer`` in ``run`` (module
+    docstring), with its answer and question, unleased; ``None`` when nothing comes
+    first. ``skip`` (the claim the reviewer passes over with ``n``) is not handed
+    back. One query, two more when a gold check may be due, one more
+    for the claim."""
+    now_skip = skip.pk if skip is not None else 0
+    with connection.cursor() as cursor:
+        cursor.execute(_PRIORITY_SQL.format(**_tables()), [
+            run.pk, reviewer.pk, now_skip, run.pk, run.pk, reviewer.pk, run.pk, reviewer.pk, reviewer.pk])
+        sent_back, gold_open = cursor.fetchone()
+    claims = Claim.objects.select_related("answer__question")
+    if sent_back is not None:
+        return claims.filter(pk=sent_back).first()
+    if not gold_open or run.gold_rate <= 0:
+        return None
+    with connection.cursor() as cursor:
+        cursor.execute(_GOLD_PACE_SQL.format(fence=exists_fence(), **_tables()), [reviewer.pk, run.pk])
+        labeled, gold_labeled = cursor.fetchone()
+    if not gold_due(rate=run.gold_rate, labeled=labeled, gold_labeled=gold_labeled,
+                    offset=gold_offset(run.pk, reviewer.pk, gold_labeled)):
+        return None
+    # Which check: a fixed pseudo-random order per reviewer, so reviewers meet different ones first.
+    mine = Label.objects.filter(claim=OuterRef("claim"), reviewer=reviewer, is_current=True)
+    gold = (GoldClaim.objects.filter(run=run, is_current=True, claim__factual=True)
+            .exclude(lead=reviewer).exclude(Exists(mine)).exclude(claim_id=now_skip)
+            .filter(Exists(Citation.objects.filter(claim=OuterRef("claim"))))
+            .annotate(shuffle=(F("claim_id") * 7919 + reviewer.pk * 104729) % 1009)
+            .order_by("shuffle", "claim_id").values_list("claim_id", flat=True).first())
+    return claims.filter(pk=gold).first() if gold is not None else None
+
+
+def _priority(run: Run, reviewer: Reviewer, *, lease: bool, skip: Claim | None = None) -> Claim | None:
+    claim = priority_claim(run=run, reviewer=reviewer, skip=skip)
+    if claim is not None and lease:
+        lease_force(run=run, reviewer=reviewer, claim=claim)
+    return claim
+
+
+def _hand_out(run: Run, reviewer: Reviewer, candidates: QuerySet[Claim]) -> Claim | None:
+    """The first of ``candidates`` (ordered) that ``lease_take`` reserves for ``reviewer``,
+    trying at most ``LEASE_TRIES``; ``None`` when every one tried was taken meanwhile."""
+    for claim in candidates[:LEASE_TRIES]:
+        if lease_take(run=run, reviewer=reviewer, claim=claim):
+            return claim
+    return None
+
+
+def next_answer_to_label(*, run: Run, reviewer: Reviewer, after: Answer | None = None) -> Answer | None:
+    """The first answer of ``run`` (``question_id`` order) with a cited claim
+    ``reviewer`` has not labeled, with its question; ``None`` when there is none.
+    The answers of the run's probability sample come first, in sample order
+    (SPEC §4.6).
+
+    With ``after``, the search starts at the answer after it and wraps around
+    to the start of the run (``after`` itself comes last); in the sample, at the
+    sampled answer after it, else at the sample's start. Two queries (three on wrap-around): the answer's id,
+    walking the sample, then the ``(run, question_key)`` index and stopping at
+    the first answer with a claim to label; then the answer.
+    """
+    if after is None:
+        answer_id = _first_answer_id(run, reviewer, sampled=(("", None),))
+    else:
+        answer_id = (_first_answer_id(run, reviewer, "gt", after.question_key,
+                                      sampled=(("gt", after.pk), ("", None)))
+                     or _first_answer_id(run, reviewer, "lte", after.question_key))
+    if answer_id is None:
+        return None
+    answer = Answer.objects.select_related("question").get(pk=answer_id)
+    answer.run = run
+    return answer
+
+
+def judge_flag(run: Run) -> Case:
+    """1 when the run's queue judge (``Run.queue_judge``) calls the claim at
+    ``OuterRef("pk")`` UNSUPPORTED, else 0: a lead's "judge says UNSUPPORTED
+    first" order within each answer (issue 12)."""
+    flagged = Label.objects.filter(claim=OuterRef("pk"), reviewer_id=run.queue_judge_id, is_current=True,
+                                   value=LabelValue.UNSUPPORTED)
+    return Case(When(Exists(flagged), then=Value(1)), default=Value(0), output_field=IntegerField())
+
+
+def claims_in_queue_order(run: Run, claims: QuerySet[Claim]) -> QuerySet[Claim]:
+    """``claims`` of one answer in queue order: by index, or with a queue judge,
+    the claims it calls UNSUPPORTED first, each group by index."""
+    if run.queue_judge_id is None:
+        return claims.order_by("index")
+    return claims.annotate(judge_flag=judge_flag(run)).order_by("-judge_flag", "index")
+
+
+def _first(run: Run, reviewer: Reviewer, candidates: QuerySet[Claim], *, lease: bool) -> Claim | None:
+    return _hand_out(run, reviewer, candidates) if lease else candidates.first()
+
+
+def next_claim_in_answer(*, run: Run, reviewer: Reviewer, after: Claim, lease: bool = False) -> Claim | None:
+    """The first claim of the reviewer's queue after ``after`` in its answer
+    (with its answer and question), or ``None``. A claim that comes before the
+    walk (``priority_claim``: a send-back, a gold check) comes first: it is the
+    answer when it is in this answer, else ``None`` (the next answers bring it).
+    Two queries (three with a queue judge: where ``after`` stands in the judge's
+    order). With ``lease``, the first one ``lease_take`` reserves for the reviewer."""
+    first = priority_claim(run=run, reviewer=reviewer, skip=after)
+    if first is not None:
+        if first.answer_id != after.answer_id:
+            return None
+        if lease:
+            lease_force(run=run, reviewer=reviewer, claim=first)
+        return first
+    queue = unlabeled_claims(reviewer, run).filter(answer_id=after.answer_id)
+    if run.queue_judge_id is None:
+        return _first(run, reviewer, queue.filter(index__gt=after.index).order_by("index")
+                      .select_related("answer__question"), lease=lease)
+    after_flag = Claim.objects.filter(pk=after.pk).annotate(judge_flag=judge_flag(run)).values_list(
+        "judge_flag", flat=True).first() or 0
+    later = Q(judge_flag__lt=after_flag) | Q(judge_flag=after_flag, index__gt=after.index)
+    return _first(run, reviewer, claims_in_queue_order(run, queue.exclude(pk=after.pk)).filter(later)
+                  .select_related("answer__question"), lease=lease)
+
+
+def first_claim_in_answer(*, run: Run, reviewer: Reviewer, answer: Answer, lease: bool = False,
+                          priority: bool = True) -> Claim | None:
+    """The first claim of ``answer`` in the reviewer's queue, in queue order
+    (``claims_in_queue_order``), or ``None``: a claim of the answer that comes
+    before the walk (``priority_claim``) first, unless ``priority`` is off (the
+    caller asked already). Two queries. With ``lease``, the first one
+    ``lease_take`` reserves for the reviewer."""
+    if priority:
+        first = priority_claim(run=run, reviewer=reviewer)
+        if first is not None and first.answer_id == answer.pk:
+            if lease:
+                lease_force(run=run, reviewer=reviewer, claim=first)
+            return first
+    return _first(run, reviewer, claims_in_queue_order(run, unlabeled_claims(reviewer, run).filter(answer=answer)),
+                  lease=lease)
+
+
+def claim_in_next_answers(*, run: Run, reviewer: Reviewer, after: Answer | None = None,
+                          lease: bool = False, skip: Claim | None = None) -> Claim | None:
+    """The first claim of the reviewer's queue in the next answer with work left
+    (``next_answer_to_label``: after ``after``, wrapping around), with its answer
+    and question; ``None`` when the queue is empty. With ``lease``, reserved for
+    the reviewer: when other reviewers took every claim of that answer between
+    the two reads, the answer after it is tried (``LEASE_TRIES`` answers at most).
+    A claim that comes before the walk (``priority_claim``: a send-back, a gold
+    check) comes first, wherever it is; ``skip`` is a claim not to hand back as a
+    send-back (the one the reviewer passes over)."""
+    first = _priority(run, reviewer, lease=lease, skip=skip)
+    if first is not None:
+        return first
+    for _ in range(LEASE_TRIES if lease else 1):
+        answer = next_answer_to_label(run=run, reviewer=reviewer, after=after)
+        if answer is None:
+            return None
+        claim = first_claim_in_answer(run=run, reviewer=reviewer, answer=answer, lease=lease, priority=False)
+        if claim is not None:
+            claim.answer = answer
+            return claim
+        after = answer
+    return None
+
+
+def next_unlabeled_claim(*, run: Run, reviewer: Reviewer, after: Claim | None = None,
+                         lease: bool = False) -> Claim | None:
+    """The next claim of the reviewer's queue in ``run``.
+
+    Queue: cited claims without a current label by ``reviewer``, in
+    ``question_id``/``index`` order (within an answer, the claims the run's
+    queue judge calls UNSUPPORTED first, when a lead chose one). With ``after``, the search starts right
+    after that claim (later claims of its answer, then later answers: see
+    ``next_answer_to_label``) and wraps around to the start of the run.
+    ``None`` when the queue is empty. The claim comes with its answer and
+    question. At most five small queries, whatever the size of the run. With
+    ``lease``, the claim is reserved for the reviewer (``lease_take``: one more
+    statement, three with PostgreSQL's row lock, per claim tried): what the
+    queue hands out to be labeled.
+    """
+    if after is not None:
+        in_answer = next_claim_in_answer(run=run, reviewer=reviewer, after=after, lease=lease)
+        if in_answer is not None:
+            return in_answer
+    return claim_in_next_answers(run=run, reviewer=reviewer, after=after.answer if after is not None else None,
+                                 lease=lease, skip=after)
+
+
+_NEIGHBOURS_SQL = """
+SELECT
+  (SELECT id FROM {answer} WHERE run_id = %s AND question_key < %s ORDER BY question_key DESC LIMIT 1),
+  (SELECT id FROM {answer} WHERE run_id = %s AND question_key > %s ORDER BY question_key LIMIT 1),
+  (SELECT COUNT(*) FROM {answer} WHERE run_id = %s AND question_key < %s),
+  (SELECT COUNT(*) FROM {answer} WHERE run_id = %s),
+  (SELECT m.position FROM {member} m JOIN {sample} sa ON sa.id = m.sample_id
+   WHERE sa.run_id = %s AND m.answer_id = %s),
+  (SELECT COUNT(*) FROM {member} m JOIN {sample} sa ON sa.id = m.sample_id WHERE sa.run_id = %s),
+  (SELECT sa.target_half_width FROM {sample} sa WHERE sa.run_id = %s)
+"""
+
+
+@dataclass(frozen=True)
+class AnswerNeighbours:
+    """Where an answer sits in its run: the ids of the answers before and after
+    it (``None`` at either end), its 1-based ``position`` and the run's answer
+    count ``total``; in the run's probability sample (SPEC §4.6): its
+    ``sample_position`` (``None`` when not sampled), the sample's size
+    ``sample_size`` (0 without one) and target half-width ``sample_target``."""
+
+    previous_id: int | None
+    next_id: int | None
+    position: int
+    total: int
+    sample_position: int | None = None
+    sample_size: int = 0
+    sample_target: float | None = None
+
+
+def answer_neighbours(*, answer: Answer) -> AnswerNeighbours:
+    """The answers before and after ``answer`` in its run (``question_id``
+    order), its position and the run's answer count, and its place in the run's
+    sample. One query: two index lookups and two index-only counts on ``(run,
+    question_key)``, and three lookups in the sample."""
+    run_id, key = answer.run_id, answer.question_key
+    with connection.cursor() as cursor:
+        cursor.execute(_NEIGHBOURS_SQL.format(**_tables()),
+                       [run_id, key, run_id, key, run_id, key, run_id, run_id, answer.pk, run_id, run_id])
+        previous_id, next_id, before, total, sample_position, sample_size, target = cursor.fetchone()
+    return AnswerNeighbours(previous_id, next_id, before + 1, total, sample_position, sample_size, target)

@@ -1,0 +1,1 @@
+"""Figures of runs for pages and commands: metrics, estimates, samples, charts."""

@@ -1,0 +1,1 @@
+"""Label tables: versions, export and import, diffs between versions and runs."""

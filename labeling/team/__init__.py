@@ -1,0 +1,1 @@
+"""Team work: members and roles, assignments, agreement, adjudication, reviewer quality."""
