@@ -1,5 +1,5 @@
 """The audit log: who labeled, edited, split, merged, adjudicated, saved a
-version of, imported into or exported what run, and when (issue 14, part 5).
+version of, imported into or exported what run, and when (SPEC §7).
 
 Writes: :func:`audit_record`, called by the service that made the change,
 inside its transaction (a refused or rolled-back change leaves no event), or
@@ -46,7 +46,7 @@ _API_TOKEN: ContextVar[str | None] = ContextVar("citelab_audit_api_token", defau
 @contextmanager
 def api_token_events(name: str) -> Iterator[None]:
     """Within the block, every :func:`audit_record` adds ``"token": name`` to its
-    ``detail``: the HTTP API wraps each operation in it (issue 27)."""
+    ``detail``: the HTTP API wraps each operation in it (SPEC §6)."""
     reset = _API_TOKEN.set(name)
     try:
         yield

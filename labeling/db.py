@@ -1,5 +1,5 @@
 """Reading a run at one moment while others write to it, and locking claims
-in one order (issue 14, part 4).
+in one order (SPEC §7).
 
 A label table is read in several statements (claims, labels, revisions,
 citations, passages). Under PostgreSQL's default READ COMMITTED each

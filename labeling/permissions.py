@@ -41,7 +41,7 @@ def _may_open(user: Reviewer, project: str = "") -> Q:
 # LEAD imports, snapshots, manages members, assigns and adjudicates; ALL_LABELS sees every
 # reviewer's labels (label tables, versions, exports, comparisons) — a reviewer loses it
 # on a blind run (``may_on_run``), where they see only their own labels.
-# QUALITY reads the reviewer dashboards (issue 25 §5): leads and viewers, not the reviewers graded there.
+# QUALITY reads the reviewer dashboards (SPEC §4.4): leads and viewers, not the reviewers graded there.
 READ, LABEL, LEAD, ALL_LABELS, QUALITY = "read", "label", "lead", "all_labels", "quality"
 
 
@@ -102,7 +102,7 @@ def blind_for(run: Run, *, role: str | None) -> bool:
     return run.is_blind and role == Role.REVIEWER
 
 
-def _blind_for(run: Run, reviewer: Reviewer) -> bool:
+def blind_for_reviewer(run: Run, reviewer: Reviewer) -> bool:
     """``blind_for`` with the role read from ``run.my_role`` (``visible_runs``) or, when the run
     was loaded another way, from the membership (one query, only for a blind run)."""
     if not run.is_blind or reviewer.is_superuser:

@@ -130,9 +130,9 @@ INSTALLED_APPS = [
     "template_partials",
     "django_q",
     "csp",
-    # failed-login throttling (issue 14 §5)
+    # failed-login throttling (SPEC §7)
     "axes",
-    # The HTTP API (issue 27); listed so its docs page serves Swagger UI from its own static files, not a CDN.
+    # The HTTP API (SPEC §6); listed so its docs page serves Swagger UI from its own static files, not a CDN.
     "ninja",
     "labeling",
 ]
@@ -272,7 +272,7 @@ STORAGES = {
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
-# -- HTTP security (issue 14 §2) --------------------------------------------------------------------
+# -- HTTP security (SPEC §7) --------------------------------------------------------------------
 # Answers, passages and names are untrusted text: the pages escape them, and the
 # Content-Security-Policy lets a browser run only the app's own scripts and
 # styles (static/js/, static/css/, htmx): no inline <script>, no style="…", no
@@ -316,9 +316,9 @@ CITELAB_MAX_UNZIPPED_BYTES = env_int("CITELAB_MAX_UNZIPPED_MB", 512) * 1024 * 10
 DATA_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
 FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
 
-# HTTP API (issue 27): requests per token per minute, over the whole API.
+# HTTP API (SPEC §6): requests per token per minute, over the whole API.
 CITELAB_API_RATE_PER_MINUTE = env_int("CITELAB_API_RATE_PER_MINUTE", 600)
-# Single sign-on with OpenID Connect (issue 27, labeling.integrations.sso): on with CITELAB_OIDC_CLIENT_ID. The
+# Single sign-on with OpenID Connect (SPEC §6, labeling.integrations.sso): on with CITELAB_OIDC_CLIENT_ID. The
 # provider's endpoints are given (no discovery request at start-up); the ID token is checked against
 # the provider's keys (JWKS, RS256) or the client secret (HS256).
 CITELAB_OIDC_CLIENT_ID = os.environ.get("CITELAB_OIDC_CLIENT_ID", "").strip()
@@ -346,7 +346,7 @@ if CITELAB_OIDC_ENABLED:
     OIDC_RP_SCOPES = os.environ.get("CITELAB_OIDC_SCOPES", "openid email profile").strip()
     AUTHENTICATION_BACKENDS.append("labeling.integrations.sso.CitelabOIDCBackend")
 
-# Webhooks (issue 27): where deliveries may go ("public": globally routable addresses; add IP
+# Webhooks (SPEC §6): where deliveries may go ("public": globally routable addresses; add IP
 # networks or host names to reach the server's own networks), and the first retry's delay.
 CITELAB_WEBHOOK_ALLOW = env_list("CITELAB_WEBHOOK_ALLOW", ["public"])
 CITELAB_WEBHOOK_RETRY_SECONDS = env_int("CITELAB_WEBHOOK_RETRY_SECONDS", 30)

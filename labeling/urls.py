@@ -50,7 +50,7 @@ run_urlpatterns = [
     path("reviewers/", member_views.run_reviewers, name="run_reviewers"),
     path("adjudicate/", member_views.run_adjudicate, name="run_adjudicate"),
     path("audit/", audit_views.run_audit, name="run_audit"),
-    # Reviewer quality (issue 25): the dashboard, gold checks, a lead's gold mark and send-back, a reply
+    # Reviewer quality (SPEC §4.4): the dashboard, gold checks, a lead's gold mark and send-back, a reply
     path("dashboard/", quality_views.run_dashboard, name="run_dashboard"),
     path("gold-checks/", quality_views.run_gold_checks, name="run_gold_checks"),
     path("claims/<id:claim_id>/gold/", quality_views.claim_gold, name="claim_gold"),
@@ -76,7 +76,7 @@ run_urlpatterns = [
 
 urlpatterns = [
     path("admin/", admin.site.urls),
-    # The HTTP API (issue 27): /api/v1/openapi.json, /api/v1/docs, and the routes of labeling.api.
+    # The HTTP API (SPEC §6): /api/v1/openapi.json, /api/v1/docs, and the routes of labeling.api.
     path("api/v1/", api.urls),
     path("login/", auth_view.LoginView.as_view(authentication_form=LoginForm), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),

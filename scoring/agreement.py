@@ -40,7 +40,7 @@ from itertools import combinations
 from typing import Any
 
 from scoring.labels import LABEL_VALUES, check_labels_frame, sort_by
-from scoring.lazy import np, pd  # loaded on first use: keeps start-up fast (issue 24)
+from scoring.lazy import np, pd  # loaded on first use: keeps start-up fast (SPEC §7)
 from scoring.ratio import Ratio
 
 BOOTSTRAP_RESAMPLES = 2_000

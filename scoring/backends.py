@@ -28,7 +28,7 @@ import urllib.request
 from collections.abc import Sequence
 from typing import Any, Protocol, runtime_checkable
 
-from scoring.lazy import np  # loaded on first use: keeps start-up fast (issue 24)
+from scoring.lazy import np  # loaded on first use: keeps start-up fast (SPEC §7)
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 DEFAULT_EMBEDDING_MODEL = "text-embedding-3-small"

@@ -36,7 +36,7 @@ from scoring.labels import (
     require_columns,
     sort_by,
 )
-from scoring.lazy import np, pd  # loaded on first use: keeps start-up fast (issue 24)
+from scoring.lazy import np, pd  # loaded on first use: keeps start-up fast (SPEC §7)
 from scoring.ratio import Ratio, gap
 
 CLAIM_COLUMNS = ("answer_id", "question_id", "claim_index", "n_citations", "label")

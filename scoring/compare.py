@@ -53,7 +53,7 @@ from scoring.figures import paired_differences, run_figures
 from scoring.intervals import DEFAULT_CONFIDENCE, PairedDifference, check_confidence
 from scoring.judgments import DEFAULT_RULE, JudgmentMetrics, citation_judgments
 from scoring.labels import require_columns
-from scoring.lazy import np, pd  # loaded on first use: keeps start-up fast (issue 24)
+from scoring.lazy import np, pd  # loaded on first use: keeps start-up fast (SPEC §7)
 from scoring.normalize import normalize_source, normalize_text, strip_markers
 from scoring.ratio import Ratio
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from scoring.claims import ClaimMetrics, to_native
 from scoring.intervals import PairedDifference, interval_key
-from scoring.lazy import pd  # loaded on first use: keeps start-up fast (issue 24)
+from scoring.lazy import pd  # loaded on first use: keeps start-up fast (SPEC §7)
 from scoring.ratio import Ratio, exact_gap, format_value
 
 

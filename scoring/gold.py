@@ -63,7 +63,7 @@ from typing import Any, ClassVar
 from scoring.claims import frame_units, frame_values, mean_of_defined, native_records
 from scoring.intervals import AnswerValues, Units
 from scoring.labels import require_columns, sort_by
-from scoring.lazy import np, pd  # loaded on first use: keeps start-up fast (issue 24)
+from scoring.lazy import np, pd  # loaded on first use: keeps start-up fast (SPEC §7)
 from scoring.matching import Matcher, Verdict
 from scoring.normalize import normalize_source, normalize_text
 from scoring.ratio import Ratio, f1

@@ -1,5 +1,5 @@
 """Grading an automated labeler (a judge) against the human labels (SPEC §4.4,
-issue 12): "Do not automate before you can grade the automation" (seed
+SPEC §4.4): "Do not automate before you can grade the automation" (seed
 "Measure Citation Coverage and Support").
 
 In:
@@ -51,7 +51,7 @@ from fractions import Fraction
 from typing import Any
 
 from scoring.labels import SUPPORTED, UNSUPPORTED
-from scoring.lazy import np, pd  # loaded on first use: keeps start-up fast (issue 24)
+from scoring.lazy import np, pd  # loaded on first use: keeps start-up fast (SPEC §7)
 from scoring.normalize import strip_markers
 from scoring.ratio import Ratio
 

@@ -1,4 +1,4 @@
-"""Agreement of reviewers on citation judgments (issue 26; SPEC §4.3b, §4.4).
+"""Agreement of reviewers on citation judgments (SPEC §4.3b, §4.4, §6).
 
 Each citation judged by two or more reviewers is one unit; its values are
 the reviewers' judgments, ordered FULL > PARTIAL > NONE. UNJUDGEABLE says
@@ -25,7 +25,7 @@ from typing import Any
 
 from scoring.agreement import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, Coefficient, Interval
 from scoring.judgments import FULL, JUDGMENTS, NONE, PARTIAL, UNJUDGEABLE
-from scoring.lazy import np, pd  # loaded on first use: keeps start-up fast (issue 24)
+from scoring.lazy import np, pd  # loaded on first use: keeps start-up fast (SPEC §7)
 
 # Ordered low to high: the ordinal metric's order (FULL > PARTIAL > NONE).
 ORDERED = (NONE, PARTIAL, FULL)

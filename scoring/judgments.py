@@ -40,7 +40,7 @@ from typing import Any
 from scoring.claims import frame_units, frame_values, mean_of_defined, to_native
 from scoring.intervals import AnswerValues, Units
 from scoring.labels import SUPPORTED, UNSUPPORTED, require_columns, sort_by
-from scoring.lazy import np, pd  # loaded on first use: keeps start-up fast (issue 24)
+from scoring.lazy import np, pd  # loaded on first use: keeps start-up fast (SPEC §7)
 from scoring.ratio import Ratio
 
 FULL = "FULL"

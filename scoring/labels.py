@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from scoring.lazy import np, pd  # loaded on first use: keeps start-up fast (issue 24)
+from scoring.lazy import np, pd  # loaded on first use: keeps start-up fast (SPEC §7)
 
 SUPPORTED = "SUPPORTED"
 UNSUPPORTED = "UNSUPPORTED"

@@ -2,7 +2,7 @@
 
 Every Django process imports the models, the URLconf and a command's module
 before it does anything; with pandas and numpy imported at the top of those
-modules, ``manage.py help`` took 2 s, most of it loading pandas (issue 24).
+modules, ``manage.py help`` took 2 s, most of it loading pandas (SPEC §7).
 Modules write ``from scoring.lazy import np, pd`` and use ``pd.DataFrame`` as
 before: the first attribute read imports the library, and every later read
 is a plain attribute lookup (the value is kept on the stand-in).

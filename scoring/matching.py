@@ -48,7 +48,7 @@ from scoring.backends import (
     cosine_similarities,
     make_embedding_backend,
 )
-from scoring.lazy import np  # loaded on first use: keeps start-up fast (issue 24)
+from scoring.lazy import np  # loaded on first use: keeps start-up fast (SPEC §7)
 from scoring.normalize import ELLIPSIS, normalize_text
 
 MATCH_METHODS = ("substring", "ngram", "embeddings", "llm")

@@ -41,7 +41,7 @@ from scoring.intervals import (
     interval_key,
     z_value,
 )
-from scoring.lazy import np  # loaded on first use: keeps start-up fast (issue 24)
+from scoring.lazy import np  # loaded on first use: keeps start-up fast (SPEC §7)
 
 METHOD = "ppi++"
 INDEPENDENT = "ppi++-independent"
@@ -98,7 +98,7 @@ class PPIEstimate:
         return self.lam is not None and self.lam >= NEGLIGIBLE_LAMBDA
 
     def as_dict(self) -> dict:
-        """JSON form (issue 23): ``{"method": "ppi++", "estimate", "ci95": [lo, hi] | null,
+        """JSON form (SPEC §4.6): ``{"method": "ppi++", "estimate", "ci95": [lo, hi] | null,
         "lambda", "n_human_units", "n_human_answers", "n_judge_units",
         "effective_human_labels", "judge", "human_only": {"estimate", "ci95"},
         "judge_only"}``; ``judge`` is left ``None`` for the caller to name. At a
@@ -295,7 +295,7 @@ def ppi_answers_needed(
 
 
 def independent_difference(a: PPIEstimate, b: PPIEstimate) -> PairedDifference:
-    """``b − a`` of two runs' estimates from independent samples (issue 23 §4).
+    """``b − a`` of two runs' estimates from independent samples (SPEC §4.6).
 
     The samples are drawn separately, so the variances add:
     ``Δ ± z·√(V_A + V_B)`` clipped to [−1, 1], at ``a``'s level. ``n_questions``

@@ -1,4 +1,4 @@
-"""Reviewer quality figures (issue 25): gold accuracy with its Wilson interval, the
+"""Reviewer quality figures (SPEC §4.4): gold accuracy with its Wilson interval, the
 qualification rule, seconds per claim, agreement with the label that counts, and
 the "fast and nearly always SUPPORTED" flag. Framework-free: plain numbers in.
 
@@ -27,7 +27,7 @@ from collections.abc import Sequence
 
 from scoring.intervals import DEFAULT_CONFIDENCE, wilson
 
-# A break between sittings (issue 25 §5).
+# A break between sittings (SPEC §4.4).
 SITTING_GAP_SECONDS = 600
 # Reading a claim and its cited passage takes longer than this; a reviewer whose median
 # save is this fast and who nearly never says UNSUPPORTED is likely clicking through.

@@ -63,7 +63,7 @@ def build_project(slug: str) -> Project:
     citation judgment, the lead's adjudication, one saved version (its file),
     the run's provenance, an API token, a webhook with a delivery, the
     project's guidelines, the claim as a gold check and ann's label sent back
-    (issue 25), and the audit events those writes left."""
+    (SPEC §4.4), and the audit events those writes left."""
     lead = ReviewerFactory(username=f"{slug}-lead")
     ann = ReviewerFactory(username=f"{slug}-ann")
     judge = ReviewerFactory(username=f"{slug}-judge", kind=ReviewerKind.MODEL)
@@ -92,20 +92,20 @@ def build_project(slug: str) -> Project:
                          judge_run=judge_run)
     CitationJudgment.objects.create(citation=citation, reviewer=ann, judgment="FULL", claim_revision=claim.revision)
     adjudication.adjudication_save(claim=claim, lead=lead, value="SUPPORTED", reason="the passage says it")
-    # Reviewer quality (issue 25): the adjudication is a gold check; ann's label is sent back.
+    # Reviewer quality (SPEC §4.4): the adjudication is a gold check; ann's label is sent back.
     gold_mark(run=run, claim=claim, lead=lead, source=GoldSource.ADJUDICATION)
     send_back_create(run=run, claim=claim, reviewer=ann, lead=lead, comment="read the passage again")
     label_table_snapshot(run=run, author=lead, note="v1")
-    # Where the run came from (import_dataset writes it; issue 26).
+    # Where the run came from (import_dataset writes it; SPEC §6).
     Provenance.objects.create(run=run, format="expertqa", source="ExpertQA", url="https://example.org/expertqa",
                               commit="1aa7ba8", licence="MIT", files=[{"name": "r2.jsonl", "sha256": "0" * 64}])
-    # The lead's API token for ann, and a webhook with one delivery logged (issue 27).
+    # The lead's API token for ann, and a webhook with one delivery logged (SPEC §6).
     token_create(project=project, reviewer=ann, created_by=lead, name=f"{slug}-ci")
     hook = Webhook.objects.create(project=project, url="https://hooks.example.org/x", events=["label.saved"],
                                   secret="s", created_by=lead)
     WebhookDelivery.objects.create(webhook=hook, event="label.saved", payload={"event": "label.saved"},
                                    status="delivered", attempts=1, response_status=200)
-    # The run's probability sample of its one answer (issue 23).
+    # The run's probability sample of its one answer (SPEC §4.6).
     sample_draw(run=run, answers=1, seed=7, actor=lead)
     return project
 

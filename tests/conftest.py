@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, settings
 # Property tests are checked for what they find, never for speed: no per-example deadline
 # (hypothesis' default 200 ms fails an example that a busy machine merely delays) and no
 # "too slow" data-generation check. Loaded here, before any test module builds its own
-# ``settings(...)``, so those inherit it (issue 20 §2).
+# ``settings(...)``, so those inherit it (SPEC §7).
 settings.register_profile("citelab", deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile("citelab")
 

@@ -1,4 +1,4 @@
-"""Small runs for the reviewer quality tests (issue 25): answers of cited claims,
+"""Small runs for the reviewer quality tests (SPEC §4.4): answers of cited claims,
 members with roles, and a helper that labels as the review page does."""
 
 from __future__ import annotations

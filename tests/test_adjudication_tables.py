@@ -1,4 +1,4 @@
-"""A lead's adjudication in the label tables, versions and files (issue 20, item 5):
+"""A lead's adjudication in the label tables, versions and files (SPEC §7, item 5):
 the agreed table shows the adjudicated label with ``adjudicated_by``,
 ``adjudicated_at`` and ``adjudication_reason``, never the agreeing reviewer's
 name, time and justification as if the label were theirs; the columns come

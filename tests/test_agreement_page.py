@@ -181,7 +181,7 @@ def test_agreement_page_query_budget(client, reviewer, django_assert_max_num_que
     # run's cited claims, 1 kinds of its reviewers, 1 its assigned reviewers (whose figures are the
     # headline), 1 the run's current adjudications (for the settled count and the page's verdicts);
     # the page of disagreements: 1 claims, 1 their labels; 1 the run's current citation judgments
-    # (their alpha, issue 26).
+    # (their alpha, SPEC §6).
     with django_assert_max_num_queries(10):
         response = client.get(agreement_url("budget", run.name))
 

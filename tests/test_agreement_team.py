@@ -1,7 +1,7 @@
 """On a run with assigned reviewers the headline agreement and the disputed
 claims are the assigned reviewers'; the same figures over every human
 reviewer (an imported ``external`` one included) stay beside them, named as
-such (issue 20, item 7)."""
+such (SPEC §7, item 7)."""
 
 from __future__ import annotations
 

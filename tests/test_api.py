@@ -1,4 +1,4 @@
-"""The HTTP API (issue 27 §1) on the real ExpertQA fixture: the figures equal
+"""The HTTP API (SPEC §6) on the real ExpertQA fixture: the figures equal
 the commands' JSON, writes keep the pages' rules (409 on a conflict, 422
 naming the field, nothing written), every write is audited with its token's
 name, lists page and filter, and the schema is valid OpenAPI 3."""

@@ -1,4 +1,4 @@
-"""The README's CI example (issue 27 §5), run as written with ``sh`` and
+"""The README's CI example (SPEC §6), run as written with ``sh`` and
 ``curl`` against a live server and a fake judge endpoint on 127.0.0.1:
 import a run's answers and start the judge, wait for it, read the scores,
 gate — exit 0 when the gate passes, non-zero when it fails. Also the judge

@@ -1,4 +1,4 @@
-"""Project tokens (issue 27 §2): made by a lead (page or ``create_token``),
+"""Project tokens (SPEC §6): made by a lead (page or ``create_token``),
 shown once, stored hashed, capped by the member's role, expiring, revocable,
 listed with their last use, and rate limited."""
 

@@ -155,7 +155,7 @@ def test_claims_marked_not_factual_leave_the_reviewers_panel_as_they_leave_your_
     (not) are marked not factual. Cited factual claims: c0, c1 = 2, both labeled, so both
     reached their overlap: 2/2. ann: labeled 2 (c2's label stays but leaves every count),
     open claims 0 → 2/2, as her progress says; bob 0/0; lea 0/0. Before: the panel counted
-    4 cited claims, 3 reached, ann 3/4 while her progress said 2/2 (issue 20 §9)."""
+    4 cited claims, 3 reached, ann 3/4 while her progress said 2/2 (SPEC §7)."""
     from labeling.review.citation_judgments import claim_set_factual
 
     run, p = team["run"], team["people"]

@@ -1,4 +1,4 @@
-"""The audit log (issue 14, part 5): every change to a run is recorded with
+"""The audit log (SPEC §7): every change to a run is recorded with
 who, what and when, by the service that made it; leads read and filter it on
 the run's audit page; ``manage.py audit --run NAME --format json`` prints it;
 the admin shows it read only."""

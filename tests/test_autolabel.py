@@ -1,5 +1,5 @@
 """An LLM judge labels a run through a fake OpenAI-compatible server on
-127.0.0.1 (issue 12): labels and counts exactly as scripted, nothing written
+127.0.0.1 (SPEC §4.4): labels and counts exactly as scripted, nothing written
 for an answer whose request or reply failed, re-running fills only what is
 missing, and the API key is never printed."""
 

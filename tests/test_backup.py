@@ -1,4 +1,4 @@
-"""Backup and restore of a whole project (issue 14 §6): ``export_project`` then
+"""Backup and restore of a whole project (SPEC §7): ``export_project`` then
 ``import_project`` gives back every row of every model of the project, with
 its ids, and every label table version verifies against its SHA-256.
 

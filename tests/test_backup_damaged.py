@@ -1,4 +1,4 @@
-"""Damaged and crafted archives (issue 20 §1): every kind ends in a
+"""Damaged and crafted archives (SPEC §7): every kind ends in a
 ``CommandError`` naming the member, line, row or field and the reason, with
 nothing written, never in a traceback; a zip bomb is refused with bounded
 memory under the limits of an answers file (``CITELAB_MAX_UNZIPPED_MB``,

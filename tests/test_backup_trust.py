@@ -1,4 +1,4 @@
-"""A restore stays inside its project (issue 20 §1): every row of an archive
+"""A restore stays inside its project (SPEC §7): every row of an archive
 must belong to the archived project, reviewers map by login name to
 existing accounts that the restore never changes, and accounts it creates
 come back without staff or superuser rights and without a usable password

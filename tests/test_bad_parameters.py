@@ -1,5 +1,5 @@
 """Values a URL or a command line carries that the app cannot use are refused
-with a clear message, never a 500 nor a silently empty file (issue 20, item 8)."""
+with a clear message, never a 500 nor a silently empty file (SPEC §7, item 8)."""
 
 from __future__ import annotations
 

@@ -98,7 +98,7 @@ def test_trend_places_runs_in_order_and_breaks_lines_on_undefined_values():
 def test_trend_without_negative_values_starts_at_zero_and_wraps_long_names():
     """One run sits in the middle of the plot 47..944 (widest y label "0.00":
     2.26·16 = 36.16 units, ceil(6 + 36.16 + 4) = 47): x = 495.5. Its 27-character
-    name is written whole on two lines broken after a '-' (issue 20: names cut to
+    name is written whole on two lines broken after a '-' (SPEC §7: names cut to
     15 characters made two runs look alike); the second line's baseline is 1.2 em
     (19.2 units) below the first: bottom = 232 + 6 + 12.8 + 19.2 + 4 = 274."""
     chart = trend_chart([{"run": "a-very-long-run-name-indeed", "coverage": 0.5, "support": 0.5, "gap": 0.0}])

@@ -1,4 +1,4 @@
-"""Several people on one run at once (issue 14, part 4), through the real
+"""Several people on one run at once (SPEC §7), through the real
 views and the real database from real threads: four reviewers labeling, one
 splitting claims, one merging them, a lead saving versions and downloading
 the label table, two leads uploading label tables — all on the same run at

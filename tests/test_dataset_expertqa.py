@@ -1,4 +1,4 @@
-"""``import_dataset --format expertqa`` (issue 26) on the shipped sample
+"""``import_dataset --format expertqa`` (SPEC §6) on the shipped sample
 ``fixtures/datasets/expertqa_r2_sample.jsonl``: 14 real lines of ExpertQA's
 own format (MIT; fixtures/README.md says which), 58 claims.
 

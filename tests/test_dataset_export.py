@@ -1,4 +1,4 @@
-"""Datasets out (issue 26, part 5): ``export_labels --format parquet`` and
+"""Datasets out (SPEC §6): ``export_labels --format parquet`` and
 ``export_dataset --run NAME [--version N] -o DIR``, which
 ``datasets.load_dataset("parquet", data_dir=DIR)`` reads, with its card."""
 

@@ -1,5 +1,5 @@
 """``import_dataset`` for ALCE's human evaluation, Liu et al. (2023) and HAGRID
-(issue 26), on files written here in each dataset's documented format.
+(SPEC §6), on files written here in each dataset's documented format.
 
 Why no real sample ships, and why no paper figure is reproduced:
 

@@ -1,4 +1,4 @@
-"""``import_dataset --format lfqa-verification`` (alias ``salad``; issue 26):
+"""``import_dataset --format lfqa-verification`` (alias ``salad``; SPEC §6):
 three labels per answer sentence become three reviewers.
 
 The repository (timchen0618/LFQA-Verification) states no licence, so no

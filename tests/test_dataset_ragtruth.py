@@ -1,4 +1,4 @@
-"""``import_dataset --format ragtruth`` (issue 26): responses with
+"""``import_dataset --format ragtruth`` (SPEC §6): responses with
 hallucination spans → sentence claims citing the whole context, UNSUPPORTED
 where a span falls in the sentence.
 

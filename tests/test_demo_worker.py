@@ -1,4 +1,4 @@
-"""``manage.py demo`` serves with a task queue worker beside it (issue 12: the lead's
+"""``manage.py demo`` serves with a task queue worker beside it (SPEC §4.4: the lead's
 "Run a judge" button works in the demo), and stops it with the server."""
 
 from __future__ import annotations

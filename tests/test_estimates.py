@@ -1,4 +1,4 @@
-"""Judge-assisted estimates of a run (SPEC §4.6, issue 23 §2–3): ``score``'s
+"""Judge-assisted estimates of a run (SPEC §4.6): ``score``'s
 ``estimates`` and the run page's headline, by hand, against ppi-python and on
 the real ExpertQA answers."""
 
@@ -391,7 +391,7 @@ def test_queue_says_target_reached_when_the_interval_is_that_narrow(client, smal
     assert "sampled answer" not in outside
 
 
-# -- runs compared and gated on their estimates (issue 23 §4) ----------------------------------
+# -- runs compared and gated on their estimates (SPEC §4.6) ----------------------------------
 
 @pytest.fixture
 def pair(small):

@@ -1,4 +1,4 @@
-"""Hidden gold checks (issue 25 §2–3): marking gold, import_gold, the queue's mixing
+"""Hidden gold checks (SPEC §4.4–3): marking gold, import_gold, the queue's mixing
 at the lead's rate, never shown as gold, feedback mode, accuracy with its Wilson
 interval, the qualification rule and leaving unqualified reviewers' labels out."""
 

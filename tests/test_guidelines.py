@@ -1,4 +1,4 @@
-"""Labeling guidelines (issue 25 §1): versioned Markdown rendered without raw HTML,
+"""Labeling guidelines (SPEC §4.4): versioned Markdown rendered without raw HTML,
 the version each label was made under, the review page's g key and ? help, and the
 label table's guidelines_version column."""
 

@@ -1,4 +1,4 @@
-"""Bad files, every importer (issue 14, part 3): answers files (JSON Lines,
+"""Bad files, every importer (SPEC §7): answers files (JSON Lines,
 CSV, XLSX) and label tables (the web upload). Each case asserts the exact
 issue — line, field and reason — and that the row count of every table is
 unchanged (``tests.tables.row_counts``), on SQLite and on PostgreSQL.

@@ -1,4 +1,4 @@
-"""Fuzzing the importers with hypothesis (issue 14, part 3): arbitrary JSON
+"""Fuzzing the importers with hypothesis (SPEC §7): arbitrary JSON
 values and shapes in every field of an answers line, arbitrary cells in
 answers and label tables (CSV and XLSX), arbitrary bytes under every format.
 

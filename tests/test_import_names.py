@@ -112,7 +112,7 @@ def test_admin_refuses_a_run_name_with_a_slash(admin_client):
     assert response.status_code == 200
     assert "contains &#x27;/&#x27; or &#x27;\\&#x27;" in response.content.decode()
     assert not Run.objects.exists()
-    # gold_rate: the form's initial value, which the browser posts back (issue 25's run settings).
+    # gold_rate: the form's initial value, which the browser posts back (SPEC §4.4's run settings).
     response = admin_client.post(reverse("admin:labeling_run_add"),
                                  {"project": project.pk, "name": "gpt4o-prompt-v2", "metadata": "{}",
                                   "gold_rate": "0.05"})

@@ -1,4 +1,4 @@
-"""Several reviewers per claim in one file (issue 26, part 1): answers files
+"""Several reviewers per claim in one file (SPEC §6): answers files
 (JSON Lines ``labels`` lists; CSV/XLSX one row per claim and reviewer) and
 label tables imported with ``--keep-reviewers`` (one row per claim and
 reviewer). Imported reviewers are kind ``external``; a reviewer named twice

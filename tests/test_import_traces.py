@@ -1,4 +1,4 @@
-"""``import_traces --format openinference|langfuse|langsmith FILE`` (issue 26,
+"""``import_traces --format openinference|langfuse|langsmith FILE`` (SPEC §6,
 part 4): each trace becomes an answer (retrieval documents → passages, the
 LLM's output → the answer, its markers → citations, the trace id → the
 answer's external id); re-importing changes nothing; spans that do not fit

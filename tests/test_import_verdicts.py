@@ -1,5 +1,5 @@
 """``manage.py import_verdicts``: other judges' verdicts become a ``model`` reviewer's
-labels; every verdict that cannot be put on a claim is listed with its reason (issue 12).
+labels; every verdict that cannot be put on a claim is listed with its reason (SPEC §4.4).
 
 The run is ``judging_run`` (tests/conftest.py): questions valid, missing, unknown,
 prose, rate-limited, timeout; each answer has claim 1 "<q> one." citing P1,

@@ -1,5 +1,5 @@
 """A judge's bad replies fail their own answer only, and a lead cannot use the
-judge form to probe the server's network (issue 20, item 4).
+judge form to probe the server's network (SPEC §7, item 4).
 
 The fake judge (tests/judge_server.py) scripts each answer of the
 ``judging_run`` fixture: six answers, each with two cited claims ("<q> one."

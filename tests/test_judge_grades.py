@@ -1,4 +1,4 @@
-"""Grading a judge on the real ExpertQA labels in fixtures/ (issue 12): a judge
+"""Grading a judge on the real ExpertQA labels in fixtures/ (SPEC §4.4): a judge
 whose verdicts are the experts' labels with a known number of flips, run
 through the fake OpenAI-compatible server, grades to the hand-computed kappa,
 UNSUPPORTED precision and recall — on the grading selector and in

@@ -1,4 +1,4 @@
-"""The run page's judges panel, a lead starting a judge run from it, and a judge's grading page (issue 12)."""
+"""The run page's judges panel, a lead starting a judge run from it, and a judge's grading page (SPEC §4.4)."""
 
 from __future__ import annotations
 

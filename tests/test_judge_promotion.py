@@ -1,5 +1,5 @@
 """A judge counts as a human only when a lead promotes it for the run, and a lead may
-sort each answer's claims by a judge's verdict, UNSUPPORTED first (issue 12).
+sort each answer's claims by a judge's verdict, UNSUPPORTED first (SPEC §4.4).
 
 The run is ``judging_run`` (tests/conftest.py): six answers, question ids in queue
 order missing, prose, rate-limited, timeout, unknown, valid; claim 1 "<q> one.",

@@ -1,4 +1,4 @@
-"""Judge runs go through django-q2's task queue (issue 12): the database broker by
+"""Judge runs go through django-q2's task queue (SPEC §4.4): the database broker by
 default (no extra server), Redis for teams (a real Redis at 127.0.0.1:6379, db 15).
 ``tests/task_worker.py`` plays the worker."""
 

@@ -1,4 +1,4 @@
-"""Agreement on citation judgments (issue 26, part 3): Krippendorff's alpha,
+"""Agreement on citation judgments (SPEC §6): Krippendorff's alpha,
 nominal and ordinal (FULL > PARTIAL > NONE, UNJUDGEABLE left out), with
 bootstrap intervals; in ``agreement --format json`` under
 ``citation_judgments`` and on the run's agreement page. Checked by hand and
@@ -99,7 +99,7 @@ def test_a_reviewer_judging_a_citation_twice_is_refused():
 
 @pytest.fixture
 def judged_run(db):
-    """The HAND judgments on one run, imported as judgments lists (issue 26, part 1): ann-a
+    """The HAND judgments on one run, imported as judgments lists (SPEC §6): ann-a
     and ann-b judge four citations; judge-x (a model) judges them too and is left out."""
     passages = [{"id": f"P{k}", "source": "doc.md", "text": f"Passage {k}."} for k in range(1, 5)]
     by_citation: dict[int, list[dict]] = {}

@@ -1,4 +1,4 @@
-"""Claim leases (issue 20 §3): the queue reserves the claim it hands a reviewer,
+"""Claim leases (SPEC §7): the queue reserves the claim it hands a reviewer,
 so reviewers working at once get different claims and a claim's overlap counts
 its labels plus the unexpired leases of other reviewers. Today's main handed
 every reviewer the first open claim of the run: six reviewers on an overlap-2

@@ -1,4 +1,4 @@
-"""Login (issue 14 §5): failed-login throttling by django-axes, Django's password
+"""Login (SPEC §7): failed-login throttling by django-axes, Django's password
 validators, and sessions that expire.
 
 Throttling counts failures per (reviewer name in normal form, client address):

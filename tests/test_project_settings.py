@@ -1,5 +1,5 @@
 """A lead switches citation judging on in the project's settings page, and the
-README's examples work on the demo as written (issue 20, item 13)."""
+README's examples work on the demo as written (SPEC §7, item 13)."""
 
 from __future__ import annotations
 

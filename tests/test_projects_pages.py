@@ -284,7 +284,7 @@ def test_run_page_query_budget(client, reviewer, django_assert_max_num_queries, 
     # answers (is the run small enough for its totals inline?); the reviewers section
     # (labeling.team.assignments.run_reviewers): 1 claim totals, 1 labels per reviewer, 1 members;
     # 1 EXISTS: has any citation of the run a judgment (labeling.scores.metrics.run_judgments; none here);
-    # 1: open send-backs and gold claims (labeling.team.quality.run_page_counts, issue 25).
+    # 1: open send-backs and gold claims (labeling.team.quality.run_page_counts, SPEC §4.4).
     with django_assert_max_num_queries(23 if answer_filter else 22):
         response = client.get(run.get_absolute_url(), {"filter": answer_filter})
     counts = response.context["counts"]
@@ -382,7 +382,7 @@ def test_run_page_with_gold_keeps_a_constant_query_budget(client, reviewer, djan
     # The 21 of test_run_page_query_budget less the scatter's 5 (it reuses the gold panel's claim metrics),
     # plus the gold panel (labeling.scores.metrics.run_scores): 2 claims frame (claims, answers), 1 labels,
     # 1 adjudications, 1 answers, 1 citations, 1 gold ids, 1 references, 1 expected sources;
-    # 1 EXISTS for citation judgments (none here); 1 open send-backs and gold claims (issue 25).
+    # 1 EXISTS for citation judgments (none here); 1 open send-backs and gold claims (SPEC §4.4).
     with django_assert_max_num_queries(27):
         response = client.get(run.get_absolute_url())
     rows = {(r.group, r.metric): r for r in response.context["gold"]["rows"]}

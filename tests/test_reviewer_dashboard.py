@@ -1,4 +1,4 @@
-"""The reviewer dashboard (issue 25 §5), hand-worked: labels, median seconds per
+"""The reviewer dashboard (SPEC §4.4), hand-worked: labels, median seconds per
 claim, UNSUPPORTED share, kappa against the counted label with its interval,
 gold accuracy with its Wilson interval, open send-backs, qualified, the flag;
 the page (sortable, with a query budget) and ``reviewers --format json``."""

@@ -110,7 +110,7 @@ def _controls(page: str, site) -> dict[str, bool]:
 
 @pytest.mark.parametrize("judging", [False, True])
 def test_a_viewer_gets_a_read_only_review_page_without_one_control_that_writes(client, site, judging):
-    """Issue 20 §6: today's main gave a viewer Start labeling, 1/2, split, edit, merge,
+    """SPEC §7: today's main gave a viewer Start labeling, 1/2, split, edit, merge,
     undo and the not-factual switch (pressing 1 replaced the page with a bare 403).
     The reviewer's page of the same claim has every one of them (and, with citation
     judging, the judging form instead of the label form); the viewer's has none, no

@@ -1,4 +1,4 @@
-"""Probability samples of a run's answers (SPEC §4.6, issue 23 §1): drawn from a
+"""Probability samples of a run's answers (SPEC §4.6): drawn from a
 seeded permutation, grown keeping their members, served first by the queue,
 recorded in the audit log, the backup and the label table exports."""
 

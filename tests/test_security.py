@@ -1,4 +1,4 @@
-"""HTTP security settings and untrusted text (issue 14 §2).
+"""HTTP security settings and untrusted text (SPEC §7).
 
 - Every response carries a Content-Security-Policy that lets a browser run
   only the app's own scripts and styles, and forbids framing.

@@ -1,4 +1,4 @@
-"""Send back for rework (issue 25 §4): a lead returns one reviewer's label with a
+"""Send back for rework (SPEC §4.4): a lead returns one reviewer's label with a
 comment; it comes first in that reviewer's queue with the comment shown; it is
 resolved when they relabel or reply; the audit log records both; the run page
 counts the open ones."""

@@ -1,4 +1,4 @@
-"""Single sign-on (issue 27 §4) against a fake OpenID Connect provider on
+"""Single sign-on (SPEC §6) against a fake OpenID Connect provider on
 127.0.0.1 that this test starts: its token endpoint signs ID tokens (RS256)
 with a key it publishes at its JWKS endpoint, and its userinfo endpoint
 answers for the access token it gave. The browser's trip to the provider's

@@ -1,4 +1,4 @@
-"""Start-up stays light (issue 24): Django's settings, the URLconf (every view)
+"""Start-up stays light (SPEC §7): Django's settings, the URLconf (every view)
 and every management command module import no heavy library; they load
 where they are used (``scoring.lazy`` for pandas/numpy, function-level
 imports for the rest). Each check runs in a fresh interpreter, where

@@ -1,4 +1,4 @@
-"""Untrusted text stays text (issue 14 §2): names with HTML, quotes and line
+"""Untrusted text stays text (SPEC §7): names with HTML, quotes and line
 breaks in pages, fragments and downloads' ``Content-Disposition``; cells
 starting with ``= + - @``, tab or CR never formulas in CSV or XLSX.
 

@@ -1,4 +1,4 @@
-"""Every URL, every role (issue 14 §1): a walk of the whole URL resolver.
+"""Every URL, every role (SPEC §7): a walk of the whole URL resolver.
 
 The walk enumerates every pattern of ``labeling.urls`` (the admin included)
 and requests each one as nine actors:
@@ -28,7 +28,7 @@ A URL name (or, for the admin's unnamed patterns, route) missing from
 URL there. Every request runs in a savepoint that is rolled back, so a POST
 (a delete, a rename) never changes what the next cell sees.
 
-The HTTP API (``api:…``, issue 27) is walked the same way, each actor sending
+The HTTP API (``api:…``, SPEC §6) is walked the same way, each actor sending
 ``Authorization: Bearer`` with its own project token instead of a session:
 ``team`` tokens for ``lead``, ``rev``, ``view`` and ``super``, ``rival``
 tokens for the ``o_*`` actors, and for ``outsider`` a ``team`` token whose
@@ -132,7 +132,7 @@ def _build() -> World:
     label_save(claim=other["claims"][1], reviewer=users["o_rev"], value="SUPPORTED", justification="",
                        base_revision=1, base_label_id=None)
     other["version"] = label_table_snapshot(run=other["run"], author=users["o_lead"], note="second")
-    # Rival's gold claim (issue 25): no actor of team may unmark it.
+    # Rival's gold claim (SPEC §4.4): no actor of team may unmark it.
     models.GoldClaim.objects.create(run=other["run"], claim=other["claims"][0], value="SUPPORTED", reason="rival",
                                     source=models.GoldSource.LABEL, lead=users["o_lead"], claim_revision=1)
     ReviewerFactory(username="walk-judge", kind=models.ReviewerKind.MODEL)
@@ -335,7 +335,7 @@ RULES = {
     "claim_factual": {"GET": GET_ONLY, "POST": "L 404 404 404 404 R R 403 R",
                       "data": lambda w: {"factual": "0", "revision": w.own["claims"][0].revision}},
     "run_audit": {"GET": TEAM_LEAD_ONLY, "POST": POST_ONLY},
-    # Reviewer quality (issue 25): guidelines (members read, leads write), dashboards (leads and viewers),
+    # Reviewer quality (SPEC §4.4): guidelines (members read, leads write), dashboards (leads and viewers),
     # gold checks and the lead's actions on a claim, a reviewer's reply to a send-back.
     "project_guidelines": {"GET": TEAM_READ, "POST": "L 404 404 404 404 R 403 403 R",
                            "data": lambda w: {"text": "# Rules\n\nPartial support is UNSUPPORTED."}},
@@ -403,7 +403,7 @@ RULES = {
                              "L 404 404 404 404 400 400 400 400", _rival_not_shown)]},
 }
 
-# -- the HTTP API (issue 27) and its tokens page --------------------------------------------------
+# -- the HTTP API (SPEC §6) and its tokens page --------------------------------------------------
 
 # Token of no project or none at all: 401; a rival token: team's objects are 404 to it.
 API_READ = "401 401 404 404 404 200 200 200 200"
@@ -657,7 +657,7 @@ def _token_of(response) -> str:
 
 def test_every_api_operation_has_a_rule():
     """Every operation of the OpenAPI schema (path × method) has its rule: the
-    walk covers every API route and method (issue 27)."""
+    walk covers every API route and method (SPEC §6)."""
     schema = api.get_openapi_schema(path_prefix="/api/v1/")
     operations = [(operation["operationId"], method.upper(), path)
                   for path, methods in schema["paths"].items() for method, operation in methods.items()]

@@ -1,4 +1,4 @@
-"""The suite's one way of waiting (tests/waiting.py, issue 20 §2): a server that
+"""The suite's one way of waiting (tests/waiting.py, SPEC §7): a server that
 accepts a connection and does not answer in time (a gunicorn worker still
 booting on a busy machine) is "not yet", not a failure. The production test's
 old loop retried ``URLError`` and ``ConnectionError`` only, and a read timeout

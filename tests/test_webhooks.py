@@ -1,4 +1,4 @@
-"""Webhooks (issue 27 §3) against a receiver on 127.0.0.1 that this test
+"""Webhooks (SPEC §6) against a receiver on 127.0.0.1 that this test
 starts: signed deliveries of each event, retries with backoff until one is
 accepted, an allow-list miss refused and logged, the lead's page with its
 test delivery button. Tasks run at once (``CITELAB_TASKS_SYNC``) with no

@@ -1,4 +1,4 @@
-"""Waiting in tests without depending on an idle machine (issue 20 §2).
+"""Waiting in tests without depending on an idle machine (SPEC §7).
 
 On the 2-core machine the suite shares, a booting server, a worker thread or
 a browser's swap can take many times longer than on an idle one (load 5–8).

@@ -1,4 +1,4 @@
-"""Citelab's HTTP API, ``/api/v1/`` (issue 27), built with django-ninja.
+"""Citelab's HTTP API, ``/api/v1/`` (SPEC §6), built with django-ninja.
 
 ``labeling.api.main`` holds the API object (bearer-token auth, the rate
 limit per token, JSON errors); each resource lives in its own module, as

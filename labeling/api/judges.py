@@ -1,4 +1,4 @@
-"""Judge runs (issue 12) over the API: start one (lead), follow it until it
+"""Judge runs (SPEC §4.4) over the API: start one (lead), follow it until it
 has finished — what a CI job waits for before it reads the run's estimate."""
 
 from __future__ import annotations

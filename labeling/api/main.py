@@ -110,7 +110,7 @@ api = CitelabAPI(
 
 def _with_token_events(operation: Callable[..., Any]) -> Callable[..., Any]:
     """Every operation runs inside ``api_token_events``: any audit event a
-    service records meanwhile names the request's token (issue 27: every API
+    service records meanwhile names the request's token (SPEC §6: every API
     write is audited with the token's name)."""
 
     @functools.wraps(operation)

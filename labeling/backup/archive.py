@@ -398,7 +398,7 @@ def _field_value(field: models.Field, value: Any) -> tuple[Any, str]:
         except (ValidationError, TypeError, ValueError, OverflowError) as exc:
             return None, f"is not a value of this field ({exc})"
     # As Django's own validation: a field that may be blank takes "" whatever its choices
-    # (an open send-back has no resolution yet, issue 25).
+    # (an open send-back has no resolution yet, SPEC §4.4).
     blank = field.blank and value in field.empty_values
     if field.choices and not blank and value not in {choice for choice, _ in field.flatchoices}:
         allowed = ", ".join(str(choice) for choice, _ in field.flatchoices)

@@ -1,4 +1,4 @@
-"""Lossless backup and restore of one project (issue 14 §6): ``export_project``
+"""Lossless backup and restore of one project (SPEC §7): ``export_project``
 and ``import_project``.
 
 An archive is a zip file:
@@ -21,7 +21,7 @@ that are not a project's.
 
 Restore keeps every primary key, so ids written inside version files (claim
 ids) still name the same claims and every version's SHA-256 still verifies.
-An archive is not trusted (issue 20): ``labeling.backup.archive`` refuses a
+An archive is not trusted (SPEC §7): ``labeling.backup.archive`` refuses a
 damaged or crafted one (bad ZIP, path traversal, a zip bomb past
 ``CITELAB_MAX_UNZIPPED_MB``, more rows than ``CITELAB_MAX_IMPORT_ROWS``, a
 manifest or row of the wrong shape or types, counts or hashes that do not

@@ -23,7 +23,7 @@ from typing import IO, Any
 
 from labeling.exports.label_table import LABEL_TABLE_COLUMNS
 from scoring.claims import to_native
-from scoring.lazy import pd  # loaded on first use: keeps start-up fast (issue 24)
+from scoring.lazy import pd  # loaded on first use: keeps start-up fast (SPEC §7)
 
 CSV_PREFIXED = ("=", "+", "-", "@", "\t", "\r", "'")
 

@@ -32,7 +32,7 @@ from labeling.models import (
 )
 from scoring.judgments import resolve_judgments
 from scoring.labels import apply_adjudications, counted_labels, resolve_labels
-from scoring.lazy import pd  # loaded on first use: keeps start-up fast (issue 24)
+from scoring.lazy import pd  # loaded on first use: keeps start-up fast (SPEC §7)
 
 # Who adjudicated a claim, when and why (resolved_claims_frame's columns beside the label).
 ADJUDICATION_DETAILS = ("adjudicated_by", "adjudicated_at", "adjudication_reason")
@@ -201,7 +201,7 @@ def resolved_claims_frame(run: Run, *, reviewer: str | None = None,
     lead promoted for the run, ``Run.promoted_judge``, counts as a human
     unless ``humans_only``, as when the judge is graded; the labels of reviewers
     who do not qualify never count when the run leaves them out,
-    ``Run.exclude_unqualified``, issue 25). A lead's
+    ``Run.exclude_unqualified``, SPEC §4.4). A lead's
     current adjudication is the claim's label (``scoring.labels.apply_adjudications``);
     with ``reviewer`` (one reviewer's labels) adjudications are left out.
     Three queries (+1 for the answers in claims_frame).
@@ -213,7 +213,7 @@ def resolved_claims_frame(run: Run, *, reviewer: str | None = None,
         promoted = None if humans_only or run.promoted_judge_id is None else run.promoted_judge.username
         labels = counted_labels(labels, promoted=promoted)
         if run.exclude_unqualified and not humans_only:
-            # Issue 25: a lead left the labels of the run's unqualified reviewers out of its figures.
+            # SPEC §4.4: a lead left the labels of the run's unqualified reviewers out of its figures.
             from labeling.team.quality import run_exclusion
 
             labels = labels[~labels["reviewer"].isin(run_exclusion(run=run).names)]

@@ -49,7 +49,7 @@ adjudicated_at  when that adjudication was recorded, as ``labeled_at``, or
                 ``None``
 adjudication_reason  the lead's reason ("" when none)
 guidelines_     the number of the project's guidelines version the row's
-version         label(s) were made under (issue 25 §1), ``", "``-joined
+version         label(s) were made under (SPEC §4.4), ``", "``-joined
                 when its reviewers labeled under different versions, in
                 order ("" when none: no label, or made before the project
                 had guidelines, or from a file)
@@ -100,7 +100,7 @@ from labeling.db import consistent_read
 from labeling.exports import frames
 from labeling.models import COUNTED_KINDS, Citation, CitationJudgment, Claim, Passage, Run, SampleMember
 from scoring.claims import ClaimMetrics, claim_metrics, to_native
-from scoring.lazy import pd  # loaded on first use: keeps start-up fast (issue 24)
+from scoring.lazy import pd  # loaded on first use: keeps start-up fast (SPEC §7)
 
 LABEL_TABLE_COLUMNS = (
     "run", "question_id", "answer_id", "claim_index", "claim", "citations", "cited_span", "passage",
@@ -116,7 +116,7 @@ REVIEWER_LABELS = "reviewer_labels"
 CANONICAL_COLUMNS = (*(column for column in LABEL_TABLE_COLUMNS if column not in ("passage", "in_sample")),
                      REVIEWER_LABELS)
 # The keys of the first versions: later ones added reviewer_labels, the judgments (SPEC §4.3b), the
-# adjudications (issue 20), then the guidelines version (issue 25).
+# adjudications (SPEC §7), then the guidelines version (SPEC §4.4).
 _EARLIEST_CANONICAL_COLUMNS = (frozenset(CANONICAL_COLUMNS) - {REVIEWER_LABELS, GUIDELINES_COLUMN} - JUDGMENT_COLUMNS
                                - ADJUDICATION_COLUMNS)
 INT_COLUMNS = ("answer_id", "claim_index", "claim_id", "claim_revision")

@@ -1,4 +1,4 @@
-"""Label table → Apache Parquet (issue 26), typed for analytics.
+"""Label table → Apache Parquet (SPEC §6), typed for analytics.
 
 The columns of ``labeling.exports.label_table`` (``LABEL_TABLE_COLUMNS``)
 plus ``reviewer_labels``, with Arrow types instead of text: ids and indexes
@@ -21,7 +21,7 @@ from typing import IO, Any
 
 from labeling.exports.label_table import INT_COLUMNS, LABEL_TABLE_COLUMNS, REVIEWER_LABELS
 from scoring.claims import to_native
-from scoring.lazy import pd  # loaded on first use: keeps start-up fast (issue 24)
+from scoring.lazy import pd  # loaded on first use: keeps start-up fast (SPEC §7)
 
 PARQUET_EXTRA = "pip install -e '.[parquet]'"
 _BOOL_COLUMNS = ("factual", "in_sample")

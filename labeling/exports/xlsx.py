@@ -36,7 +36,7 @@ from labeling.exports.xlsx_layout import LABEL_CHOICES, WorkbookInfo
 from labeling.exports.xlsx_openpyxl import write_openpyxl
 from labeling.exports.xlsx_turbo import xlsxturbo_bytes
 from scoring.claims import ClaimMetrics
-from scoring.lazy import pd  # loaded on first use: keeps start-up fast (issue 24)
+from scoring.lazy import pd  # loaded on first use: keeps start-up fast (SPEC §7)
 
 __all__ = ["LABEL_CHOICES", "WorkbookInfo", "write_label_workbook"]
 

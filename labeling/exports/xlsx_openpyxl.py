@@ -36,7 +36,7 @@ from labeling.exports.xlsx_layout import (
     summary_rows,
 )
 from scoring.claims import ClaimMetrics
-from scoring.lazy import pd  # loaded on first use: keeps start-up fast (issue 24)
+from scoring.lazy import pd  # loaded on first use: keeps start-up fast (SPEC §7)
 
 
 class _Sheet:

@@ -44,7 +44,7 @@ from labeling.exports.xlsx_layout import (
     summary_rows,
 )
 from scoring.claims import ClaimMetrics
-from scoring.lazy import pd  # loaded on first use: keeps start-up fast (issue 24)
+from scoring.lazy import pd  # loaded on first use: keeps start-up fast (SPEC §7)
 
 _WRAP = {"wrap_text": True, "align_vertical": "top"}
 _HEADER = {"bold": True, "font_color": f"#{HEADER_INK}", "bg_color": f"#{HEADER_FILL}"}

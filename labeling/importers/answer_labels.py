@@ -1,5 +1,5 @@
 """The labels and citation judgments a claim of an answers file carries
-(SPEC §6; issue 26: several reviewers per claim): a single ``label`` (with
+(SPEC §6: several reviewers per claim): a single ``label`` (with
 ``justification``, ``reviewer``, ``labeled_at``), a ``labels`` list of one
 object per reviewer, and per citation a single ``judgment`` or a
 ``judgments`` list. Parsed for ``labeling.importers.answers_jsonl`` (which the

@@ -36,7 +36,8 @@ def answer_records(
 ) -> Callable[[], RecordResults]:
     """A function that parses ``source`` afresh each time it is called,
     yielding ``(line, record or None, issues)`` per answer (see
-    ``answers_jsonl.iter_answer_records``); the writing service reads twice.
+    ``answers_jsonl.iter_answer_records``); ``labeling.importers.load.run_import``
+    calls it once and reads the records as a stream.
 
     ``source`` is a path (format from its suffix unless ``format`` is given),
     bytes or a seekable binary file (``format`` defaults to ``"jsonl"``).

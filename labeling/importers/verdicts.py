@@ -1,4 +1,4 @@
-"""Another judge's verdicts file → VerdictRecord list, no ORM (issue 12,
+"""Another judge's verdicts file → VerdictRecord list, no ORM (SPEC §4.4,
 ``manage.py import_verdicts``). Matching records to claims is
 ``labeling.judges.runs.verdicts_import``'s.
 

@@ -1,4 +1,4 @@
-"""Single sign-on with OpenID Connect (issue 27 §4), beside password login,
+"""Single sign-on with OpenID Connect (SPEC §6), beside password login,
 through mozilla-django-oidc (authorization code flow, state and nonce, ID
 token signature checked against the provider's keys).
 

@@ -1,4 +1,4 @@
-"""Project tokens for the HTTP API (issue 27): made by a lead for a reviewer
+"""Project tokens for the HTTP API (SPEC §6): made by a lead for a reviewer
 (or a bot account) with a role and an expiry, shown once, stored hashed,
 revocable, listed with their last use.
 

@@ -1,4 +1,4 @@
-"""Webhooks (issue 27 §3): a lead registers a URL of a project for events;
+"""Webhooks (SPEC §6): a lead registers a URL of a project for events;
 each event becomes a signed delivery, queued on the task queue, retried with
 backoff, and logged.
 

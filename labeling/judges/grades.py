@@ -1,4 +1,4 @@
-"""Reads for grading a run's judges (issue 12; figures in ``scoring.judge_grading``).
+"""Reads for grading a run's judges (SPEC §4.4; figures in ``scoring.judge_grading``).
 
 A judge is a reviewer of kind ``model``. It is graded on the run's cited
 claims against the label that counts for each claim from the humans alone
@@ -16,7 +16,7 @@ from django.db.models import Count, Q
 from labeling.exports.frames import citations_frame, resolved_claims_frame
 from labeling.models import COUNTED_KINDS, Adjudication, JudgeRun, JudgeRunStatus, Label, Reviewer, ReviewerKind, Run
 from scoring.judge_grading import CATEGORIES, JudgeGrade, grade_judge
-from scoring.lazy import pd  # loaded on first use: keeps start-up fast (issue 24)
+from scoring.lazy import pd  # loaded on first use: keeps start-up fast (SPEC §7)
 
 REFERENCE = "humans"
 

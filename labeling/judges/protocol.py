@@ -1,4 +1,4 @@
-"""The wire protocol of an LLM judge (issue 12): one chat request per answer to
+"""The wire protocol of an LLM judge (SPEC §4.4): one chat request per answer to
 an OpenAI-compatible endpoint, one verdict per claim back, keyed by id.
 
 Request: a system message with :data:`JUDGE_PROMPT` (the seed's rule), then a

@@ -1,5 +1,5 @@
 """Judge runs: an automated labeler (a reviewer of kind ``model``) labels the
-cited claims of a run through an OpenAI-compatible endpoint (issue 12; the
+cited claims of a run through an OpenAI-compatible endpoint (SPEC §4.4; the
 wire protocol is :mod:`labeling.judges.protocol`).
 
 A judge's labels are graded against the humans' (``labeling.judges.grades``)
@@ -337,7 +337,7 @@ def judge_run_execute(judge_run_id: int, *, api_key: str | None = None) -> Judge
         judge_run.error = error
         judge_run.finished_at = timezone.now()
         judge_run.save(update_fields=["status", "error", "finished_at"])
-        # One audit event per judge run (issue 14's log): who had which judge label how many claims.
+        # One audit event per judge run (SPEC §7's log): who had which judge label how many claims.
         audit_record(action=AuditAction.LABEL, actor=judge_run.started_by, run=judge_run.run,
                      target=f"judge {judge_run.reviewer.username} · {judge_run.claims_labeled} claims",
                      detail={"judge": judge_run.reviewer.username, "judge_run": judge_run.pk,

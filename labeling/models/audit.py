@@ -9,7 +9,7 @@ from django.utils import timezone
 
 
 class AuditAction(models.TextChoices):
-    """What an audit event records someone did (issue 14: who labeled, edited,
+    """What an audit event records someone did (SPEC §7: who labeled, edited,
     split, merged, adjudicated, snapshotted, imported, exported what and when)."""
 
     LABEL = "label", "labeled"

@@ -168,7 +168,7 @@ class Run(models.Model):
                                        through="Assignment")
     # A lead may promote one judge (a reviewer of kind ``model``) whose labels then
     # count as a human's on this run (SPEC §4.4), and choose a judge whose
-    # UNSUPPORTED verdicts come first in every reviewer's queue (issue 12).
+    # UNSUPPORTED verdicts come first in every reviewer's queue (SPEC §4.4).
     promoted_judge = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
                                        related_name="+")
     queue_judge = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
@@ -183,7 +183,7 @@ class Run(models.Model):
     claims_version = models.PositiveIntegerField(default=0, editable=False)
     cited_claims = models.PositiveIntegerField(null=True, blank=True, editable=False)
     cited_claims_version = models.PositiveIntegerField(null=True, blank=True, editable=False)
-    # Reviewer quality (issue 25, ``labeling.team.quality``): the share of each assigned
+    # Reviewer quality (SPEC §4.4, ``labeling.team.quality``): the share of each assigned
     # reviewer's work the queue gives to hidden gold checks (0–1, default 5 %);
     # feedback shows a reviewer the gold label and reason once they labeled a gold
     # claim; the qualification rule (both set, or neither: no rule) is "the lower
@@ -222,7 +222,7 @@ class Run(models.Model):
 
 class Provenance(models.Model):
     """Where a run's answers and labels came from, when they are a public
-    dataset's (issue 26, ``import_dataset``): the dataset, the repository
+    dataset's (SPEC §6, ``import_dataset``): the dataset, the repository
     commit, its licence, and the imported files with their SHA-256. Shown on
     the dataset card of ``export_dataset`` and kept by backups. One per run;
     a re-import replaces it."""

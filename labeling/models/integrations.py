@@ -10,7 +10,7 @@ from labeling.models.content import Role
 
 
 class ApiToken(models.Model):
-    """A project token (issue 27): ``Authorization: Bearer <token>`` on the HTTP
+    """A project token (SPEC §6): ``Authorization: Bearer <token>`` on the HTTP
     API acts as ``reviewer`` in ``project`` with ``role`` at most (never more
     than the reviewer's membership role at the time of the request).
 
@@ -51,7 +51,7 @@ class ApiToken(models.Model):
 
 
 class WebhookEvent(models.TextChoices):
-    """What a webhook can be told about (issue 27 §3)."""
+    """What a webhook can be told about (SPEC §6)."""
 
     LABEL_SAVED = "label.saved", "a label was saved"
     CLAIM_ADJUDICATED = "claim.adjudicated", "a lead adjudicated a claim"

@@ -52,7 +52,7 @@ class Label(models.Model):
     # The reviewer's label this one replaced as current: what undo brings back.
     supersedes = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     # The judge run that gave this label (a reviewer of kind ``model``): two runs of
-    # one judge are compared through it (self-agreement, issue 12).
+    # one judge are compared through it (self-agreement, SPEC §4.4).
     judge_run = models.ForeignKey("JudgeRun", null=True, blank=True, on_delete=models.SET_NULL, related_name="labels")
     # The number of the project's guidelines version in force when the label was saved
     # (``Guidelines``; null: the project had none, or the label came from a file).
@@ -76,7 +76,7 @@ class Label(models.Model):
 
 
 class ClaimLease(models.Model):
-    """A short reservation of one claim for one reviewer in a run (issue 20 §3).
+    """A short reservation of one claim for one reviewer in a run (SPEC §7).
 
     The queue (``labeling.review.queue``) takes it when it hands ``claim`` to
     ``reviewer``, so reviewers working at once get different claims: a claim

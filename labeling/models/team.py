@@ -16,7 +16,7 @@ class Sample(models.Model):
     (``question_id`` order) seeded with ``seed``, in that order. Growing it takes
     the next answers of the same permutation: earlier members stay.
     ``target_half_width``: a lead's stopping point for the support estimate's
-    interval (issue 23 §5), null when none is set."""
+    interval (SPEC §4.6), null when none is set."""
 
     # One sample per run (a constraint, not a OneToOneField: the backup follows foreign keys).
     run = models.ForeignKey("labeling.Run", on_delete=models.CASCADE, related_name="samples")
@@ -56,7 +56,7 @@ class SampleMember(models.Model):
 
 
 class Guidelines(models.Model):
-    """One version of a project's labeling guidelines (issue 25 §1): Markdown that the
+    """One version of a project's labeling guidelines (SPEC §4.4): Markdown that the
     pages render with raw HTML off (``labeling.team.guidelines``). Every edit is a new
     version, numbered 1, 2, … per project; the latest is in force, and each label
     records the number it was made under (``Label.guidelines_version``)."""
@@ -80,7 +80,7 @@ class Guidelines(models.Model):
 
 
 class GoldSource(models.TextChoices):
-    """Where a gold label came from (issue 25 §2)."""
+    """Where a gold label came from (SPEC §4.4)."""
 
     ADJUDICATION = "adjudication", "the lead's adjudication"
     LABEL = "label", "a lead's own label"
@@ -89,7 +89,7 @@ class GoldSource(models.TextChoices):
 
 class GoldClaim(models.Model):
     """A hidden gold check: a lead's known-right label for ``claim`` with a reason
-    (issue 25 §2). The queue mixes gold claims into each assigned reviewer's work
+    (SPEC §4.4). The queue mixes gold claims into each assigned reviewer's work
     at ``Run.gold_rate`` (``labeling.review.queue``) and never shows them as gold; a
     reviewer's current label on one is scored against ``value``
     (``labeling.team.quality``). Kept like adjudications: ``is_current`` marks the one
@@ -123,7 +123,7 @@ class GoldClaim(models.Model):
 
 
 class Resolution(models.TextChoices):
-    """How a send-back ended (issue 25 §4)."""
+    """How a send-back ended (SPEC §4.4)."""
 
     RELABEL = "relabel", "relabeled"
     REPLY = "reply", "replied"
@@ -132,7 +132,7 @@ class Resolution(models.TextChoices):
 
 class SendBack(models.Model):
     """A lead sends ``reviewer``'s label on ``claim`` back for rework with a comment
-    (issue 25 §4). While open (``resolved_at`` null) the claim comes first in that
+    (SPEC §4.4). While open (``resolved_at`` null) the claim comes first in that
     reviewer's queue with the comment shown; it is resolved when they relabel the
     claim (``label_writes.label_save``) or reply, or when the claim changes (its labels
     go stale). One open send-back per claim and reviewer."""

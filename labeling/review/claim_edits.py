@@ -23,7 +23,7 @@ from labeling.models import (
     Label,
     Reviewer,
 )
-from labeling.review.label_writes import _check_revision, _lock_claim, _stale_labels, claim_gone
+from labeling.review.label_writes import check_revision, claim_gone, lock_claim, mark_labels_stale
 from labeling.runs import claims_changed
 
 
@@ -105,8 +105,8 @@ def claim_split(
     """
     with transaction.atomic():
         _claims_will_change(claim)
-        locked = _lock_claim(claim)
-        _check_revision(locked, base_revision)
+        locked = lock_claim(claim)
+        check_revision(locked, base_revision)
         if at is not None:
             if not 0 < at < len(locked.text):
                 raise ValidationError(
@@ -143,7 +143,7 @@ def claim_split(
             answer_text, second, near=first_end if first_end is not None else near, within=span
         )
         _shift_indexes(answer_id=locked.answer_id, from_index=locked.index + 1, delta=1)
-        _stale_labels(locked)
+        mark_labels_stale(locked)
         locked.text, locked.start, locked.end = first, first_start, first_end
         locked.revision += 1
         locked.save(update_fields=["text", "start", "end", "revision"])
@@ -190,7 +190,7 @@ def claim_merge(*, claim: Claim, other: Claim, base_revision: int | None = None,
         if len(pair) != 2 or pair[0].answer_id != pair[1].answer_id:
             raise ValidationError("Only two different claims of the same answer can be merged.", code="not_pair")
         first, second = pair
-        _check_revision(next(c for c in pair if c.pk == claim.pk), base_revision)
+        check_revision(next(c for c in pair if c.pk == claim.pk), base_revision)
         if second.index != first.index + 1:
             raise ValidationError(
                 f"Claims {first.index} and {second.index} are not neighbours: merge adjacent claims only.",
@@ -203,8 +203,8 @@ def claim_merge(*, claim: Claim, other: Claim, base_revision: int | None = None,
         else:
             first.text = f"{first.text.rstrip()} {second.text.lstrip()}"
             first.start, first.end = _locate(answer_text, first.text, near=first.start)
-        _stale_labels(first)
-        _stale_labels(second)
+        mark_labels_stale(first)
+        mark_labels_stale(second)
         Label.objects.filter(claim=second).update(claim=first)
         kept = {(c.passage_id, c.cited_id, c.span) for c in first.citations.all()}
         position = (first.citations.aggregate(top=Max("position"))["top"] or 0) + 1
@@ -241,11 +241,11 @@ def claim_edit(*, claim: Claim, text: str, base_revision: int | None = None, act
             "A claim needs text. To drop a claim, merge it into its neighbour.", code="empty_text"
         )
     with transaction.atomic():
-        locked = _lock_claim(claim)
-        _check_revision(locked, base_revision)
+        locked = lock_claim(claim)
+        check_revision(locked, base_revision)
         if text == locked.text:
             return locked
-        _stale_labels(locked)
+        mark_labels_stale(locked)
         audit_record(action=AuditAction.EDIT, actor=actor, run=locked.answer.run, target=claim_target(locked),
                      claim_id=locked.pk, detail={"from": locked.text[:300], "to": text[:300]})
         locked.text = text

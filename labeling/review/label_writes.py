@@ -56,7 +56,7 @@ def claim_gone(claim: Claim) -> ValidationError:
         "saved. Read the answer's claims as they are now and try again.", code="conflict")
 
 
-def _lock_claim(claim: Claim) -> Claim:
+def lock_claim(claim: Claim) -> Claim:
     """Re-read ``claim`` under a row lock, with its answer, run and project, and
     ``is_cited`` (whether it has a citation) in the same query. Raises
     :func:`claim_gone` when a concurrent merge deleted it."""
@@ -82,7 +82,7 @@ def label_save(
     was rendered (``None``: they had none). The previous current label stays in
     history (``is_current=False``). Saving exactly the current value and
     justification again returns the current label unchanged (a double submit
-    is harmless), unless a lead sent that label back (issue 25 §4): then it is
+    is harmless), unless a lead sent that label back (SPEC §4.4): then it is
     saved anew and resolves the send-back. The label records the project's
     guidelines version in force (``Label.guidelines_version``).
 
@@ -134,7 +134,7 @@ def label_save(
         if current is not None:
             current.reviewer = reviewer
         if (current is not None and current.value == value and current.justification == justification
-                # Confirming a label a lead sent back is a relabel (issue 25 §4), not a double submit.
+                # Confirming a label a lead sent back is a relabel (SPEC §4.4), not a double submit.
                 and not SendBack.objects.filter(claim_id=claim.pk, reviewer=reviewer,
                                                 resolved_at__isnull=True).exists()):
             return current
@@ -165,7 +165,7 @@ def label_save(
         # The label takes the place of the reviewer's lease on the claim (labeling.review.queue): the
         # claim's overlap counts it once, under the claim's lock.
         ClaimLease.objects.filter(claim_id=claim.pk, reviewer=reviewer).delete()
-        # Relabeling a claim a lead sent back resolves the send-back (issue 25 §4): one UPDATE.
+        # Relabeling a claim a lead sent back resolves the send-back (SPEC §4.4): one UPDATE.
         reworked = SendBack.objects.filter(claim_id=claim.pk, reviewer=reviewer, resolved_at__isnull=True).update(
             resolved_at=timezone.now(), resolution=Resolution.RELABEL)
         # The one query the audit log adds to a save (its run is the one read above).
@@ -195,7 +195,7 @@ def label_undo(*, claim: Claim, reviewer: Reviewer) -> Label | None:
     Raises ValidationError when the reviewer has no current label on the claim.
     """
     with transaction.atomic():
-        locked = _lock_claim(claim)
+        locked = lock_claim(claim)
         current = (
             Label.objects.select_for_update(of=("self",))
             .filter(claim=locked, reviewer=reviewer, is_current=True).first()
@@ -221,7 +221,7 @@ def label_undo(*, claim: Claim, reviewer: Reviewer) -> Label | None:
         return previous
 
 
-def _check_revision(claim: Claim, base_revision: int | None) -> None:
+def check_revision(claim: Claim, base_revision: int | None) -> None:
     if base_revision is not None and base_revision != claim.revision:
         raise ValidationError(
             f"Claim {claim.index} was changed by someone else after you opened it: nothing was changed. "
@@ -229,10 +229,10 @@ def _check_revision(claim: Claim, base_revision: int | None) -> None:
         )
 
 
-def _stale_labels(claim: Claim) -> int:
+def mark_labels_stale(claim: Claim) -> int:
     """Mark every label of ``claim`` stale (SPEC §3: kept in history, no longer current); a lead's
     adjudication of the claim as it was ends too, and so do its citations' judgments (SPEC §4.3b),
-    its gold label and the send-backs of its labels (issue 25: they were about the claim as it was)."""
+    its gold label and the send-backs of its labels (SPEC §4.4: they were about the claim as it was)."""
     Adjudication.objects.filter(claim=claim, is_current=True).update(is_current=False)
     GoldClaim.objects.filter(claim=claim, is_current=True).update(is_current=False)
     SendBack.objects.filter(claim=claim, resolved_at__isnull=True).update(

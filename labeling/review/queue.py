@@ -7,7 +7,7 @@ unexpired leases of other reviewers than the run's ``overlap`` — provided the
 reviewer works on the run: they are assigned to it, or nobody is (then every
 member who may label does).
 
-Reservations (issue 20 §3). When the queue hands a claim to a reviewer to
+Reservations (SPEC §7). When the queue hands a claim to a reviewer to
 label (``lease=True``: the next claim after a save, "Start labeling", ``n``,
 the first claim of an answer opened without one), it records a lease
 (``ClaimLease``: reviewer, claim, ``expires_at`` = now +
@@ -32,7 +32,7 @@ database time (``tests/bench/test_bench_review.py``, PostgreSQL, 10k-answer
 run). Both walk the ``(run, question_key)`` index (``Answer.question_key``), so
 their cost does not grow with the number of runs or labels.
 
-What comes before the walk (issue 25, :func:`priority_claim`): first the claims a
+What comes before the walk (SPEC §4.4, :func:`priority_claim`): first the claims a
 lead sent back to the reviewer for rework (``SendBack``, oldest first, whatever
 their label and overlap), then, when due, a hidden gold check: a gold claim
 of the run (``GoldClaim``) the reviewer has not labeled, whatever its overlap,
@@ -395,7 +395,7 @@ def next_answer_to_label(*, run: Run, reviewer: Reviewer, after: Answer | None =
 def judge_flag(run: Run) -> Case:
     """1 when the run's queue judge (``Run.queue_judge``) calls the claim at
     ``OuterRef("pk")`` UNSUPPORTED, else 0: a lead's "judge says UNSUPPORTED
-    first" order within each answer (issue 12)."""
+    first" order within each answer (SPEC §4.4)."""
     flagged = Label.objects.filter(claim=OuterRef("pk"), reviewer_id=run.queue_judge_id, is_current=True,
                                    value=LabelValue.UNSUPPORTED)
     return Case(When(Exists(flagged), then=Value(1)), default=Value(0), output_field=IntegerField())

@@ -35,16 +35,16 @@ from labeling.models import (
     Run,
     SendBack,
 )
-from labeling.permissions import _blind_for
+from labeling.permissions import blind_for_reviewer
 from labeling.review import queue
 from labeling.review.highlight import Segment, answer_segments, passage_segments
 from labeling.review.queue import unlabeled_claims
-from labeling.review.tallies import ClaimCounts, _adjudicated_counts, _answer_count_aggregates, _counts
+from labeling.review.tallies import ClaimCounts, adjudicated_counts, answer_count_aggregates, counts_of_row
 from labeling.team.quality import runs_exclusions
 from scoring import judgments as judgments_module
 from scoring.gold import answer_gold_matches
 from scoring.intervals import Interval, clustered_ratio
-from scoring.lazy import pd  # loaded on first use: keeps start-up fast (issue 24)
+from scoring.lazy import pd  # loaded on first use: keeps start-up fast (SPEC §7)
 from scoring.matching import DEFAULT_MATCH_METHOD, get_matcher
 from scoring.normalize import normalize_source
 from scoring.ratio import Ratio
@@ -90,7 +90,7 @@ def answer_page(*, run: Run, reviewer: Reviewer, answer_filter: str = "", page_n
     ids, the page's rows with counts, their adjudicated claims. On a run ``reviewer`` labels blind,
     only their own labels count (and filter).
     """
-    own_only = _blind_for(run, reviewer)
+    own_only = blind_for_reviewer(run, reviewer)
     answers = Answer.objects.filter(run=run)
     if answer_filter == "unlabeled":
         # EXISTS per answer stops at its first claim to label (an IN over every claim of the run does not).
@@ -112,15 +112,15 @@ def answer_page(*, run: Run, reviewer: Reviewer, answer_filter: str = "", page_n
     rows = (
         Answer.objects.filter(pk__in=page_ids)
         .select_related("question")
-        .annotate(**_answer_count_aggregates(reviewer, own_only=own_only, exclusions=exclusions))
+        .annotate(**answer_count_aggregates(reviewer, own_only=own_only, exclusions=exclusions))
     )
     by_id = {answer.pk: answer for answer in rows}
-    adjudicated = {} if own_only else _adjudicated_counts(
+    adjudicated = {} if own_only else adjudicated_counts(
         Adjudication.objects.filter(claim__answer_id__in=page_ids, claim__factual=True), "claim__answer_id",
         exclusions)
     return AnswerPage(
         page=page,
-        rows=[AnswerRow(answer=by_id[pk], counts=_counts(by_id[pk], adjudicated.get(pk))) for pk in page_ids],
+        rows=[AnswerRow(answer=by_id[pk], counts=counts_of_row(by_id[pk], adjudicated.get(pk))) for pk in page_ids],
         filter=answer_filter,
     )
 
@@ -169,11 +169,11 @@ class ClaimView:
     in_text: bool = True
     # Still needs a reviewer: fewer current human labels than the run's overlap (labeling.review.queue).
     open: bool = True
-    # A lead sent the reviewer's label on this claim back for rework (issue 25 §4), still open:
+    # A lead sent the reviewer's label on this claim back for rework (SPEC §4.4), still open:
     # ``sent_back`` on every claim; ``send_back`` (comment, lead) loaded for the current one.
     sent_back: bool = False
     send_back: SendBack | None = None
-    # Feedback mode (issue 25 §3): the gold label and reason of a gold claim the reviewer
+    # Feedback mode (SPEC §4.4): the gold label and reason of a gold claim the reviewer
     # labeled, on a run whose lead turned feedback on (the current claim only); None otherwise.
     gold_feedback: GoldClaim | None = None
 
@@ -331,12 +331,12 @@ def review_context(*, answer: Answer, reviewer: Reviewer, claim_id: int | None =
     """The review page of ``answer`` for ``reviewer`` (one prefetch chain, 3–7 queries).
 
     Queries: claims (each marked when a lead sent the reviewer's label back,
-    issue 25 §4, and, with feedback on or ``with_gold`` (a lead's page), when it
+    SPEC §4.4, and, with feedback on or ``with_gold`` (a lead's page), when it
     is a gold claim) → citations (+ passages) → every label on them (all
     reviewers, for the reviewer's current labels and the current claim's
     history); the current claim's send-back and gold label only when it has one
     (``ReviewContext.current_gold``: for ``with_gold``, or feedback once the
-    reviewer labeled it, issue 25 §3); and the question's gold (ids, references, expected sources —
+    reviewer labeled it, SPEC §4.4); and the question's gold (ids, references, expected sources —
     only the parts it has). On a run the reviewer labels blind the history
     holds their own labels only. The current claim is ``claim_id`` when it is one
     of the answer's claims; else the first claim of the answer in the reviewer's
@@ -361,7 +361,7 @@ def review_context(*, answer: Answer, reviewer: Reviewer, claim_id: int | None =
         )
     )
     overlap = answer.run.overlap
-    blind = _blind_for(answer.run, reviewer)
+    blind = blind_for_reviewer(answer.run, reviewer)
     views = [
         ClaimView(claim=c, citations=list(c.citations.all()), my_label=next(
             (label for label in c.all_labels if label.reviewer_id == reviewer.pk and label.is_current), None),
@@ -392,7 +392,7 @@ def review_context(*, answer: Answer, reviewer: Reviewer, claim_id: int | None =
         gold_id = getattr(current.claim, "current_gold", None)
         if gold_id is not None and (with_gold or current.my_label is not None):
             current_gold = GoldClaim.objects.select_related("lead").get(pk=gold_id)
-            # Feedback shows it once the reviewer labeled the gold claim (issue 25 §3), never before.
+            # Feedback shows it once the reviewer labeled the gold claim (SPEC §4.4), never before.
             if feedback and current.my_label is not None:
                 current.gold_feedback = current_gold
         position = views.index(current)

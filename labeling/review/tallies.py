@@ -43,7 +43,7 @@ from labeling.models import (
     Reviewer,
     Run,
 )
-from labeling.permissions import _blind_for, blind_for, visible_projects
+from labeling.permissions import blind_for, blind_for_reviewer, visible_projects
 from labeling.review.queue import exists_fence
 from labeling.team.quality import Exclusion, excluded_labels_q, runs_exclusions
 from scoring.figures import FigureInterval, RunFigures, run_intervals
@@ -132,7 +132,7 @@ class ClaimCounts:
         return "in progress" if self.labeled else "not started"
 
 
-def _answer_count_aggregates(reviewer: Reviewer, *, own_only: bool = False,
+def answer_count_aggregates(reviewer: Reviewer, *, own_only: bool = False,
                              exclusions: dict[int, Exclusion] | None = None) -> dict[str, Any]:
     """``Count`` expressions for an ``Answer`` queryset: its claims' counts.
 
@@ -156,7 +156,7 @@ def _answer_count_aggregates(reviewer: Reviewer, *, own_only: bool = False,
         judged &= (Q(claims__labels__reviewer__kind__in=COUNTED_KINDS)
                    | Q(claims__labels__reviewer_id=F("run__promoted_judge_id")))
         if exclusions:
-            # Issue 25: a lead left the labels of unqualified reviewers out of the figures.
+            # SPEC §4.4: a lead left the labels of unqualified reviewers out of the figures.
             judged &= ~excluded_labels_q(exclusions, prefix="claims__labels__")
     # SPEC §4.2: an answer to an unanswerable question that cites nothing is an
     # abstention; its claims are not factual claims and leave every count.
@@ -176,9 +176,9 @@ def _answer_count_aggregates(reviewer: Reviewer, *, own_only: bool = False,
     }
 
 
-def _counts(row: dict[str, Any] | Any, adjudicated: dict[str, int] | None = None) -> ClaimCounts:
+def counts_of_row(row: dict[str, Any] | Any, adjudicated: dict[str, int] | None = None) -> ClaimCounts:
     """``ClaimCounts`` from the label counts of ``row`` and, for the adjudicated
-    claims among them, ``adjudicated`` (``_adjudicated_counts``): their label
+    claims among them, ``adjudicated`` (``adjudicated_counts``): their label
     counts come out of the reviewers' side and their adjudicated values in."""
     get = row.get if isinstance(row, dict) else (lambda key: getattr(row, key))
     adj = adjudicated or {}
@@ -197,11 +197,11 @@ def _counts(row: dict[str, Any] | Any, adjudicated: dict[str, int] | None = None
     )
 
 
-def _adjudicated_counts(adjudications: QuerySet[Adjudication], group: str,
+def adjudicated_counts(adjudications: QuerySet[Adjudication], group: str,
                         exclusions: dict[int, Exclusion] | None = None) -> dict[int, dict[str, int]]:
     """Per ``group`` (a lookup from Adjudication, e.g. the run id): the current
     adjudications of cited claims, by value, and what the label counts saw on
-    those claims (judged, has_supported, has_unsupported) so ``_counts`` can
+    those claims (judged, has_supported, has_unsupported) so ``counts_of_row`` can
     replace it (without the labels ``exclusions`` leave out). One grouped query;
     its rows are the adjudicated claims only."""
     current = Label.objects.filter(claim=OuterRef("claim"), is_current=True).filter(
@@ -294,11 +294,11 @@ def _runs_claim_counts(*, reviewer: Reviewer, run: Run | None = None, project: P
     citations ⋈ labels with eight of them is several times slower):
     claims (and those of unanswerable questions), citations (cited claims,
     fabricated citations), current SUPPORTED/UNSUPPORTED labels on cited
-    claims (resolved as in ``_answer_count_aggregates``), and the adjudicated
-    claims (``_adjudicated_counts``). A fifth query finds the
+    claims (resolved as in ``answer_count_aggregates``), and the adjudicated
+    claims (``adjudicated_counts``). A fifth query finds the
     claims of abstaining answers, only when unanswerable questions exist. On the
     runs of ``blind_run_ids`` only ``reviewer``'s own labels count (blind labeling);
-    the labels ``exclusions`` name (unqualified reviewers', issue 25) never count,
+    the labels ``exclusions`` name (unqualified reviewers', SPEC §4.4) never count,
     though they still count as the reviewer's own progress.
     Grouped by answer (the run's totals are their sum) so that every figure
     gets its interval, answers being the clusters (SPEC §4.5).
@@ -340,13 +340,13 @@ def _runs_claim_counts(*, reviewer: Reviewer, run: Run | None = None, project: P
         abstaining = dict(Claim.objects.filter(answer__in=answers, factual=True).values("answer_id").order_by()
                           .annotate(n=Count("id")).values_list("answer_id", "n"))
     # Blind labeling counts a reviewer's own labels only: no lead's verdict on those runs either.
-    adjudicated = _adjudicated_counts(
+    adjudicated = adjudicated_counts(
         Adjudication.objects.filter(**{f"claim__answer__{k}": v for k, v in scope.items()}, claim__factual=True)
         .exclude(claim__answer__run_id__in=blind_run_ids), "claim__answer_id", exclusions)
     counts: dict[int, list[ClaimCounts]] = {}
     for answer_id, row in sorted(claims.items()):
         cited, judged = citations.get(answer_id, {}), labels.get(answer_id, {})
-        counts.setdefault(row["answer__run_id"], []).append(_counts(adjudicated=adjudicated.get(answer_id), row={
+        counts.setdefault(row["answer__run_id"], []).append(counts_of_row(adjudicated=adjudicated.get(answer_id), row={
             "n_claims": row["n"], "n_abstaining": abstaining.get(answer_id, 0), "n_cited": cited.get("cited", 0),
             "n_fabricated": cited.get("fabricated", 0), "n_judged": judged.get("judged", 0),
             "n_has_supported": judged.get("has_supported", 0), "n_has_unsupported": judged.get("has_unsupported", 0),
@@ -377,7 +377,7 @@ def run_answer_counts(*, run: Run, reviewer: Reviewer) -> list[ClaimCounts]:
     """Claim counts of each answer of one run that has claims (``ClaimCounts``; their
     sum, ``total_counts``, is the run's). Three or four grouped queries
     (``_runs_claim_counts``); on a run ``reviewer`` labels blind, from their own labels only."""
-    blind = frozenset({run.pk}) if _blind_for(run, reviewer) else frozenset()
+    blind = frozenset({run.pk}) if blind_for_reviewer(run, reviewer) else frozenset()
     return _runs_claim_counts(reviewer=reviewer, run=run, blind_run_ids=blind,
                               exclusions=runs_exclusions([run])).get(run.pk, [])
 

@@ -21,7 +21,7 @@ from labeling.models import Run
 from labeling.scores.metrics import resolved_claims_frame
 from labeling.tables.comparison import answer_review_url
 from scoring.claims import ClaimMetrics, claim_metrics
-from scoring.lazy import pd  # loaded on first use: keeps start-up fast (issue 24)
+from scoring.lazy import pd  # loaded on first use: keeps start-up fast (SPEC §7)
 from scoring.ratio import format_value
 
 # The four patterns of the seed "Measure Citation Coverage and Support"; a

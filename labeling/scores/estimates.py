@@ -1,4 +1,4 @@
-"""Judge-assisted estimates of a run (SPEC §4.6, issue 23): reads the run's
+"""Judge-assisted estimates of a run (SPEC §4.6): reads the run's
 probability sample, the humans' labels on it and a judge's labels on every
 cited claim, and hands per-answer sums to :func:`scoring.ppi.ppi_mean`.
 
@@ -38,7 +38,7 @@ from scoring.intervals import (
     non_inferior,
     settle_budget,
 )
-from scoring.lazy import pd  # loaded on first use: keeps start-up fast (issue 24)
+from scoring.lazy import pd  # loaded on first use: keeps start-up fast (SPEC §7)
 from scoring.ppi import PPIEstimate, independent_difference, ppi_answers_needed, ppi_mean
 
 METRICS = ("support", "supported_rate")
@@ -58,7 +58,7 @@ def run_judges(run: Run) -> list[Reviewer]:
 
 
 def pick_judge(run: Run, name: str | None = None) -> Reviewer | None:
-    """The judge whose labels the estimates use (issue 23 §2): ``name``, else the
+    """The judge whose labels the estimates use (SPEC §4.6): ``name``, else the
     run's promoted judge, else its only judge; ``None`` when no judge labeled the
     run. Raises :class:`EstimateError` when ``name`` is no judge of the run, or
     when the run has several judges, none promoted, and no ``name``."""
@@ -116,7 +116,7 @@ class RunEstimates:
         return interval.half_width <= target + 1e-12
 
     def budgets(self) -> list[tuple[Budget, Budget | None]]:
-        """The label budget of the support estimate (issue 23 §5): per target
+        """The label budget of the support estimate (SPEC §4.6): per target
         half-width (the sample's own first when set, then ±0.05, ±0.03, ±0.02),
         the humans' alone and, with a judge, PPI++'s (SPEC §4.5 "Label budget").
         Empty without an interval."""
@@ -280,7 +280,7 @@ def run_estimates(run: Run, *, judge: Reviewer | None, confidence: float = DEFAU
 def command_estimates(run: Run, *, judge_name: str | None, reviewer: str | None,
                       confidence: float = DEFAULT_CONFIDENCE, claims: pd.DataFrame | None = None
                       ) -> RunEstimates | None:
-    """The estimates ``score`` reports for ``run`` (issue 23 §2), ``None`` when
+    """The estimates ``score`` reports for ``run`` (SPEC §4.6), ``None`` when
     there are none to report: no sample, no judge, or one reviewer's labels
     asked for (estimates use the humans' agreed labels). Raises
     :class:`EstimateError` naming the flag: ``--judge`` without a sample, with
@@ -330,7 +330,7 @@ def estimates_lines(estimates: RunEstimates) -> list[str]:
 
 def target_reached(run: Run) -> bool | None:
     """Whether the support interval of ``run``'s sample is as narrow as its target
-    (the queue's "target reached", issue 23 §5), with the judge :func:`pick_judge`
+    (the queue's "target reached", SPEC §4.6), with the judge :func:`pick_judge`
     finds (the humans' alone when none can be picked); ``None`` without a target
     or an interval. Five queries."""
     try:
@@ -378,7 +378,7 @@ def difference_words(difference: PairedDifference, baseline: RunEstimates, candi
 
 def estimate_gate(baseline_name: str, candidate_name: str, baseline: RunEstimates, candidate: RunEstimates,
                   drops: dict[str, float], *, interval: bool) -> list[str]:
-    """Failures of the gate on the estimates (issue 23 §4), in the words of the
+    """Failures of the gate on the estimates (SPEC §4.6), in the words of the
     human-only gate: with ``interval`` the non-inferiority rule (SPEC §4.5: the
     lower bound of B − A at or above −max_drop), else the point rule (B − A at or
     above −max_drop). A failure names the metric, B − A with its interval and

@@ -32,7 +32,7 @@ from scoring.figures import FigureInterval, RunFigures, intervals_dict, run_figu
 from scoring.gold import GoldMetrics, gold_metrics
 from scoring.intervals import DEFAULT_CONFIDENCE, check_confidence
 from scoring.judgments import DEFAULT_RULE, JudgmentMetrics, citation_judgments
-from scoring.lazy import pd  # loaded on first use: keeps start-up fast (issue 24)
+from scoring.lazy import pd  # loaded on first use: keeps start-up fast (SPEC §7)
 from scoring.matching import DEFAULT_MATCH_METHOD, get_matcher
 from scoring.ratio import Ratio
 from scoring.summary import RATIO_COLUMNS, RunSummary
@@ -57,7 +57,7 @@ class RunScores:
     disagreements: int
     judgments: JudgmentMetrics | None = None
     confidence: float = DEFAULT_CONFIDENCE
-    # The labels of unqualified reviewers the figures leave out (issue 25; empty: none).
+    # The labels of unqualified reviewers the figures leave out (SPEC §4.4; empty: none).
     exclusion: Exclusion = field(default_factory=Exclusion)
 
     def figures(self) -> RunFigures:
@@ -92,7 +92,7 @@ class RunScores:
             result["context"] = gold["context"]
             result["source"] = gold["source"]
         if self.exclusion:
-            # Issue 25: how many labels the run's figures leave out, and whose.
+            # SPEC §4.4: how many labels the run's figures leave out, and whose.
             result["excluded"] = {"reviewers": list(self.exclusion.names), "labels": self.exclusion.labels}
         result["intervals"] = intervals_dict(self.intervals())
         result["per_answer"] = per_answer

@@ -1,4 +1,4 @@
-"""Probability samples of a run's answers (SPEC §4.6, issue 23): drawing and
+"""Probability samples of a run's answers (SPEC §4.6): drawing and
 growing one, a lead's target half-width, and how far the sample is labeled.
 
 A sample is what makes the humans' figures estimates: Citelab draws the
@@ -34,7 +34,7 @@ from labeling.models import (
     Sample,
     SampleMember,
 )
-from scoring.lazy import np  # loaded on first use: keeps start-up fast (issue 24)
+from scoring.lazy import np  # loaded on first use: keeps start-up fast (SPEC §7)
 
 # Seeds Citelab picks: small enough to type back (``--seed``) and to fit every integer column.
 _SEED_BOUND = 2**31
@@ -108,7 +108,7 @@ def sample_draw(*, run: Run, answers: int, seed: int | None = None, actor: Revie
 
 def sample_target_set(*, run: Run, half_width: float | None, actor: Reviewer | None = None) -> Sample:
     """Set (``None``: clear) the target half-width of the support estimate of
-    ``run``'s sample (issue 23 §5). Raises ValidationError keyed by ``sample``
+    ``run``'s sample (SPEC §4.6). Raises ValidationError keyed by ``sample``
     when the run has none, by ``target_half_width`` when ``half_width`` is not
     between 0 and 0.5 (exclusive)."""
     if half_width is not None and not 0 < half_width < 0.5:

@@ -24,7 +24,7 @@ from labeling.models import Run
 from scoring.compare import DEFAULT_THRESHOLD, Comparison, RunFrames, compare_runs
 from scoring.deltas import MetricDelta, format_delta
 from scoring.intervals import DEFAULT_CONFIDENCE
-from scoring.lazy import pd  # loaded on first use: keeps start-up fast (issue 24)
+from scoring.lazy import pd  # loaded on first use: keeps start-up fast (SPEC §7)
 from scoring.ratio import format_value
 
 # How many rows each list of the comparison page shows; the xlsx has them all.

@@ -1,4 +1,4 @@
-"""A run's label table as a Hugging Face dataset folder (issue 26:
+"""A run's label table as a Hugging Face dataset folder (SPEC §6:
 ``export_dataset --run NAME [--version N] -o DIR``).
 
 The folder holds:
@@ -47,7 +47,7 @@ from scoring.agreement import Coefficient, reliability
 from scoring.intervals import Interval, clustered_ratio
 from scoring.judgment_agreement import JudgmentAgreement
 from scoring.labels import LABEL_VALUES
-from scoring.lazy import pd  # loaded on first use: keeps start-up fast (issue 24)
+from scoring.lazy import pd  # loaded on first use: keeps start-up fast (SPEC §7)
 
 DATA_FILE = "data/train-00000-of-00001.parquet"
 # Hub licence ids of the licences provenance records (anything else: "other").

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from scoring.lazy import pd  # loaded on first use: keeps start-up fast (issue 24)
+from scoring.lazy import pd  # loaded on first use: keeps start-up fast (SPEC §7)
 
 DIFF_FIELDS = ("claim", "claim_index", "citations", "cited_span", "label", "justification", "reviewer")
 # Each reviewer's own current label (labeling.exports.label_table): compared

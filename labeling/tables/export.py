@@ -29,7 +29,7 @@ from labeling.models import (
 )
 from labeling.tables.versions import version_table
 
-# Parquet (issue 26) needs the optional pyarrow (labeling.exports.parquet).
+# Parquet (SPEC §6) needs the optional pyarrow (labeling.exports.parquet).
 EXPORT_FORMATS = ("xlsx", "csv", "jsonl", "parquet")
 
 

@@ -36,7 +36,7 @@ from labeling.models import (
 )
 from labeling.tables.diff import LabelTableDiff, diff_label_tables
 from scoring.claims import ClaimMetrics
-from scoring.lazy import pd  # loaded on first use: keeps start-up fast (issue 24)
+from scoring.lazy import pd  # loaded on first use: keeps start-up fast (SPEC §7)
 
 MAX_NOTE_CHARS = 2000
 

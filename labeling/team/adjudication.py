@@ -74,7 +74,7 @@ def disputed_claims(*, run: Run) -> QuerySet[Claim]:
     current = Label.objects.filter(claim=OuterRef("pk"), is_current=True).filter(
         Q(reviewer__kind__in=COUNTED_KINDS) | Q(reviewer_id=run.promoted_judge_id))
     if run.exclude_unqualified:
-        # Issue 25: labels left out of the run's figures dispute nothing either.
+        # SPEC §4.4: labels left out of the run's figures dispute nothing either.
         from labeling.team.quality import run_exclusion
 
         current = current.exclude(reviewer_id__in=run_exclusion(run=run).reviewer_ids)

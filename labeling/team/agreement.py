@@ -11,7 +11,7 @@ disputed claims are the assigned reviewers' (with the run's promoted judge):
 labels imported from a file (kind ``external``) or given by anyone else are
 not the team's work and must not move the team's agreement. The same
 figures over every human reviewer stay available beside them, named as
-such (issue 20). With nobody assigned the headline is every human's.
+such (SPEC §7). With nobody assigned the headline is every human's.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from scoring import agreement as scoring_agreement
 from scoring.agreement import Agreement, Reliability
 from scoring.judgment_agreement import JudgmentAgreement, judgment_agreement
 from scoring.labels import SUPPORTED, UNSUPPORTED, disagreements
-from scoring.lazy import pd  # loaded on first use: keeps start-up fast (issue 24)
+from scoring.lazy import pd  # loaded on first use: keeps start-up fast (SPEC §7)
 
 CATEGORIES = (SUPPORTED, UNSUPPORTED)
 

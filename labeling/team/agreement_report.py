@@ -1,6 +1,6 @@
 """The JSON object of ``manage.py agreement --format json``, built in one
 place so the command and the HTTP API (``GET …/runs/{run}/agreement``) give
-the same figures (SPEC §4.4; issue 27: "the JSON of agreement through the API
+the same figures (SPEC §4.4; SPEC §6: "the JSON of agreement through the API
 equals the CLI's")."""
 
 from __future__ import annotations
@@ -70,7 +70,7 @@ def agreement_report(*, run: Run, reviewers: list[str] | tuple[str, ...] = ()) -
                                 _reliability(result.every_human, result.every_human_disputed or [])
                                 | {"counted_reviewers": result.every_human.reviewers}),
         "reviewers": result.reviewers,
-        # Krippendorff's alpha of the citation judgments, nominal and ordinal (issue 26).
+        # Krippendorff's alpha of the citation judgments, nominal and ordinal (SPEC §6).
         "citation_judgments": judged.to_dict(),
     }
     if reviewers:

@@ -1,4 +1,4 @@
-"""Hidden gold checks (issue 25 §2): a lead marks claims of a run as gold, each
+"""Hidden gold checks (SPEC §4.4): a lead marks claims of a run as gold, each
 with its gold label and a reason, and sets how the run uses them.
 
 Writes (keyword-only, atomic, ValidationError naming what to fix; nothing

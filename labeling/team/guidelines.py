@@ -1,4 +1,4 @@
-"""A project's labeling guidelines (issue 25 §1): versioned Markdown, rendered safely.
+"""A project's labeling guidelines (SPEC §4.4): versioned Markdown, rendered safely.
 
 Writes: :func:`guidelines_save` (a lead's edit: always a new version). Reads:
 :func:`guidelines_current`, :func:`guidelines_versions`, and

@@ -1,4 +1,4 @@
-"""Reads of reviewer quality (issue 25): gold accuracy, the qualification rule,
+"""Reads of reviewer quality (SPEC §4.4): gold accuracy, the qualification rule,
 whose labels a run leaves out, and the reviewer dashboard of a run or a project
 (figures defined in ``scoring.reviewers``).
 
@@ -33,7 +33,7 @@ from labeling.models import (
 )
 from scoring import reviewers as figures
 from scoring.judge_grading import kappa_interval
-from scoring.lazy import np  # loaded on first use: keeps start-up fast (issue 24)
+from scoring.lazy import np  # loaded on first use: keeps start-up fast (SPEC §7)
 from scoring.ratio import Ratio
 
 S, U = LabelValue.SUPPORTED.value, LabelValue.UNSUPPORTED.value
@@ -264,7 +264,7 @@ class ReviewerQuality:
                                           labels=self.labels)
 
     def as_dict(self) -> dict[str, Any]:
-        """The JSON row of ``reviewers --format json`` (issue 25 §5's keys, then more)."""
+        """The JSON row of ``reviewers --format json`` (SPEC §4.4's keys, then more)."""
         ci = self.gold_accuracy_ci95
         return {
             "reviewer": self.reviewer, "labels": self.labels,
@@ -385,7 +385,7 @@ def gold_claim_rows(*, run: Run) -> list[GoldClaim]:
 
 @dataclass(frozen=True)
 class RunQualitySummary:
-    """What the run page shows of reviewer quality (issue 25): open send-backs, the
+    """What the run page shows of reviewer quality (SPEC §4.4): open send-backs, the
     reviewers flagged under the qualification rule as ``(name, correct, gold
     claims labeled)``, the rule, and the labels the run leaves out."""
 

@@ -1,4 +1,4 @@
-"""Send back for rework (issue 25 §4): a lead returns one reviewer's label on a
+"""Send back for rework (SPEC §4.4): a lead returns one reviewer's label on a
 claim with a comment; the claim comes first in that reviewer's queue
 (``labeling.review.queue.priority_claim``) with the comment shown, until they relabel
 it (``label_writes.label_save`` resolves it) or reply (:func:`send_back_reply`).

@@ -72,7 +72,7 @@ def run_agreement_page(request: HttpRequest, project_slug: str, run_name: str) -
     rows = disagreement_rows(run=run, claim_ids=list(page.object_list), reviewers=result.reviewers,
                              verdicts=verdicts)
     overall = result.overall
-    # Citation judgments (issue 26): one query, the run's current judgments.
+    # Citation judgments (SPEC §6): one query, the run's current judgments.
     judged = run_judgment_agreement(run=run)
     return render(request, "labeling/run_agreement.html", {
         "judged": judged, "nominal_verdict": verdict(judged.nominal.value),
@@ -84,6 +84,6 @@ def run_agreement_page(request: HttpRequest, project_slug: str, run_name: str) -
         "page": page, "disagreements": rows, "resamples": BOOTSTRAP_RESAMPLES,
         "adjudicated": sum(1 for claim_id in result.disputed if claim_id in verdicts),
         "every_human": result.every_human, "every_human_disputed": result.every_human_disputed,
-        # Whose labels a lead may send back for rework (issue 25 §4): the human reviewers'.
+        # Whose labels a lead may send back for rework (SPEC §4.4): the human reviewers'.
         "humans": {name for name, kind in result.kinds.items() if kind == ReviewerKind.HUMAN},
     })

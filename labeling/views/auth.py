@@ -1,4 +1,4 @@
-"""Login throttling glue for django-axes (issue 14 §5): which name a failed
+"""Login throttling glue for django-axes (SPEC §7): which name a failed
 login counts against, and the page a paused login gets.
 
 django-axes counts failed logins per (username, client address) and, after

@@ -1,4 +1,4 @@
-"""A run's judges (automated labelers, issue 12): the judges panel of the run
+"""A run's judges (automated labelers, SPEC §4.4): the judges panel of the run
 page (each judge, its latest judge run with a progress bar that polls while
 it runs, and a lead's form to start one) and the grading page of one judge."""
 

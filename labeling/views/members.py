@@ -122,7 +122,7 @@ def run_adjudicate(request: HttpRequest, project_slug: str, run_name: str) -> Ht
                 verdict = adjudication.adjudication_save(claim=claim, lead=request.user, value=typed["value"],
                                                          reason=typed["reason"])
                 if request.POST.get("gold") == "on":
-                    # Issue 25 §2: the verdict becomes a hidden gold check for the run's reviewers.
+                    # SPEC §4.4: the verdict becomes a hidden gold check for the run's reviewers.
                     gold_claims.gold_mark(run=run, claim=claim, lead=request.user, source=GoldSource.ADJUDICATION)
         except ValidationError as exc:
             error = " ".join(exc.messages)

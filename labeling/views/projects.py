@@ -137,7 +137,7 @@ def run_detail(request: HttpRequest, project_slug: str, run_name: str) -> HttpRe
     judged = (metrics.run_judgments(run, reviewer=None if run.sees_all_labels else request.user.username)
               if inline else None)
     may_quality = permissions.may(run.my_role, permissions.QUALITY)
-    # Reviewer quality (issue 25): open send-backs (the reviewer's own: Start labeling takes them there
+    # Reviewer quality (SPEC §4.4): open send-backs (the reviewer's own: Start labeling takes them there
     # first) and gold claims in one query; flags under the rule for leads and viewers.
     page_counts = quality.run_page_counts(run=run, reviewer=request.user) if may_quality or run.may_label else None
     run.my_send_backs = page_counts[1] if page_counts is not None and run.may_label else 0

@@ -1,4 +1,4 @@
-"""Reviewer quality pages (issue 25): a project's guidelines, the reviewer
+"""Reviewer quality pages (SPEC §4.4): a project's guidelines, the reviewer
 dashboards of a run and a project, a run's gold checks, and the lead's actions
 on one claim (mark it gold, send a reviewer's label back)."""
 

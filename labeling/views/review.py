@@ -125,7 +125,7 @@ def _context(request: HttpRequest, run: Run, answer: Answer, claim_id: int | Non
         # A lead's tools on the claim (mark it gold, send a label back): never a reviewer's.
         "lead_tools": run.may_lead,
     }
-    # The claim's gold label, for the lead's tools (issue 25 §2): leads only.
+    # The claim's gold label, for the lead's tools (SPEC §4.4): leads only.
     context["current_gold"] = review.current_gold
     context.update(extra)
     if review.judging:
@@ -162,7 +162,7 @@ def _page(request: HttpRequest, context: dict[str, Any]) -> HttpResponse:
         context["progress"] = tallies.run_progress(run=run, reviewer=request.user)
     context["neighbours"] = queue.answer_neighbours(answer=answer)
     context["target_reached"] = _target_reached(run, context["neighbours"])
-    # The project's guidelines behind the g key and in the ? help (issue 25 §1): the page's
+    # The project's guidelines behind the g key and in the ? help (SPEC §4.4): the page's
     # dialogs are outside #review, so fragments never carry them again.
     current = guidelines.guidelines_current(project=run.project_id)
     context["guidelines"] = current
@@ -171,7 +171,7 @@ def _page(request: HttpRequest, context: dict[str, Any]) -> HttpResponse:
 
 
 def _target_reached(run: Run, neighbours: queue.AnswerNeighbours) -> bool | None:
-    """The queue's "target reached" (issue 23 §5), only asked when a lead set a target."""
+    """The queue's "target reached" (SPEC §4.6), only asked when a lead set a target."""
     return estimates.target_reached(run) if neighbours.sample_target is not None else None
 
 
@@ -348,7 +348,7 @@ def _after_label(request: HttpRequest, run: Run, claim: Claim, label: Any, *, fi
     notice = f"Saved {label.value} on claim {claim.index}."
     # How far the run progress bar moves: a first label on this (cited) claim adds one.
     labeled = 1 if first else 0
-    # Feedback mode (issue 25 §3): after a gold claim, its gold label and the lead's reason.
+    # Feedback mode (SPEC §4.4): after a gold claim, its gold label and the lead's reason.
     feedback = gold_feedback(run, claim, label)
     if feedback is not None and not request.htmx:
         messages.info(request, feedback["text"])
@@ -391,7 +391,7 @@ def _after_label(request: HttpRequest, run: Run, claim: Claim, label: Any, *, fi
 
 
 def gold_feedback(run: Run, claim: Claim, label: Any) -> dict[str, Any] | None:
-    """What feedback mode shows after ``label`` was saved on ``claim`` (issue 25 §3): the
+    """What feedback mode shows after ``label`` was saved on ``claim`` (SPEC §4.4): the
     claim's gold label and the lead's reason, when the run has feedback on and the
     claim is gold; else ``None`` (no query when feedback is off)."""
     if not run.feedback:
@@ -412,7 +412,7 @@ class ReplyForm(forms.Form):
 
 @_claim_write_view("POST")
 def claim_reply(request: HttpRequest, run: Run, claim: Claim) -> HttpResponse:
-    """The reviewer answers a lead's send-back with a reply and keeps their label (issue 25 §4)."""
+    """The reviewer answers a lead's send-back with a reply and keeps their label (SPEC §4.4)."""
     try:
         send_backs.send_back_reply(claim=claim, reviewer=request.user, reply=request.POST.get("reply", ""))
     except ValidationError as exc:

@@ -1,4 +1,4 @@
-"""A run's probability sample and its estimates (SPEC §4.6, issue 23): the run
+"""A run's probability sample and its estimates (SPEC §4.6): the run
 page's panel (the judge-assisted estimate as the headline, the sample's
 progress, the label budget) and a lead's forms to draw or grow the sample and
 to set its target half-width."""

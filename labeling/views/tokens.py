@@ -1,4 +1,4 @@
-"""A project's API tokens page (issue 27), for its leads: make a token for a
+"""A project's API tokens page (SPEC §6), for its leads: make a token for a
 member or a new bot account, see each token's last use, revoke one."""
 
 from __future__ import annotations

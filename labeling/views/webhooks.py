@@ -1,4 +1,4 @@
-"""A project's webhooks page (issue 27 §3), for its leads: register a URL for
+"""A project's webhooks page (SPEC §6), for its leads: register a URL for
 events, see each hook's deliveries (status, attempts, the receiver's answer),
 send a test delivery, remove a hook."""
 

@@ -164,7 +164,7 @@
     dialog.scrollTop = 0;
   }
   function toggleHelp() { toggleDialog("shortcut-help"); }
-  // g: the project's labeling guidelines (issue 25), also in the ? help.
+  // g: the project's labeling guidelines (SPEC §4.4), also in the ? help.
   function toggleGuidelines() { toggleDialog("guidelines-dialog"); }
 
   // ---- Judging each citation (projects with "judge citations" on; SPEC §4.3b) ----

@@ -35,7 +35,7 @@ What it does, in order:
    A missing one is a lost label. And every cited claim's current human labels
    are counted against the run's ``--overlap`` (default 1): how many claims
    have 0, 1, 2 … labels, and how many have more than the overlap (work the
-   queue's leases must prevent: issue 20 §3). A reviewer whose queue is empty
+   queue's leases must prevent: SPEC §7). A reviewer whose queue is empty
    stops.
 
 Printed (and with ``--json PATH`` written as JSON): requests/s over the

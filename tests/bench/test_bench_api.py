@@ -1,5 +1,5 @@
 """Benchmark of the API's label write against the review page's label step
-(issue 27: "API label write p95 within 1.2× of the page's label step").
+(SPEC §6: "API label write p95 within 1.2× of the page's label step").
 
 Run: ``pytest -m bench -s tests/bench/test_bench_api.py`` (add DATABASE_URL
 for PostgreSQL). One 1k-answer run (5 claims an answer, 4 cited) of the

@@ -1,4 +1,4 @@
-"""Benchmark of the reviewer dashboard (issue 25 §5: "the dashboard on a 50k-claim run
+"""Benchmark of the reviewer dashboard (SPEC §4.4: "the dashboard on a 50k-claim run
 with 5 reviewers answers in ≤ 300 ms").
 
 The run is the labeling-screen benchmark's shape (10k answers × 5 claims, 4 cited per

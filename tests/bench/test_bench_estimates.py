@@ -1,4 +1,4 @@
-"""Benchmark of the judge-assisted estimates (issue 23) on a 50k-claim run.
+"""Benchmark of the judge-assisted estimates (SPEC §4.6) on a 50k-claim run.
 
 Run: ``pytest -m bench -s tests/bench/test_bench_estimates.py`` (add DATABASE_URL
 for PostgreSQL). The run is the labeling-screen benchmark's (10k answers × 5

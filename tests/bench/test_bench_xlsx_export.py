@@ -3,7 +3,7 @@
 Run: ``pytest -m bench -s tests/bench/test_bench_xlsx_export.py`` (add DATABASE_URL
 for PostgreSQL). Runs of 8,334 and 16,667 answers (50,004 and 100,002 claims) come
 from the benchmarks' one generator (``tests.bench.answers_file``), imported
-untimed. Printed for each (targets of issue 13: 50k rows ≤ 4 s, 100k rows ≤ 8 s,
+untimed. Printed for each (targets of SPEC §7: 50k rows ≤ 4 s, 100k rows ≤ 8 s,
 within 2× of the floor):
 
 - the export as a download does it (``label_table_export``: the label table from

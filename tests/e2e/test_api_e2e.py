@@ -1,5 +1,5 @@
 """The API's docs page and the tokens page in Chromium under the app's
-Content-Security-Policy (issue 27): Swagger UI comes from the app's own static
+Content-Security-Policy (SPEC §6): Swagger UI comes from the app's own static
 files, lists the operations and, given a token, calls the API; a lead makes a
 token on the page, sees it once and revokes it. Any CSP violation or
 JavaScript error fails the test (``strict_page``). Screenshots go to

@@ -1,4 +1,4 @@
-"""The Content-Security-Policy in a real browser (issue 14 §2): a superuser opens
+"""The Content-Security-Policy in a real browser (SPEC §7): a superuser opens
 the app's pages and the admin's, with a run whose names and texts are hostile
 HTML; Chromium reports no policy violation (the ``page`` fixture fails the test
 on any, and on any JavaScript error) and runs none of the injected markup.

@@ -1,4 +1,4 @@
-"""Browser test of a judge-assisted estimate (issue 23): a lead draws a probability
+"""Browser test of a judge-assisted estimate (SPEC §4.6): a lead draws a probability
 sample of 20 answers on the run page, two reviewers label it from the keyboard
 (their queues serve the sampled answers first, in sample order; the claim the
 queue reserved for the first when she stopped lapses before the second starts),

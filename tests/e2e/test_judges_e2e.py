@@ -1,4 +1,4 @@
-"""Browser test of a judge run (issue 12): a lead starts it from the run page against
+"""Browser test of a judge run (SPEC §4.4): a lead starts it from the run page against
 the fake OpenAI-compatible server, watches its progress bar through to the end (the
 task goes through django-q2's database queue to a worker thread), and opens the
 judge's grading page."""

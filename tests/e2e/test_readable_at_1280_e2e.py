@@ -1,4 +1,4 @@
-"""What did not fit at 1280 px (issue 20, item 11), checked in Chromium on the
+"""What did not fit at 1280 px (SPEC §7, item 11), checked in Chromium on the
 demo's data: the every-run summary's last column (Gap) on screen, the project
 chart's run names readable whole (the two runs of the demo's comparison no
 longer both read "seed-coverage-s…"), and the ``?`` dialog opening at its

@@ -1,4 +1,4 @@
-"""Browser test of reviewer quality (issue 25 "How it is checked"): a lead writes
+"""Browser test of reviewer quality (SPEC §4.4 "How it is checked"): a lead writes
 guidelines, marks 5 gold claims at rate 50 %; a reviewer labels by keyboard (gets
 2 gold claims wrong), sees feedback, falls under the rule; the lead sends one
 label back from the claim's history; the reviewer relabels it; the dashboard and

@@ -1,4 +1,4 @@
-"""A viewer reads the review page and no key of theirs writes (issue 20 §6; marker
+"""A viewer reads the review page and no key of theirs writes (SPEC §7; marker
 ``e2e``). Today's main gave a viewer the whole labeling screen, and pressing ``1``
 replaced the page with a bare 403."""
 

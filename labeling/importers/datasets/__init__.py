@@ -1,4 +1,4 @@
-"""Readers of public attribution datasets (issue 26), one module per format:
+"""Readers of public attribution datasets (SPEC §6), one module per format:
 each turns a dataset's own files into answers-file drafts
 (``labeling.importers.datasets.common``), keeps every annotator as their own
 reviewer where the dataset names them, keeps the dataset's graded label in

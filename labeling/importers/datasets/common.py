@@ -1,4 +1,4 @@
-"""What every public-dataset reader shares (issue 26): the files handed in,
+"""What every public-dataset reader shares (SPEC §6): the files handed in,
 the answers drafted from them, and JSON read with its line numbers, no ORM.
 
 A reader (one module per format in this package) turns a dataset's own files

@@ -1,6 +1,6 @@
 """LFQA-Verification, the sentence attribution annotations of "Understanding
 Retrieval Augmentation for Long-Form Question Answering" (Chen, Xu, Arora &
-Choi, 2023; asked for as SALAD in issue 26): ``data/annotations/
+Choi, 2023; asked for as SALAD in SPEC §6): ``data/annotations/
 annotations-<system>.json`` with the evidence documents
 ``data/docs/docs-<source>.json`` → answers, no ORM.
 

@@ -1,5 +1,5 @@
 """The service that imports a public attribution dataset in its own format
-(issue 26: ``import_dataset --format NAME FILE… --project SLUG [--run
+(SPEC §6: ``import_dataset --format NAME FILE… --project SLUG [--run
 NAME]``): the format's reader (``labeling.importers.datasets``) drafts
 answers-file lines, each is validated as one (``answers_jsonl``), and
 ``answers_import.records_import`` writes them all or nothing, with the

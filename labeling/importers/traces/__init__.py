@@ -1,4 +1,4 @@
-"""Readers of tracing tools' exports (issue 26): OpenInference/Phoenix,
+"""Readers of tracing tools' exports (SPEC §6): OpenInference/Phoenix,
 Langfuse, LangSmith, each turning its file into ``common.Span`` records;
 ``common.answers`` makes one answer per trace. No ORM:
 ``labeling.importers.traces.load`` writes."""

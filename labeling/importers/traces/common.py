@@ -1,4 +1,4 @@
-"""Traces from tracing tools → answers, shared by every format (issue 26):
+"""Traces from tracing tools → answers, shared by every format (SPEC §6):
 a format reads its export into :class:`Span` records; :func:`answers` groups
 them by trace and makes one answers-file object per trace. No ORM.
 

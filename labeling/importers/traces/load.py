@@ -1,4 +1,4 @@
-"""The service that imports a tracing tool's export as a run (issue 26:
+"""The service that imports a tracing tool's export as a run (SPEC §6:
 ``import_traces --format openinference|langfuse|langsmith FILE``): the
 format's reader (``labeling.importers.traces``) reads spans, each trace
 becomes one answer (its retrieval documents the passages, its LLM output the

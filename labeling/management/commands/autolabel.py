@@ -3,7 +3,7 @@
 
 An LLM judge labels every cited claim of the run as the reviewer
 ``JUDGE_NAME`` of kind ``model`` (created if new), one request per answer to
-an OpenAI-compatible chat endpoint (issue 12; protocol in
+an OpenAI-compatible chat endpoint (SPEC §4.4; protocol in
 ``labeling.judges.protocol``). The key comes from ``CITELAB_OPENAI_API_KEY`` or
 ``OPENAI_API_KEY``, the endpoint from ``--base-url`` or
 ``CITELAB_OPENAI_BASE_URL`` (a vLLM, Ollama or llama.cpp server works). Running

@@ -1,5 +1,5 @@
 """``python manage.py create_token --reviewer NAME --project SLUG [--expires-days N] [--role ROLE]
-[--name NAME]``: a project token for the HTTP API (issue 27), printed alone on the last line.
+[--name NAME]``: a project token for the HTTP API (SPEC §6), printed alone on the last line.
 
 The token is shown this once and stored hashed: keep it in the CI's secrets.
 """

@@ -1,4 +1,4 @@
-"""``python manage.py export_dataset --run NAME [--project SLUG] [--version N] -o DIR`` (issue 26): the
+"""``python manage.py export_dataset --run NAME [--project SLUG] [--version N] -o DIR`` (SPEC §6): the
 run's label table as a folder that ``datasets.load_dataset("parquet", data_dir=DIR)`` reads, with its
 dataset card (``labeling.tables.dataset_export``)."""
 

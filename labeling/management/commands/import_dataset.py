@@ -1,5 +1,5 @@
 """``python manage.py import_dataset --format NAME FILE… --project SLUG [--run NAME] [--commit SHA]``
-(issue 26): a public attribution dataset in its own format → runs with their
+(SPEC §6): a public attribution dataset in its own format → runs with their
 provenance (``labeling.importers.datasets.load``; formats in ``labeling.importers.datasets``)."""
 
 from __future__ import annotations

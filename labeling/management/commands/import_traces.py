@@ -1,5 +1,5 @@
 """``python manage.py import_traces --format openinference|langfuse|langsmith FILE --run NAME [--project SLUG]``
-(issue 26): a tracing tool's export → a run (``labeling.importers.traces.load``)."""
+(SPEC §6): a tracing tool's export → a run (``labeling.importers.traces.load``)."""
 
 from __future__ import annotations
 

@@ -3,7 +3,7 @@
 
 Another judge's verdicts (RAGAS, DeepEval, TruLens, Phoenix, an in-house
 prompt) become the labels of the reviewer ``NAME`` of kind ``model``, to be
-graded against the humans like any judge (issue 12). The file shapes are in
+graded against the humans like any judge (SPEC §4.4). The file shapes are in
 ``labeling.importers.verdicts``; matching is ``labeling.judges.runs.verdicts_import``.
 Bad lines are all reported and nothing is imported; verdicts that match no
 claim are listed with the reason, never dropped silently.

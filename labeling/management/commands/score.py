@@ -241,7 +241,7 @@ class Command(BaseCommand):
 
     def _gate_on_estimates(self, run: Run, baseline_run: Run, estimates, baseline_estimates,
                            drops: dict[str, float], confidence: float | None) -> None:
-        """The CI gate on the two runs' estimates (issue 23 §4): exit status 1 naming each failure."""
+        """The CI gate on the two runs' estimates (SPEC §4.6): exit status 1 naming each failure."""
         bounds = ", ".join(f"{name} may drop ≤ {drop:g}" for name, drop in drops.items())
         note = (f"on the runs' PPI++ estimates (judges {baseline_estimates.judge} and {estimates.judge}; "
                 f"{bounds})")
@@ -313,7 +313,7 @@ def check_estimate_gate(options: dict[str, Any], drops: dict[str, float]) -> Non
 
 
 def with_estimates(scores: dict[str, Any], estimates) -> dict[str, Any]:
-    """``scores`` (``RunScores.to_dict()``) with ``estimates`` (issue 23 §2) before ``per_answer``."""
+    """``scores`` (``RunScores.to_dict()``) with ``estimates`` (SPEC §4.6) before ``per_answer``."""
     if estimates is None:
         return scores
     out = {key: value for key, value in scores.items() if key != "per_answer"}
