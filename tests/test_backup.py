@@ -133,7 +133,7 @@ def test_every_model_of_the_app_is_backed_up():
     labels = {spec.label for spec in project_models()}
     assert {"labeling.project", "labeling.membership", "labeling.question", "labeling.goldpassageid",
             "labeling.run", "labeling.assignment", "labeling.answer", "labeling.passage", "labeling.claim",
-            "labeling.citation", "labeling.label", "labeling.team.adjudication", "labeling.labeltableversion",
+            "labeling.citation", "labeling.label", "labeling.adjudication", "labeling.labeltableversion",
             "labeling.auditevent"} <= labels
     from django.apps import apps
     assert labels == {m._meta.label_lower for m in apps.get_app_config("labeling").get_models()} - {

@@ -98,7 +98,7 @@ def test_a_parquet_format_that_contradicts_the_suffix_is_refused(team_run, tmp_p
 
 
 def test_without_pyarrow_the_export_names_the_extra(team_run, tmp_path, monkeypatch):
-    monkeypatch.setattr("labeling.exports.parquet.parquet_available", lambda: False)
+    monkeypatch.setattr("labeling.tables.export.parquet_available", lambda: False)
     with pytest.raises(CommandError, match=r"the parquet format needs pyarrow: pip install -e '\.\[parquet\]'"):
         export("export_labels", "--run", "team", "--project", "team", "-o", str(tmp_path / "labels.parquet"))
     assert not (tmp_path / "labels.parquet").exists()
