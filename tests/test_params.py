@@ -13,7 +13,7 @@ from labeling.label_tables import label_table_snapshot
 from labeling.models import Claim, Label
 from labeling.views.params import MAX_PARAM, int_param
 from tests.factories import LabelFactory
-from tests.test_review import HX, Site
+from tests.review_site import HX, Site
 
 pytestmark = pytest.mark.django_db
 
