@@ -9,6 +9,7 @@ from labeling.views import agreement as agreement_views
 from labeling.views import audit as audit_views
 from labeling.views import auth as auth_view
 from labeling.views import compare as compare_views
+from labeling.views import docs as docs_views
 from labeling.views import judges as judge_views
 from labeling.views import label_tables as label_table_views
 from labeling.views import members as member_views
@@ -83,6 +84,9 @@ urlpatterns = [
     # Single sign-on (labeling.integrations.sso): 404 unless CITELAB_OIDC_CLIENT_ID is set.
     path("sso/login/", sso.sso_login, name="sso_login"),
     path("sso/callback/", sso.sso_callback, name="sso_callback"),
+    # The help pages (templates/docs/*.md): open to everyone, they hold no project's data.
+    path("docs/", docs_views.docs_index, name="docs_index"),
+    path("docs/<slug:name>/", docs_views.docs_page, name="docs_page"),
     path("", projects.project_list, name="project_list"),
     path("p/<slug:project_slug>/", projects.project_detail, name="project_detail"),
     path("p/<slug:project_slug>/members/", member_views.project_members, name="project_members"),

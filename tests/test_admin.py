@@ -49,7 +49,7 @@ def test_answer_added_in_the_admin_gets_its_key_and_a_question_of_its_project(ad
 
 
 # -- labels, claims and citations are view only --------------------------------------------------
-# Labels and claims change only through labeling.services (history, claim revisions, stale labels).
+# Labels and claims change only through the services of labeling.review (history, claim revisions, stale labels).
 
 def _labeled_claim():
     claim = factories.ClaimFactory(text="Retries use exponential backoff.")

@@ -1,8 +1,8 @@
-"""The README's CI example (SPEC §6), run as written with ``sh`` and
-``curl`` against a live server and a fake judge endpoint on 127.0.0.1:
-import a run's answers and start the judge, wait for it, read the scores,
-gate — exit 0 when the gate passes, non-zero when it fails. Also the judge
-runs over the API."""
+"""The CI example of the HTTP API's help page (templates/docs/api.md), run as
+written with ``sh`` and ``curl`` against a live server and a fake judge endpoint
+on 127.0.0.1: import a run's answers and start the judge, wait for it, read the
+scores, gate — exit 0 when the gate passes, non-zero when it fails. Also the
+judge runs over the API."""
 
 from __future__ import annotations
 
@@ -22,10 +22,11 @@ from tests.judge_server import QUESTIONS, JudgeServer, judging_answers
 
 
 def ci_script() -> str:
-    """The ``sh`` block after ``<!-- ci-example -->`` in README.md."""
-    readme = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
-    match = re.search(r"<!-- ci-example -->\n```sh\n(.*?)```", readme, re.S)
-    assert match, "README.md has no CI example"
+    """The first ``sh`` block under the heading "A CI job" of templates/docs/api.md
+    (the HTTP API's help page, served at /docs/api/)."""
+    page = (REPO_ROOT / "templates" / "docs" / "api.md").read_text(encoding="utf-8")
+    match = re.search(r"^## A CI job\n.*?```sh\n(.*?)```", page, re.S | re.M)
+    assert match, "templates/docs/api.md has no CI example"
     return match.group(1)
 
 

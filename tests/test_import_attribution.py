@@ -11,9 +11,22 @@ from django.core.management import CommandError, call_command
 
 from labeling.models import Adjudication, Label, Membership, Reviewer, ReviewerKind
 from tests.factories import ReviewerFactory
-from tests.test_label_import import alice, export, seed_run  # noqa: F401  (fixtures)
+from tests.label_table_files import export, import_seed_run
 
 pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def seed_run(db):
+    """The seed run (tests/label_table_files.py): claims 1–5 labeled by seed-reviewer, claim 6 uncited."""
+    return import_seed_run()
+
+
+@pytest.fixture
+def alice(seed_run, reviewer):
+    """``alice``, a member of the seed run's project, with no label yet (a reviewer, not a client)."""
+    seed_run.project.members.add(reviewer)
+    return reviewer
 
 
 def table(run, tmp_path, rows: dict[int, tuple[str, str, str]], **export_kwargs):
@@ -38,14 +51,14 @@ def _import(path, *args):
     return out.getvalue(), err.getvalue()
 
 
-def test_rows_naming_another_reviewer_are_refused_by_name(seed_run, alice, tmp_path):  # noqa: F811
+def test_rows_naming_another_reviewer_are_refused_by_name(seed_run, alice, tmp_path):
     path = table(seed_run, tmp_path, {1: ("UNSUPPORTED", "weaker", "bob")}, reviewer=alice.username)
     with pytest.raises(CommandError, match="1 bad row"):
         _import(path, "--reviewer", alice.username, "--apply")
     assert not Label.objects.filter(reviewer=alice).exists()
 
 
-def test_the_refusal_says_whose_row_it_is_and_what_to_do(seed_run, alice, tmp_path):  # noqa: F811
+def test_the_refusal_says_whose_row_it_is_and_what_to_do(seed_run, alice, tmp_path):
     path = table(seed_run, tmp_path, {1: ("UNSUPPORTED", "weaker", "bob")}, reviewer=alice.username)
     err = io.StringIO()
     with pytest.raises(CommandError):
@@ -56,7 +69,7 @@ def test_the_refusal_says_whose_row_it_is_and_what_to_do(seed_run, alice, tmp_pa
             "--keep-reviewers") in err.getvalue()
 
 
-def test_lead_keeps_the_reviewers_a_file_names(seed_run, alice, tmp_path):  # noqa: F811
+def test_lead_keeps_the_reviewers_a_file_names(seed_run, alice, tmp_path):
     """alice leads. Row 1 names bob (an existing human), row 2 names carol (new: created external)."""
     bob = ReviewerFactory(username="bob")
     path = table(seed_run, tmp_path, {1: ("UNSUPPORTED", "weaker", "bob"), 2: ("SUPPORTED", "", "carol")},
@@ -70,7 +83,7 @@ def test_lead_keeps_the_reviewers_a_file_names(seed_run, alice, tmp_path):  # no
     assert not Label.objects.filter(reviewer=alice).exists()
 
 
-def test_only_a_lead_keeps_reviewers_or_adjudicates(seed_run, tmp_path):  # noqa: F811
+def test_only_a_lead_keeps_reviewers_or_adjudicates(seed_run, tmp_path):
     rita = ReviewerFactory(username="rita")
     Membership.objects.create(project=seed_run.project, reviewer=rita, role="reviewer")
     path = table(seed_run, tmp_path, {1: ("UNSUPPORTED", "weaker", "bob")}, reviewer="rita")
@@ -79,7 +92,7 @@ def test_only_a_lead_keeps_reviewers_or_adjudicates(seed_run, tmp_path):  # noqa
             _import(path, "--reviewer", "rita", flag)
 
 
-def test_rows_are_compared_with_the_importers_own_label_not_the_agreed_one(seed_run, alice, tmp_path):  # noqa: F811
+def test_rows_are_compared_with_the_importers_own_label_not_the_agreed_one(seed_run, alice, tmp_path):
     """seed-reviewer labeled claim 1 SUPPORTED (the agreed label). alice has no label: her row
     saying SUPPORTED is her new label, not "unchanged"."""
     path = table(seed_run, tmp_path, {1: ("SUPPORTED", "", "")}, reviewer=alice.username)
@@ -88,7 +101,7 @@ def test_rows_are_compared_with_the_importers_own_label_not_the_agreed_one(seed_
     assert list(Label.objects.filter(reviewer=alice).values_list("claim__index", "value")) == [(1, "SUPPORTED")]
 
 
-def test_lead_imports_adjudications_that_then_count(seed_run, alice, tmp_path):  # noqa: F811
+def test_lead_imports_adjudications_that_then_count(seed_run, alice, tmp_path):
     """Seed: claims 1, 2, 4 SUPPORTED, 3, 5 UNSUPPORTED → support 3/5. alice adjudicates claim 3
     SUPPORTED (reason given) → 4/5; a row without a reason is refused."""
     path = table(seed_run, tmp_path, {3: ("SUPPORTED", "the span says so", "")}, reviewer=alice.username)

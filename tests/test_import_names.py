@@ -219,7 +219,7 @@ def test_imported_reviewer_is_reused_and_default_reviewer_never_a_login(admin_us
 @pytest.mark.django_db
 def test_expertqa_unsupported_labels_without_justification_are_kept_as_imported(expertqa_project):
     """The experts left 124 UNSUPPORTED labels without a justification
-    (README "Imported labels"): kept, credited to the external reviewer."""
+    (templates/docs/names.md): kept, credited to the external reviewer."""
     bare = Label.objects.filter(value="UNSUPPORTED", justification="")
     assert bare.count() == 124
     assert set(bare.values_list("reviewer__username", "reviewer__kind")) == {("expertqa-annotator", "external")}

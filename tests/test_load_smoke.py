@@ -1,6 +1,6 @@
 """The load test script (``tests/bench/load.py``) keeps working: a few seconds of
 two simulated reviewers against gunicorn on SQLite. Its figures are not checked
-here (benchmarks print them, see README "Speed and load"); what it must always
+here (benchmarks print them, see templates/docs/speed.md); what it must always
 report is checked: no error, no lost label, no claim labeled by both reviewers (the
 queue's leases, overlap 1), and labels really saved: each reviewer makes at least one
 label step (``--min-steps 1``) however long a busy machine takes to serve the first page."""

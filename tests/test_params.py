@@ -13,7 +13,7 @@ from labeling.models import Claim, Label
 from labeling.tables.versions import label_table_snapshot
 from labeling.views.params import MAX_PARAM, int_param
 from tests.factories import LabelFactory
-from tests.test_review import HX, Site
+from tests.review_site import HX, Site
 
 pytestmark = pytest.mark.django_db
 

@@ -1,4 +1,4 @@
-"""The production start of README "Running for a team" (SPEC §7), run for
+"""The production start of "Running for a team" (templates/docs/team.md), run for
 real: migrate, collectstatic, a lead, gunicorn with 2 workers on the suite's
 database engine (a fresh PostgreSQL database in the PostgreSQL pass, else a
 SQLite file), then a browser's first steps over HTTP on the loopback; and

@@ -1,5 +1,6 @@
 """A lead switches citation judging on in the project's settings page, and the
-README's examples work on the demo as written (SPEC §7, item 13)."""
+examples of the README and its help pages (templates/docs/*.md) work on the demo
+as written (SPEC §7, item 13)."""
 
 from __future__ import annotations
 
@@ -53,29 +54,34 @@ def test_only_a_lead_changes_the_settings(client, team):
     assert reverse("project_settings", args=["team"]) not in client.get(project.get_absolute_url()).content.decode()
 
 
-# ------------------------------------------------------------------ README
+# ------------------------------------------------------ README and help pages
 
-README = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
+DOCS_DIR = REPO_ROOT / "templates" / "docs"
+# The README and its help pages, which hold the long sections it links to.
+PAGES = {path.relative_to(REPO_ROOT).as_posix(): path.read_text(encoding="utf-8")
+         for path in [REPO_ROOT / "README.md", *sorted(DOCS_DIR.glob("*.md"))]}
 
 
 def test_every_readme_example_with_a_run_names_its_project():
     """The demo holds two projects: a command given --run without --project is refused
-    there. Every code span and code line of the README that runs a command with --run
-    also says --project."""
-    fenced = re.findall(r"```\w*\n(.*?)```", README, re.S)
-    prose = re.sub(r"```\w*\n.*?```", "", README, flags=re.S)
-    spans = re.findall(r"`([^`]+)`", prose) + [line for block in fenced for line in block.splitlines()]
-    with_run = [span for span in spans if re.search(r"(manage\.py|^\w+)\s.*--run\b", span, re.S)]
-    # The commands of the table, the DEBUG=1 example, the judge grading example, the three
-    # commands the HTTP API section names as the source of its JSON, and the estimates'
-    # and reviewer quality sections' examples.
+    there. Every code span and code line of the README and its help pages that runs a
+    command with --run also says --project."""
+    with_run = []
+    for text in PAGES.values():
+        fenced = re.findall(r"```\w*\n(.*?)```", text, re.S)
+        prose = re.sub(r"```\w*\n.*?```", "", text, flags=re.S)
+        spans = re.findall(r"`([^`]+)`", prose) + [line for block in fenced for line in block.splitlines()]
+        with_run += [span for span in spans if re.search(r"(manage\.py|^\w+)\s.*--run\b", span, re.S)]
+    # The README's DEBUG=1 example; commands.md's usage lines and its compare example (20);
+    # the judge grading example; the three commands the HTTP API page names as the source
+    # of its JSON; the estimates' and reviewer quality pages' examples.
     assert len(with_run) == 27
     assert [span for span in with_run if "--project" not in span] == []
 
 
-def test_the_readme_sends_leads_to_the_settings_page_not_the_admin():
-    section = README.split("## Judging each citation", 1)[1].split("\n## ", 1)[0]
-    assert "project's **Settings** page" in section and "admin" not in section
+def test_the_help_page_sends_leads_to_the_settings_page_not_the_admin():
+    page = PAGES["templates/docs/citation-judgments.md"]
+    assert "project's **Settings** page" in page and "admin" not in page
 
 
 def test_readme_examples_run_on_the_demo_as_written():

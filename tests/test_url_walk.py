@@ -289,6 +289,10 @@ RULES = {
     "login": {"GET": "200 200 200 200 200 200 200 200 200", "POST": "200 200 200 200 200 200 200 200 200",
               "data": lambda w: {"username": "walk-lead", "password": "wrong"}},
     "logout": {"GET": "405 405 405 405 405 405 405 405 405", "POST": "R R R R R R R R R"},
+    # The help pages (templates/docs/*.md): open to everyone, read only.
+    "docs_index": {"GET": "200 200 200 200 200 200 200 200 200", "POST": "405 405 405 405 405 405 405 405 405"},
+    "docs_page": {"GET": "200 200 200 200 200 200 200 200 200", "POST": "405 405 405 405 405 405 405 405 405",
+                  "values": lambda w: {"name": "judges"}},
     "project_list": {"GET": "L 200 200 200 200 200 200 200 200", "POST": POST_ONLY},
     "project_detail": {"GET": TEAM_READ, "POST": POST_ONLY},
     "project_summary": {"GET": TEAM_READ, "POST": POST_ONLY},
