@@ -8,5 +8,6 @@ class LabelingConfig(AppConfig):
 
     def ready(self) -> None:
         from labeling import checks  # noqa: F401  (registers the system checks)
+        from labeling.integrations import webhooks  # noqa: F401  (listens to the audit trail)
 
 

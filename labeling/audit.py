@@ -31,9 +31,9 @@ from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 
 from django.db.models import QuerySet
+from django.dispatch import Signal
 from django.utils import timezone
 
-from labeling.integrations import webhooks
 from labeling.models import AuditEvent, Claim, Project, Reviewer, Run
 
 COMMAND_LINE = "command line"
@@ -41,6 +41,10 @@ COMMAND_LINE = "command line"
 # event recorded while it is set names it, so each API write is audited with
 # the token that made it, whichever service records the event.
 _API_TOKEN: ContextVar[str | None] = ContextVar("citelab_audit_api_token", default=None)
+# Sent with ``event=`` inside the change's transaction for every event recorded;
+# the webhooks (labeling.integrations.webhooks) listen, so the audit trail does
+# not import the integrations above it.
+event_recorded = Signal()
 
 
 @contextmanager
@@ -64,8 +68,9 @@ def audit_record(
     ``claim_id`` the claim when there is one, ``detail`` free metadata (JSON
     values). One INSERT; call it inside the change's transaction. Inside
     :func:`api_token_events` the detail names the API token too. The events
-    webhooks are told about (``labeling.integrations.webhooks.audit_recorded``) look the
-    project's hooks up once the transaction commits: one query more then."""
+    webhooks are told about (``event_recorded``, heard by
+    ``labeling.integrations.webhooks.audit_recorded``) look the project's hooks up
+    once the transaction commits: one query more then."""
     token = _API_TOKEN.get()
     if token is not None:
         detail = {**(detail or {}), "token": token}
@@ -75,7 +80,7 @@ def audit_record(
         detail=detail or {},
     )
     # Labels, adjudications, versions and judge runs are also webhook events: sent once this commits.
-    webhooks.audit_recorded(event)
+    event_recorded.send(sender=AuditEvent, event=event)
     return event
 
 

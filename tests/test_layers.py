@@ -48,14 +48,15 @@ def test_exports_import_only_models_exports_and_scoring():
 # The layers of ``labeling``, bottom to top: a module may import its own layer and the
 # layers below, never one above. ``scoring`` (framework-free) sits under all of them.
 LAYERS = [
-    ("foundation", ("labeling.names", "labeling.limits", "labeling.models", "labeling.db", "labeling.apps",
-                    "labeling.settings", "labeling.checks", "labeling.middleware")),
+    ("foundation", ("labeling.names", "labeling.limits", "labeling.models", "labeling.db", "labeling.settings",
+                    "labeling.checks", "labeling.middleware")),
     ("exports", ("labeling.exports",)),
     ("areas", ("labeling.permissions", "labeling.audit", "labeling.runs", "labeling.review", "labeling.team",
                "labeling.judges", "labeling.tables", "labeling.scores", "labeling.importers", "labeling.backup",
                "labeling.integrations", "labeling.templatetags")),
+    # apps.py wires the app at start-up (system checks, the webhooks' audit listener).
     ("entry points", ("labeling.views", "labeling.api", "labeling.management", "labeling.admin", "labeling.urls",
-                      "labeling.wsgi", "labeling.asgi")),
+                      "labeling.wsgi", "labeling.asgi", "labeling.apps")),
 ]
 LABELING_DIR = EXPORTS_DIR.parent
 

@@ -50,8 +50,10 @@ from django.conf import settings
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.core.validators import URLValidator
 from django.db import transaction
+from django.dispatch import receiver
 from django.utils import timezone
 
+from labeling.audit import event_recorded, event_row
 from labeling.models import (
     AuditAction,
     AuditEvent,
@@ -179,15 +181,14 @@ def _event_of(event: AuditEvent) -> str | None:
             AuditAction.SNAPSHOT: WebhookEvent.VERSION_SAVED}.get(event.action)
 
 
-def audit_recorded(event: AuditEvent) -> None:
-    """Called by ``audit_record`` inside the change's transaction: when the event is
-    one a webhook can be told about, send it to the project's hooks once the change
-    commits (:func:`webhook_emit`). No query now."""
+@receiver(event_recorded, dispatch_uid="citelab-webhooks")
+def audit_recorded(sender: type, *, event: AuditEvent, **kwargs: Any) -> None:
+    """Heard from ``audit_record`` (``labeling.audit.event_recorded``) inside the
+    change's transaction: when the event is one a webhook can be told about, send it
+    to the project's hooks once the change commits (:func:`webhook_emit`). No query now."""
     name = _event_of(event)
     if name is None:
         return
-    from labeling.audit import event_row
-
     data = event_row(event)
     run_id = event.run_id
     transaction.on_commit(lambda: _after_commit(event.project_id, run_id, name, data))
