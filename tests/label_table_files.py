@@ -20,7 +20,7 @@ from labeling.exports.csv_jsonl import csv_cell
 from labeling.importers.label_table import read_label_table
 from labeling.models import Claim, Label, LabelValue, Reviewer, Run
 from labeling.tables.export import label_table_export
-from labeling.tables.label_import import label_table_import_preview
+from labeling.tables.import_preview import label_table_import_preview
 from tests.conftest import FIXTURES_DIR
 from tests.factories import ClaimFactory
 

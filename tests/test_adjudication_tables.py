@@ -18,7 +18,8 @@ from openpyxl import load_workbook
 from labeling.exports.label_table import LABEL_TABLE_COLUMNS, format_labeled_at, label_table_frame
 from labeling.importers.label_table import read_label_table
 from labeling.models import Adjudication, Claim, Reviewer
-from labeling.tables.label_import import LabelImportError, label_table_import_apply, label_table_import_preview
+from labeling.tables.import_preview import label_table_import_preview
+from labeling.tables.label_import import LabelImportError, label_table_import_apply
 from labeling.tables.versions import label_table_snapshot, version_table
 from labeling.team.adjudication import adjudication_save
 from tests.test_adjudication import lead_site  # noqa: F401 (the fixture)

@@ -19,7 +19,7 @@ from labeling.importers.load import run_import
 from labeling.importers.records import ImportFailed
 from labeling.models import LabelValue
 from labeling.review.label_writes import label_save
-from labeling.tables.label_import import label_table_import_preview
+from labeling.tables.import_preview import label_table_import_preview
 from scoring.claims import claim_metrics
 from scoring.labels import LABEL_VALUES, label_codes, label_problem, label_rule_breaks
 from tests.factories import CitationFactory, ClaimFactory, ProjectFactory, ReviewerFactory, RunFactory

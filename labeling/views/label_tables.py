@@ -31,13 +31,8 @@ from labeling.importers.label_table import label_table_format, read_label_table
 from labeling.models import AuditAction, LabelTableVersion, Run
 from labeling.permissions import ALL_LABELS, LEAD, may_on_run
 from labeling.tables.export import CONTENT_TYPES, EXPORT_FORMATS, export_filename, label_table_export
-from labeling.tables.label_import import (
-    NEWER_LABELS,
-    LabelImportError,
-    LabelImportPreview,
-    label_table_import_apply,
-    label_table_import_preview,
-)
+from labeling.tables.import_preview import LabelImportPreview, label_table_import_preview
+from labeling.tables.label_import import NEWER_LABELS, LabelImportError, label_table_import_apply
 from labeling.tables.versions import (
     VersionIntegrityError,
     label_table_snapshot,

@@ -22,7 +22,7 @@ from labeling.importers.label_table import read_label_table
 from labeling.importers.load import run_import
 from labeling.models import Run
 from labeling.tables.export import label_table_export
-from labeling.tables.label_import import label_table_import_preview
+from labeling.tables.import_preview import label_table_import_preview
 from labeling.tables.versions import label_table_snapshot
 from tests.bench.answers_file import CLAIMS_PER_ANSWER, write_answers
 from tests.bench.memory import RssPeak

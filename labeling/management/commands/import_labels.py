@@ -24,13 +24,8 @@ from labeling.importers.label_table import label_table_format, read_label_table
 from labeling.management import DATA_COMMAND_CHECKS
 from labeling.management.lookup import find_project, find_run, reviewer_name
 from labeling.models import Reviewer
-from labeling.tables.label_import import (
-    NEWER_LABELS,
-    LabelImportError,
-    LabelImportPreview,
-    label_table_import_apply,
-    label_table_import_preview,
-)
+from labeling.tables.import_preview import LabelImportPreview, label_table_import_preview
+from labeling.tables.label_import import NEWER_LABELS, LabelImportError, label_table_import_apply
 
 
 class Command(BaseCommand):
