@@ -174,17 +174,19 @@ def test_queue_mixes_gold_into_each_reviewers_work_at_the_rate():
 
 
 def test_queue_at_five_percent_leaves_gold_for_later_and_never_checks_a_lead_on_their_own_gold():
-    """Rate 0.05, 1 gold claim among 10 (claim 10): check 0 is due when 0 + u₀ < 0.05 · (n + 1),
-    i.e. not before n ≥ 19 unless u₀ < 0.55: the gold claim then comes in its walk order or
-    when due, once. The lead who marked it never gets it as a check: they see it last, in order."""
+    """Rate 0.05, 1 gold claim among 10 (claim 10, last in walk order): check 0 is due at the
+    hand-out after n labels when 0 + u₀ < 0.05 · (n + 1), i.e. at the first n > u₀ / 0.05 − 1.
+    So it comes at position n + 1 when that n is under 9, else last, in walk order; once
+    either way. The lead who marked it never gets it as a check."""
     world = quality_world(answers=5, claims_per_answer=2)
-    _gold(world, [world.claims[-1]])
+    gold = world.claims[-1]
+    _gold(world, [gold])
     rev1 = world.reviewers[0]
     order = _walk(world, rev1)
-    assert len(order) == 10 and order.count(world.claims[-1].pk) == 1
+    assert len(order) == 10 and order.count(gold.pk) == 1
     offset = queue.gold_offset(world.run.pk, rev1.pk, 0)
-    if offset >= 0.05:
-        assert order[-1] == world.claims[-1].pk
+    due_after = next((n for n in range(10) if offset < 0.05 * (n + 1)), 9)
+    assert order.index(gold.pk) + 1 == min(due_after, 9) + 1
     lead_claim = queue.priority_claim(run=world.run, reviewer=world.lead)
     assert lead_claim is None
 
