@@ -35,12 +35,12 @@ from labeling.models import (
     Run,
     SendBack,
 )
+from labeling.models.counted import runs_exclusions
 from labeling.permissions import blind_for_reviewer
 from labeling.review import queue
 from labeling.review.highlight import Segment, answer_segments, passage_segments
 from labeling.review.queue import unlabeled_claims
 from labeling.review.tallies import ClaimCounts, adjudicated_counts, answer_count_aggregates, counts_of_row
-from labeling.team.quality import runs_exclusions
 from scoring import judgments as judgments_module
 from scoring.gold import answer_gold_matches
 from scoring.intervals import Interval, clustered_ratio
