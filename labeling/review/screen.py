@@ -31,7 +31,6 @@ from labeling.models import (
     LabelValue,
     Question,
     Reviewer,
-    ReviewerKind,
     Run,
     SendBack,
 )
@@ -365,8 +364,7 @@ def review_context(*, answer: Answer, reviewer: Reviewer, claim_id: int | None =
     views = [
         ClaimView(claim=c, citations=list(c.citations.all()), my_label=next(
             (label for label in c.all_labels if label.reviewer_id == reviewer.pk and label.is_current), None),
-            open=sum(1 for label in c.all_labels
-                     if label.is_current and label.reviewer.kind == ReviewerKind.HUMAN) < overlap,
+            open=queue.needs_reviewer(c.all_labels, overlap),
             sent_back=c.open_send_back is not None)
         for c in claims
     ]
