@@ -180,3 +180,30 @@ def test_a_run_without_a_rule_leaves_nobody_out(world):
 
     assert not excludes(run) and not run_exclusion(run=run)
     assert [claim.index for claim in disputed_claims(run=run)] == [2, 6, 7]
+
+
+@pytest.mark.parametrize("promoted", [False, True])
+def test_citation_judgments_count_as_labels_do(world, promoted):
+    """Claim 1's citation: rev1 FULL, judge-a NONE, judge-b NONE. Not promoted: only rev1's
+    counts — the figures read FULL, the label table writes ``[P1] FULL``. judge-a promoted:
+    its NONE counts too — the citation is disputed (no judgment, nothing in the table), and
+    the judgment agreement sees two reviewers instead of one."""
+    from labeling.exports.frames import citations_frame, resolved_judgments_frame
+    from labeling.exports.label_table import label_table_frame
+    from labeling.models import Citation, CitationJudgment
+    from labeling.team.agreement import run_judgment_agreement
+
+    citation = Citation.objects.get(claim=world.claims[1])
+    for name, value in (("rev1", "FULL"), ("judge-a", "NONE"), ("judge-b", "NONE")):
+        CitationJudgment.objects.create(citation=citation, reviewer=world.people[name], judgment=value,
+                                        claim_revision=world.claims[1].revision)
+    run = _set(world, promoted=promoted, exclude=False)
+
+    rows = resolved_judgments_frame(run, citations_frame(run))
+    row = rows[rows["citation_id"] == citation.pk].iloc[0]
+    table = label_table_frame(run, with_passages=False)
+    cell = table.loc[table["claim_index"] == 1, "judgments"].iloc[0]
+
+    assert (row["judgment"], bool(row["disputed"])) == ((None, True) if promoted else ("FULL", False))
+    assert cell == ("" if promoted else "[P1] FULL")
+    assert run_judgment_agreement(run=run).reviewers == (["judge-a", "rules-rev1"] if promoted else ["rules-rev1"])
