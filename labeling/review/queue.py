@@ -33,8 +33,9 @@ run). The queue rule thus has two forms, both here and nowhere else: the ORM's
 (:func:`unlabeled_claims` from :func:`works_on`, :func:`awaits` and
 :func:`human_label_count`) and the SQL fragments every statement below is built
 from (``_WORKS_ON_SQL``, ``_AWAITS_SQL``, ``_NEEDS_REVIEWER_SQL``);
-``tests/test_queue_rule.py`` holds the two together. Both walk the ``(run, question_key)`` index (``Answer.question_key``), so
-their cost does not grow with the number of runs or labels.
+``tests/test_queue_rule.py`` holds the two together. Both walks use the ``(run,
+question_key)`` index (``Answer.question_key``), so their cost does not grow with
+the number of runs or labels.
 
 What comes before the walk (SPEC §4.4, :func:`priority_claim`): first the claims a
 lead sent back to the reviewer for rework (``SendBack``, oldest first, whatever
