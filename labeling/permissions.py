@@ -11,7 +11,6 @@ from typing import Any
 
 from django.db.models import (
     CharField,
-    Exists,
     OuterRef,
     Q,
     QuerySet,
@@ -20,13 +19,13 @@ from django.db.models import (
 )
 
 from labeling.models import (
-    Assignment,
     Membership,
     Project,
     Reviewer,
     Role,
     Run,
 )
+from labeling.review.queue import works_on
 
 
 def _may_open(user: Reviewer, project: str = "") -> Q:
@@ -74,11 +73,11 @@ def visible_projects(*, user: Reviewer) -> QuerySet[Project]:
 
 
 def visible_runs(*, user: Reviewer) -> QuerySet[Run]:
-    """Runs (with their project) of the projects ``user`` may open, with ``my_role`` annotated."""
-    assignments = Assignment.objects.filter(run=OuterRef("pk"))
+    """Runs (with their project) of the projects ``user`` may open, with ``my_role`` and
+    ``works_on`` (``user`` works on the run: the queue's rule, ``review.queue.works_on``)
+    annotated."""
     return (Run.objects.select_related("project").filter(_may_open(user, "project__"))
-            .annotate(my_role=_role(user, "project__"), has_assignments=Exists(assignments),
-                      is_assigned=Exists(assignments.filter(reviewer=user))))
+            .annotate(my_role=_role(user, "project__"), works_on=works_on(OuterRef("pk"), user)))
 
 
 def may_on_run(run: Run, action: str) -> bool:
@@ -88,7 +87,7 @@ def may_on_run(run: Run, action: str) -> bool:
     if not may(run.my_role, action):
         return False
     if action == LABEL and run.my_role != Role.LEAD:
-        return run.is_assigned or not run.has_assignments
+        return run.works_on
     if action == ALL_LABELS:
         return not blind_for(run, role=run.my_role)
     return True

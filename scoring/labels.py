@@ -19,7 +19,7 @@ current and must not be passed in.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 
 from scoring.lazy import np, pd  # loaded on first use: keeps start-up fast (SPEC §7)
@@ -170,17 +170,27 @@ def sort_by(frame: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
 MODEL_KIND = "model"
 
 
-def counted_labels(labels: pd.DataFrame, *, promoted: str | None = None) -> pd.DataFrame:
+def counted_labels(labels: pd.DataFrame, *, promoted: str | None = None,
+                   excluded: Collection[str] = ()) -> pd.DataFrame:
     """The rows of ``labels`` that may make a claim's label (SPEC §4.4): all
     but an automated labeler's. ``labels`` has a ``kind`` column (the
     reviewer's kind: ``human``, ``external`` — imported human experts, who
     count — or ``model``, who never counts as a human label and is only
     graded against them); without one every row counts. ``promoted``: the
     name of a judge a lead promoted for the run, whose labels count too.
-    Out: the same columns, the other ``model`` rows dropped."""
-    if "kind" not in labels.columns:
-        return labels
-    return labels[(labels["kind"] != MODEL_KIND) | (labels["reviewer"] == promoted)]
+    ``excluded``: names of reviewers whose labels the run leaves out of its
+    figures (unqualified reviewers, SPEC §4.4), whatever their kind.
+    Out: the same columns, the other ``model`` rows and the excluded dropped.
+    The database's form of this rule is ``labeling.models.counted.counted_q``.
+
+    Example: ann (human) S, judge-a (model, promoted) U, judge-b (model) U,
+    cy (human, excluded) U on one claim → ann's and judge-a's rows."""
+    kept = labels
+    if "kind" in labels.columns:
+        kept = kept[(kept["kind"] != MODEL_KIND) | (kept["reviewer"] == promoted)]
+    if len(excluded):
+        kept = kept[~kept["reviewer"].isin(list(excluded))]
+    return kept
 
 
 def resolve_labels(labels: pd.DataFrame, *, reviewer: str | None = None) -> pd.DataFrame:

@@ -15,10 +15,11 @@ from django.urls import reverse
 from statsmodels.stats.proportion import proportion_confint
 
 from labeling.models import AuditEvent, Claim, GoldClaim, GoldSource, Label
+from labeling.models.counted import run_exclusion
 from labeling.review import queue, tallies
 from labeling.team.adjudication import adjudication_save
 from labeling.team.gold_claims import gold_mark
-from labeling.team.quality import run_dashboard, run_exclusion
+from labeling.team.quality import run_dashboard
 from scoring.reviewers import accuracy_interval, qualified
 from tests.quality_data import label, quality_world
 

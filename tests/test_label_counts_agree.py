@@ -1,11 +1,13 @@
 """Which label counts for a claim (SPEC §3, §4.1, §4.4) is computed twice, for
 good reasons: in SQL for the pages (``labeling.review.tallies``: a fixed number of
-aggregate queries whatever the size of the run, per run and per answer) and in
+aggregate queries whatever the size of the run, per run and per answer, and the
+adjudication page's disputed claims, ``labeling.models.counted.disputed_q``) and in
 pandas for the CLI, exports and comparisons (``labeling.scores.metrics`` with
-``scoring.labels.resolve_labels``). These tests hold the three to each other
-on every answers file in ``fixtures/`` as imported, and again after a second
-reviewer, an automated judge, an undo and a claim edit have left claims
-agreed, disputed, pending and stale."""
+``scoring.labels.counted_labels`` and ``resolve_labels``). These tests hold them to
+each other on every answers file in ``fixtures/`` as imported, and again after a
+second reviewer, an automated judge, an undo and a claim edit have left claims
+agreed, disputed, pending and stale; then with the judge promoted and the second
+reviewer left out as unqualified."""
 
 from __future__ import annotations
 
@@ -22,6 +24,7 @@ from labeling.models import Claim, Label, LabelValue, Membership, Project, Revie
 from labeling.review import screen, tallies
 from labeling.review.claim_edits import claim_edit
 from labeling.scores.metrics import run_scores
+from labeling.team.adjudication import adjudication_save, disputed_claims
 from tests.conftest import FIXTURES_DIR
 from tests.factories import LabelFactory, ProjectFactory, ReviewerFactory
 
@@ -96,6 +99,10 @@ def _assert_agree(project: Project) -> dict[str, int]:
         }
         assert per_answer_sql == per_answer_pandas, run.name
         assert sum(row.counts.disagreements for row in page.rows) == scores.disagreements, run.name
+        # Disputed, claim by claim: the adjudication page's ORM predicate and the pandas frame.
+        frame = scores.claims_frame
+        assert sorted(disputed_claims(run=run).values_list("pk", flat=True)) == sorted(
+            frame.loc[frame["disagreement"], "claim_id"].tolist()), run.name
         totals["runs"] += 1
         totals["answers"] += len(per_answer_sql)
         for key in ("supported", "unsupported", "pending"):
@@ -152,8 +159,6 @@ def test_expertqa_with_adjudicated_disputes_counts_the_leads_verdicts():
     """As above, then a lead adjudicates the first 20 disputed claims (by id), alternating
     SUPPORTED / UNSUPPORTED: 10 more SUPPORTED (285), 10 more UNSUPPORTED (118), 20 fewer
     disputes (104) and pending claims (236), in SQL and in pandas alike."""
-    from labeling.team.adjudication import adjudication_save, disputed_claims
-
     project = _imported("expertqa_dev.jsonl")
     _second_opinions(project)
     lead = ReviewerFactory(username="lea")
@@ -199,3 +204,29 @@ def test_a_models_label_against_the_humans_leaves_the_humans_label(client):
     call_command("score", "--run", "r", "--project", "team", "--format", "json", stdout=out)
     claims = json.loads(out.getvalue())["claims"]
     assert (claims["supported"], claims["unsupported"], claims["pending"], claims["disputed"]) == (2, 0, 0, 0)
+
+
+def test_expertqa_with_the_judge_promoted_and_the_second_reviewer_left_out():
+    """As in the test above, then a lead promotes the judge on every run and leaves out the
+    labels of reviewers who do not qualify (rule: ≥ 1 gold claim; there is none, so bob,
+    the one person of kind ``human``, is out; the experts, kind ``external``, have no gold
+    checks and stay). Per fifth, from the experts' SUPPORTED / UNSUPPORTED / none:
+
+    - agree     87 / 35 / 6 and disagree 91 / 33 / 4: bob is out → as imported;
+    - judge     94 / 33 / 1: the promoted judge's UNSUPPORTED counts → 94 disputed,
+      33 + 1 UNSUPPORTED;
+    - undone    88 / 36 / 4: as before; reworded: 127 pending.
+
+    SUPPORTED 87 + 91 + 88 = 266; UNSUPPORTED 35 + 33 + 34 + 36 = 138; disputes 94;
+    pending 6 + 4 + 94 + 4 + 127 = 235 (266 + 138 + 235 = 639), in SQL and in pandas."""
+    from labeling.models import Reviewer
+
+    project = _imported("expertqa_dev.jsonl")
+    _second_opinions(project)
+    Run.objects.filter(project=project).update(promoted_judge=Reviewer.objects.get(username="judge"),
+                                               exclude_unqualified=True, qualify_min_lower=0.0, qualify_min_gold=1)
+
+    totals = _assert_agree(project)
+
+    assert totals == {"runs": 4, "answers": 118, "supported": 266, "unsupported": 138, "disagreements": 94,
+                      "pending": 235}

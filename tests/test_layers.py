@@ -40,9 +40,8 @@ def test_exports_import_only_models_exports_and_scoring():
                           if not any(name == allowed or name.startswith(allowed + ".") for allowed in ALLOWED))
         for path in modules
     }
-    # One known upward import, pinned so no other joins it: frames.py asks labeling.team.quality
-    # which reviewers a lead left out of a run's figures (SPEC §4.4).
-    assert {name: found for name, found in upward.items() if found} == {"frames.py": ["labeling.team.quality"]}
+    # Whose labels a run leaves out of its figures (SPEC §4.4) is labeling.models.counted's, below the exports.
+    assert {name: found for name, found in upward.items() if found} == {}
 
 
 # The layers of ``labeling``, bottom to top: a module may import its own layer and the
@@ -89,9 +88,7 @@ def test_no_module_imports_a_layer_above_its_own():
         for name in _project_imports(path):
             if name.startswith("labeling.") and (_layer_of(name) or 0) > own:
                 upward.append((module, name))
-    # Pinned, so no other joins it: exports.frames asks team.quality which reviewers a
-    # lead left out of a run's figures (SPEC §4.4).
-    assert upward == [("labeling.exports.frames", "labeling.team.quality")]
+    assert upward == []
 
 
 def test_scoring_never_imports_django_or_labeling():

@@ -30,6 +30,7 @@ from labeling.models import (
     LabelValue,
     Run,
 )
+from labeling.models.counted import run_exclusion
 from scoring.judgments import resolve_judgments
 from scoring.labels import apply_adjudications, counted_labels, resolve_labels
 from scoring.lazy import pd  # loaded on first use: keeps start-up fast (SPEC §7)
@@ -147,13 +148,14 @@ def judgments_frame(run: Run) -> pd.DataFrame:
 
 def resolved_judgments_frame(run: Run, citations: pd.DataFrame, *, reviewer: str | None = None) -> pd.DataFrame:
     """One row per citation of ``citations`` (``citations_frame``, possibly cut) with the
-    judgment that counts (SPEC §4.3b, read like labels §4.4): people's current judgments
-    (kinds human and external; a model's never count), or only ``reviewer``'s; a citation
+    judgment that counts (SPEC §4.3b, read like labels §4.4): the current judgments of the
+    reviewers whose labels count (people and the run's promoted judge; another model's
+    never count, ``scoring.labels.counted_labels``), or only ``reviewer``'s; a citation
     whose reviewers differ is ``disputed`` with a null judgment. Columns ``citation_id,
-    claim_id, judgment, disputed``. One query."""
+    claim_id, judgment, disputed``. One query (two with a promoted judge not yet read)."""
     judged = judgments_frame(run)
     if reviewer is None:
-        judged = counted_labels(judged)
+        judged = counted_labels(judged, promoted=run.promoted_judge.username if run.promoted_judge_id else None)
     resolved = resolve_judgments(judged[["citation_id", "reviewer", "judgment"]], reviewer=reviewer)
     rows = citations[["citation_id", "claim_id"]].copy()
     if resolved.empty:  # nothing judged (an empty frame's dtypes would not merge)
@@ -209,14 +211,12 @@ def resolved_claims_frame(run: Run, *, reviewer: str | None = None,
     claims = claims_frame(run)
     labels = labels_frame(run)
     if reviewer is None:
-        # SPEC §4.4: the claim's label is the humans'; a model is only graded against it.
+        # SPEC §4.4: the claim's label is the humans' (and the promoted judge's); a model is only
+        # graded against it; a lead may leave the labels of unqualified reviewers out of the figures.
+        # The pandas form of labeling.models.counted.run_counted_q.
         promoted = None if humans_only or run.promoted_judge_id is None else run.promoted_judge.username
-        labels = counted_labels(labels, promoted=promoted)
-        if run.exclude_unqualified and not humans_only:
-            # SPEC §4.4: a lead left the labels of the run's unqualified reviewers out of its figures.
-            from labeling.team.quality import run_exclusion
-
-            labels = labels[~labels["reviewer"].isin(run_exclusion(run=run).names)]
+        excluded = () if humans_only else run_exclusion(run=run).names
+        labels = counted_labels(labels, promoted=promoted, excluded=excluded)
     resolved = resolve_labels(labels[["claim_id", "reviewer", "label"]], reviewer=reviewer)
     adjudications = pd.DataFrame(
         list(Adjudication.objects.filter(claim__answer__run=run, is_current=True).values_list(

@@ -38,8 +38,8 @@ factual         bool: False for a claim marked "not a factual claim"
 judgments       the citations' judgments (SPEC §4.3b), one line ``[id]
                 JUDGMENT`` per judged citation in citation order (FULL,
                 PARTIAL, NONE, UNJUDGEABLE): the row's reviewer's, or the
-                value every current reviewer gives (a disputed citation
-                is left out); "" when none
+                value every current reviewer whose labels count gives (a
+                disputed citation is left out); "" when none
 evidence        the evidence of those judgments, one line ``[id] words``
                 per judgment that has some ("" when none)
 adjudicated_by  the lead whose current adjudication is the row's label
@@ -98,7 +98,8 @@ from typing import Any
 
 from labeling.db import consistent_read
 from labeling.exports import frames
-from labeling.models import COUNTED_KINDS, Citation, CitationJudgment, Claim, Passage, Run, SampleMember
+from labeling.models import Citation, CitationJudgment, Claim, Passage, Run, SampleMember
+from labeling.models.counted import counted_q
 from scoring.claims import ClaimMetrics, claim_metrics, to_native
 from scoring.lazy import pd  # loaded on first use: keeps start-up fast (SPEC §7)
 
@@ -260,11 +261,12 @@ def _label_table_frame(run: Run, *, reviewer: str | None, with_passages: bool) -
 
 def _judgment_cells(run: Run, *, reviewer: str | None) -> dict[int, tuple[str, str]]:
     """Per claim id, the ``judgments`` and ``evidence`` cells (module docstring): ``reviewer``'s
-    current judgments, or those every current human reviewer agrees on. One query."""
+    current judgments, or those every reviewer whose labels count agrees on (``counted_q``:
+    people and the run's promoted judge, as for labels). One query."""
     per_citation: dict[tuple[int, int], list[tuple[str, str, str, str, int]]] = defaultdict(list)
     judgments = CitationJudgment.objects.filter(citation__claim__answer__run=run, is_current=True)
     judgments = (judgments.filter(reviewer__username=reviewer) if reviewer is not None
-                 else judgments.filter(reviewer__kind__in=COUNTED_KINDS))
+                 else judgments.filter(counted_q(promoted=run.promoted_judge_id)))
     for claim_id, position, cited_id, name, value, evidence in judgments.order_by(
             "citation__claim_id", "citation__position", "reviewer__username").values_list(
             "citation__claim_id", "citation__position", "citation__cited_id", "reviewer__username", "judgment",

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from django.db.models import Count, Q
 
 from labeling.exports.frames import citations_frame, resolved_claims_frame
-from labeling.models import COUNTED_KINDS, Adjudication, JudgeRun, JudgeRunStatus, Label, Reviewer, ReviewerKind, Run
+from labeling.models import Adjudication, JudgeRun, JudgeRunStatus, Label, Reviewer, ReviewerKind, Run
+from labeling.models.counted import counted_q
 from scoring.judge_grading import CATEGORIES, JudgeGrade, grade_judge
 from scoring.lazy import pd  # loaded on first use: keeps start-up fast (SPEC §7)
 
@@ -32,8 +33,8 @@ def reference_labels(run: Run) -> pd.DataFrame:
     reasons = dict(Adjudication.objects.filter(claim__answer__run=run, is_current=True)
                    .values_list("claim_id", "reason"))
     said: dict[int, list[str]] = {}
-    for claim_id, text in (Label.objects.filter(claim__answer__run=run, is_current=True,
-                                                reviewer__kind__in=COUNTED_KINDS)
+    # The humans' justifications: whose labels count, without the promoted judge (counted_q).
+    for claim_id, text in (Label.objects.filter(claim__answer__run=run, is_current=True).filter(counted_q())
                            .exclude(justification="").order_by("claim_id", "reviewer__username")
                            .values_list("claim_id", "justification")):
         said.setdefault(claim_id, []).append(text)

@@ -189,7 +189,8 @@ class Run(models.Model):
     # claim; the qualification rule (both set, or neither: no rule) is "the lower
     # bound of the Wilson 95 % interval of gold accuracy ≥ qualify_min_lower after
     # ≥ qualify_min_gold gold claims"; with ``exclude_unqualified`` the labels of a
-    # reviewer below it do not count in the run's figures until they qualify.
+    # reviewer below it do not count in the run's figures until they qualify
+    # (``labeling.models.counted.run_exclusion``).
     gold_rate = models.FloatField(default=0.05)
     feedback = models.BooleanField(default=False)
     qualify_min_lower = models.FloatField(null=True, blank=True)

@@ -29,8 +29,13 @@ once on both.
 Every label save runs these, so two of them are written in SQL: building the
 same statements with the ORM took 3–4 ms of Python each against 1–2 ms of
 database time (``tests/bench/test_bench_review.py``, PostgreSQL, 10k-answer
-run). Both walk the ``(run, question_key)`` index (``Answer.question_key``), so
-their cost does not grow with the number of runs or labels.
+run). The queue rule thus has two forms, both here and nowhere else: the ORM's
+(:func:`unlabeled_claims` from :func:`works_on`, :func:`awaits` and
+:func:`human_label_count`) and the SQL fragments every statement below is built
+from (``_WORKS_ON_SQL``, ``_AWAITS_SQL``, ``_NEEDS_REVIEWER_SQL``);
+``tests/test_queue_rule.py`` holds the two together. Both walks use the ``(run,
+question_key)`` index (``Answer.question_key``), so their cost does not grow with
+the number of runs or labels.
 
 What comes before the walk (SPEC §4.4, :func:`priority_claim`): first the claims a
 lead sent back to the reviewer for rework (``SendBack``, oldest first, whatever
@@ -58,6 +63,7 @@ first hit, whatever the statistics say.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -90,11 +96,23 @@ from labeling.models import (
 LEASE_TRIES = 8
 
 
+# Whose current labels fill a claim's overlap: people who label here (kind ``human``);
+# imported annotators and models never do (module docstring).
+OVERLAP_KIND = ReviewerKind.HUMAN
+
+
 def human_label_count(claim: str = "pk") -> Coalesce:
-    """How many current labels by human reviewers the claim at ``OuterRef(claim)`` has."""
-    counts = (Label.objects.filter(claim=OuterRef(claim), is_current=True, reviewer__kind=ReviewerKind.HUMAN)
+    """How many current labels of ``OVERLAP_KIND`` the claim at ``OuterRef(claim)`` has."""
+    counts = (Label.objects.filter(claim=OuterRef(claim), is_current=True, reviewer__kind=OVERLAP_KIND)
               .values("claim").annotate(n=Count("id")).values("n"))
     return Coalesce(Subquery(counts, output_field=IntegerField()), 0)
+
+
+def needs_reviewer(labels: Iterable[Label], overlap: int) -> bool:
+    """Whether a claim with ``labels`` (each with its reviewer loaded) still needs a
+    reviewer by its labels: fewer current ones of ``OVERLAP_KIND`` than ``overlap``
+    (leases aside: the queue adds them, :func:`unlabeled_claims`). No query."""
+    return sum(1 for label in labels if label.is_current and label.reviewer.kind == OVERLAP_KIND) < overlap
 
 
 def leased_by_others(reviewer: Reviewer, *, now: datetime, claim: str = "pk") -> Coalesce:
@@ -105,17 +123,28 @@ def leased_by_others(reviewer: Reviewer, *, now: datetime, claim: str = "pk") ->
     return Coalesce(Subquery(counts, output_field=IntegerField()), 0)
 
 
-def works_on(run: Run, reviewer: Reviewer) -> Exists | Any:
-    """Whether ``reviewer`` works on ``run``: assigned to it, or nobody is (an expression)."""
+def works_on(run: Run | Any, reviewer: Reviewer | Any) -> Exists | Any:
+    """Whether ``reviewer`` works on ``run``: assigned to it, or nobody is (an
+    expression). Either may be an ``OuterRef`` (every run a user sees, every member
+    of a project). ``_WORKS_ON_SQL`` is its SQL form."""
     assignments = Assignment.objects.filter(run=run)
     return ~Exists(assignments) | Exists(assignments.filter(reviewer=reviewer))
 
 
+def awaits(reviewer: Reviewer, *, claim: str = "pk") -> Q:
+    """A ``Q`` on the claim at ``OuterRef(claim)`` (``claim`` also leads from the queried
+    model to it, ``"pk"`` for a ``Claim``): factual, cited, and without a current label
+    by ``reviewer``. ``_AWAITS_SQL`` is its SQL form."""
+    path = "" if claim == "pk" else f"{claim}__"
+    return (Q(**{f"{path}factual": True}) & Q(Exists(Citation.objects.filter(claim=OuterRef(claim))))
+            & ~Q(Exists(Label.objects.filter(claim=OuterRef(claim), reviewer=reviewer, is_current=True))))
+
+
 def unlabeled_claims(reviewer: Reviewer, run: Run) -> QuerySet[Claim]:
-    """The reviewer's queue in ``run`` (see the module docstring), unordered."""
-    return (Claim.objects.filter(answer__run=run, factual=True)
-            .filter(Exists(Citation.objects.filter(claim=OuterRef("pk"))))
-            .exclude(Exists(Label.objects.filter(claim=OuterRef("pk"), reviewer=reviewer, is_current=True)))
+    """The reviewer's queue in ``run`` (see the module docstring), unordered: the one
+    ORM form of the rule; ``_IN_QUEUE_SQL`` is its SQL form for the walk, and
+    ``tests/test_queue_rule.py`` holds the two together."""
+    return (Claim.objects.filter(answer__run=run).filter(awaits(reviewer))
             .alias(n_taken=human_label_count() + leased_by_others(reviewer, now=timezone.now()))
             .filter(n_taken__lt=run.overlap)
             .filter(works_on(run, reviewer)))
@@ -137,23 +166,45 @@ def _tables() -> dict[str, str]:
                                 ("send_back", SendBack))}
 
 
+# The queue rule in SQL (the twins of works_on, awaits and unlabeled_claims), as fragments
+# the statements below share. {run_id} and {claim_id} are SQL expressions of this module,
+# never user input. Whether reviewer %s works on the run {run_id}:
+_WORKS_ON_SQL = """(NOT EXISTS (SELECT 1 FROM {assignment} s WHERE s.run_id = {run_id})
+       OR EXISTS (SELECT 1 FROM {assignment} s WHERE s.run_id = {run_id} AND s.reviewer_id = %s))"""
+# Whether claim c awaits reviewer %s: factual, cited, no current label of theirs.
+_AWAITS_SQL = """c.factual
+      AND EXISTS (SELECT 1 FROM {citation} ci WHERE ci.claim_id = c.id)
+      AND NOT EXISTS (SELECT 1 FROM {label} l WHERE l.claim_id = c.id AND l.reviewer_id = %s AND l.is_current)"""
+# Whether claim {claim_id} still needs a reviewer: its current labels of kind %s plus the
+# unexpired leases of reviewers other than %s (at %s) are fewer than the overlap %s.
+_NEEDS_REVIEWER_SQL = """(SELECT COUNT(*) FROM {label} h JOIN {reviewer} r ON r.id = h.reviewer_id
+           WHERE h.claim_id = {claim_id} AND h.is_current AND r.kind = %s)
+        + (SELECT COUNT(*) FROM {lease} e WHERE e.claim_id = {claim_id} AND e.reviewer_id <> %s AND e.expires_at > %s)
+        < %s"""
+
+
+def _fragment(sql: str, **expressions: str) -> str:
+    """``sql`` with its ``{run_id}``/``{claim_id}`` expressions filled in, table names left
+    for ``str.format``."""
+    for name, value in expressions.items():
+        sql = sql.replace("{" + name + "}", value)
+    return sql
+
+
+# Answer a's run has a claim of reviewer %s's queue (unlabeled_claims); params: _queue_params.
+_IN_QUEUE_SQL = f"""{_fragment(_WORKS_ON_SQL, run_id="a.run_id")}
+  AND EXISTS (
+    SELECT 1 FROM {{claim}} c
+    WHERE c.answer_id = a.id AND {_AWAITS_SQL}
+      AND {_fragment(_NEEDS_REVIEWER_SQL, claim_id="c.id")}
+    {{fence}})"""
+
 # The first answer of a run, in question order from a key on, with a claim of the
 # reviewer's queue. {where} is one of _KEY_CONDITIONS, never user input.
-_NEXT_ANSWER_SQL = """
-SELECT a.id FROM {answer} a
-WHERE a.run_id = %s {where}
-  AND (NOT EXISTS (SELECT 1 FROM {assignment} s WHERE s.run_id = a.run_id)
-       OR EXISTS (SELECT 1 FROM {assignment} s WHERE s.run_id = a.run_id AND s.reviewer_id = %s))
-  AND EXISTS (
-    SELECT 1 FROM {claim} c
-    WHERE c.answer_id = a.id AND c.factual
-      AND EXISTS (SELECT 1 FROM {citation} ci WHERE ci.claim_id = c.id)
-      AND NOT EXISTS (SELECT 1 FROM {label} l WHERE l.claim_id = c.id AND l.reviewer_id = %s AND l.is_current)
-      AND (SELECT COUNT(*) FROM {label} h JOIN {reviewer} r ON r.id = h.reviewer_id
-           WHERE h.claim_id = c.id AND h.is_current AND r.kind = %s)
-        + (SELECT COUNT(*) FROM {lease} e WHERE e.claim_id = c.id AND e.reviewer_id <> %s AND e.expires_at > %s)
-        < %s
-    {fence})
+_NEXT_ANSWER_SQL = f"""
+SELECT a.id FROM {{answer}} a
+WHERE a.run_id = %s {{where}}
+  AND {_IN_QUEUE_SQL}
 ORDER BY a.question_key
 LIMIT 1
 """
@@ -164,26 +215,20 @@ _KEY_CONDITIONS = {"": "", "gt": "AND a.question_key > %s", "lte": "AND a.questi
 # with a claim of the reviewer's queue (the test of _NEXT_ANSWER_SQL): sampled
 # answers are served first. {where} is one of _POSITION_CONDITIONS: from the
 # start, or after the sampled answer %s (none when it is not sampled).
-_NEXT_SAMPLED_SQL = """
-SELECT a.id FROM {member} m JOIN {sample} sa ON sa.id = m.sample_id JOIN {answer} a ON a.id = m.answer_id
-WHERE sa.run_id = %s {where}
-  AND (NOT EXISTS (SELECT 1 FROM {assignment} s WHERE s.run_id = a.run_id)
-       OR EXISTS (SELECT 1 FROM {assignment} s WHERE s.run_id = a.run_id AND s.reviewer_id = %s))
-  AND EXISTS (
-    SELECT 1 FROM {claim} c
-    WHERE c.answer_id = a.id AND c.factual
-      AND EXISTS (SELECT 1 FROM {citation} ci WHERE ci.claim_id = c.id)
-      AND NOT EXISTS (SELECT 1 FROM {label} l WHERE l.claim_id = c.id AND l.reviewer_id = %s AND l.is_current)
-      AND (SELECT COUNT(*) FROM {label} h JOIN {reviewer} r ON r.id = h.reviewer_id
-           WHERE h.claim_id = c.id AND h.is_current AND r.kind = %s)
-        + (SELECT COUNT(*) FROM {lease} e WHERE e.claim_id = c.id AND e.reviewer_id <> %s AND e.expires_at > %s)
-        < %s
-    {fence})
+_NEXT_SAMPLED_SQL = f"""
+SELECT a.id FROM {{member}} m JOIN {{sample}} sa ON sa.id = m.sample_id JOIN {{answer}} a ON a.id = m.answer_id
+WHERE sa.run_id = %s {{where}}
+  AND {_IN_QUEUE_SQL}
 ORDER BY m.position
 LIMIT 1
 """
 _AFTER_POSITION = "(SELECT p.position FROM {member} p WHERE p.sample_id = sa.id AND p.answer_id = %s)"
 _POSITION_CONDITIONS = {"": "", "gt": f"AND m.position > {_AFTER_POSITION}"}
+
+
+def _queue_params(run: Run, reviewer: Reviewer, now: Any) -> list[Any]:
+    """The parameters of ``_IN_QUEUE_SQL``, in order."""
+    return [reviewer.pk, reviewer.pk, OVERLAP_KIND.value, reviewer.pk, now, run.overlap]
 
 
 def _first_answer_id(run: Run, reviewer: Reviewer, op: str = "", key: str = "",
@@ -192,7 +237,7 @@ def _first_answer_id(run: Run, reviewer: Reviewer, op: str = "", key: str = "",
     walks (``(op, after answer id)``) are tried first, in the same statement."""
     tables = _tables()
     now = connection.ops.adapt_datetimefield_value(timezone.now())
-    queue_params = [reviewer.pk, reviewer.pk, ReviewerKind.HUMAN.value, reviewer.pk, now, run.overlap]
+    queue_params = _queue_params(run, reviewer, now)
     parts, params = [], []
     for sample_op, after_id in sampled:
         where = _POSITION_CONDITIONS[sample_op].format(**tables)
@@ -212,13 +257,11 @@ def _first_answer_id(run: Run, reviewer: Reviewer, op: str = "", key: str = "",
 # the queue read it) and its human labels plus other reviewers' unexpired leases are
 # below the overlap; else write nothing. One lease per reviewer and run: taking one
 # moves it (the last claim is released).
-_LEASE_SQL = """
-INSERT INTO {lease} (run_id, reviewer_id, claim_id, expires_at)
+_LEASE_SQL = f"""
+INSERT INTO {{lease}} (run_id, reviewer_id, claim_id, expires_at)
 SELECT %s, %s, %s, %s
-WHERE EXISTS (SELECT 1 FROM {claim} c WHERE c.id = %s)
-  AND (SELECT COUNT(*) FROM {label} h JOIN {reviewer} r ON r.id = h.reviewer_id
-       WHERE h.claim_id = %s AND h.is_current AND r.kind = %s)
-    + (SELECT COUNT(*) FROM {lease} e WHERE e.claim_id = %s AND e.reviewer_id <> %s AND e.expires_at > %s) < %s
+WHERE EXISTS (SELECT 1 FROM {{claim}} c WHERE c.id = %s)
+  AND {_fragment(_NEEDS_REVIEWER_SQL, claim_id="%s")}
 ON CONFLICT (run_id, reviewer_id) DO UPDATE SET claim_id = excluded.claim_id, expires_at = excluded.expires_at
 """
 
@@ -252,7 +295,7 @@ def _lease_upsert(run: Run, reviewer: Reviewer, claim: Claim) -> bool:
     with connection.cursor() as cursor:
         cursor.execute(_LEASE_SQL.format(**_tables()), [
             run.pk, reviewer.pk, claim.pk, adapt(expires), claim.pk,
-            claim.pk, ReviewerKind.HUMAN.value, claim.pk, reviewer.pk, adapt(now), run.overlap])
+            claim.pk, OVERLAP_KIND.value, claim.pk, reviewer.pk, adapt(now), run.overlap])
         return cursor.rowcount == 1
 
 
@@ -279,17 +322,15 @@ def lease_force(*, run: Run, reviewer: Reviewer, claim: Claim) -> None:
 # send-back in the run (but the claim they skip), and how many gold claims of the run
 # are still checks for them (cited, factual, not theirs, not labeled by them), when
 # they work on the run.
-_PRIORITY_SQL = """
+_PRIORITY_SQL = f"""
 SELECT
-  (SELECT sb.claim_id FROM {send_back} sb
+  (SELECT sb.claim_id FROM {{send_back}} sb
    WHERE sb.run_id = %s AND sb.reviewer_id = %s AND sb.resolved_at IS NULL AND sb.claim_id <> %s
    ORDER BY sb.created_at, sb.id LIMIT 1),
-  CASE WHEN NOT EXISTS (SELECT 1 FROM {assignment} s WHERE s.run_id = %s)
-         OR EXISTS (SELECT 1 FROM {assignment} s WHERE s.run_id = %s AND s.reviewer_id = %s)
-  THEN (SELECT COUNT(*) FROM {gold} g JOIN {claim} c ON c.id = g.claim_id
-        WHERE g.run_id = %s AND g.is_current AND c.factual AND (g.lead_id IS NULL OR g.lead_id <> %s)
-          AND EXISTS (SELECT 1 FROM {citation} ci WHERE ci.claim_id = c.id)
-          AND NOT EXISTS (SELECT 1 FROM {label} l WHERE l.claim_id = c.id AND l.reviewer_id = %s AND l.is_current))
+  CASE WHEN {_fragment(_WORKS_ON_SQL, run_id="%s")}
+  THEN (SELECT COUNT(*) FROM {{gold}} g JOIN {{claim}} c ON c.id = g.claim_id
+        WHERE g.run_id = %s AND g.is_current AND (g.lead_id IS NULL OR g.lead_id <> %s)
+          AND {_AWAITS_SQL})
   ELSE 0 END
 """
 
@@ -342,10 +383,8 @@ def priority_claim(*, run: Run, reviewer: Reviewer, skip: Claim | None = None) -
                     offset=gold_offset(run.pk, reviewer.pk, gold_labeled)):
         return None
     # Which check: a fixed pseudo-random order per reviewer, so reviewers meet different ones first.
-    mine = Label.objects.filter(claim=OuterRef("claim"), reviewer=reviewer, is_current=True)
-    gold = (GoldClaim.objects.filter(run=run, is_current=True, claim__factual=True)
-            .exclude(lead=reviewer).exclude(Exists(mine)).exclude(claim_id=now_skip)
-            .filter(Exists(Citation.objects.filter(claim=OuterRef("claim"))))
+    gold = (GoldClaim.objects.filter(run=run, is_current=True).filter(awaits(reviewer, claim="claim"))
+            .exclude(lead=reviewer).exclude(claim_id=now_skip)
             .annotate(shuffle=(F("claim_id") * 7919 + reviewer.pk * 104729) % 1009)
             .order_by("shuffle", "claim_id").values_list("claim_id", flat=True).first())
     return claims.filter(pk=gold).first() if gold is not None else None

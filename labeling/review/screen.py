@@ -31,16 +31,15 @@ from labeling.models import (
     LabelValue,
     Question,
     Reviewer,
-    ReviewerKind,
     Run,
     SendBack,
 )
+from labeling.models.counted import runs_exclusions
 from labeling.permissions import blind_for_reviewer
 from labeling.review import queue
 from labeling.review.highlight import Segment, answer_segments, passage_segments
 from labeling.review.queue import unlabeled_claims
 from labeling.review.tallies import ClaimCounts, adjudicated_counts, answer_count_aggregates, counts_of_row
-from labeling.team.quality import runs_exclusions
 from scoring import judgments as judgments_module
 from scoring.gold import answer_gold_matches
 from scoring.intervals import Interval, clustered_ratio
@@ -365,8 +364,7 @@ def review_context(*, answer: Answer, reviewer: Reviewer, claim_id: int | None =
     views = [
         ClaimView(claim=c, citations=list(c.citations.all()), my_label=next(
             (label for label in c.all_labels if label.reviewer_id == reviewer.pk and label.is_current), None),
-            open=sum(1 for label in c.all_labels
-                     if label.is_current and label.reviewer.kind == ReviewerKind.HUMAN) < overlap,
+            open=queue.needs_reviewer(c.all_labels, overlap),
             sent_back=c.open_send_back is not None)
         for c in claims
     ]

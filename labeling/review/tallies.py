@@ -4,9 +4,10 @@ Counts come from annotated aggregate queries (``Count`` with ``filter``), so eac
 function runs a fixed number of queries whatever the number of runs, answers or
 claims. Which label counts for a claim is the rule of ``labeling.scores.metrics``
 (SPEC §3, §4.1), written here in SQL: a claim without citations is UNCITED; a cited
-claim is SUPPORTED (UNSUPPORTED) when every current human label on it says so
-(``COUNTED_KINDS``: never an automated labeler's, unless a lead promoted that judge
-for the run), pending when it has none or its reviewers disagree.
+claim is a lead's adjudication, else SUPPORTED (UNSUPPORTED) when every counted current
+label on it says so, pending when it has none or they disagree. Whose labels count
+is ``labeling.models.counted.counted_q`` (never an automated labeler's unless a lead
+promoted that judge for the run; never those the run leaves out).
 ``tests/test_label_counts_agree.py`` checks that both count the same on every answers
 file in ``fixtures/``. "Your progress" counts the cited claims that carry the given
 reviewer's own current label.
@@ -31,7 +32,6 @@ from django.db.models import (
 from django.db.models.functions import Coalesce
 
 from labeling.models import (
-    COUNTED_KINDS,
     Adjudication,
     Answer,
     Citation,
@@ -43,9 +43,9 @@ from labeling.models import (
     Reviewer,
     Run,
 )
+from labeling.models.counted import Exclusion, counted_q, counted_values, excluded_labels_q, runs_exclusions
 from labeling.permissions import blind_for, blind_for_reviewer, visible_projects
 from labeling.review.queue import exists_fence
-from labeling.team.quality import Exclusion, excluded_labels_q, runs_exclusions
 from scoring.figures import FigureInterval, RunFigures, run_intervals
 from scoring.intervals import DEFAULT_CONFIDENCE, AnswerValues, Units
 from scoring.ratio import Ratio, gap
@@ -151,13 +151,10 @@ def answer_count_aggregates(reviewer: Reviewer, *, own_only: bool = False,
         # Blind labeling: the counts rest on the reviewer's own labels alone.
         judged &= Q(claims__labels__reviewer=reviewer)
     else:
-        # SPEC §4.4: an automated labeler is graded, it never counts as a human label
-        # unless a lead promoted it for the run (Run.promoted_judge).
-        judged &= (Q(claims__labels__reviewer__kind__in=COUNTED_KINDS)
-                   | Q(claims__labels__reviewer_id=F("run__promoted_judge_id")))
-        if exclusions:
-            # SPEC §4.4: a lead left the labels of unqualified reviewers out of the figures.
-            judged &= ~excluded_labels_q(exclusions, prefix="claims__labels__")
+        # SPEC §4.4: whose labels count (labeling.models.counted): never an automated labeler's
+        # unless a lead promoted it for the run, never those a lead left out of the figures.
+        judged &= counted_q(promoted=F("run__promoted_judge_id"), exclusions=exclusions,
+                            prefix="claims__labels__", run_id="run_id")
     # SPEC §4.2: an answer to an unanswerable question that cites nothing is an
     # abstention; its claims are not factual claims and leave every count.
     abstaining = Q(question__answerable=False) & ~Exists(Citation.objects.filter(claim__answer=OuterRef("pk")))
@@ -204,13 +201,10 @@ def adjudicated_counts(adjudications: QuerySet[Adjudication], group: str,
     those claims (judged, has_supported, has_unsupported) so ``counts_of_row`` can
     replace it (without the labels ``exclusions`` leave out). One grouped query;
     its rows are the adjudicated claims only."""
-    current = Label.objects.filter(claim=OuterRef("claim"), is_current=True).filter(
-        Q(reviewer__kind__in=COUNTED_KINDS) | Q(reviewer_id=OuterRef("claim__answer__run__promoted_judge_id")))
-    if exclusions:
-        current = current.exclude(excluded_labels_q(exclusions))
+    has_sup, has_uns = counted_values(
+        counted_q(promoted=OuterRef("claim__answer__run__promoted_judge_id"), exclusions=exclusions), claim="claim")
     rows = (adjudications.filter(is_current=True).filter(Exists(Citation.objects.filter(claim=OuterRef("claim"))))
-            .alias(has_sup=Exists(current.filter(value=LabelValue.SUPPORTED)),
-                   has_uns=Exists(current.filter(value=LabelValue.UNSUPPORTED)))
+            .alias(has_sup=has_sup, has_uns=has_uns)
             .values(group).order_by()
             .annotate(supported=Count("id", filter=Q(value=LabelValue.SUPPORTED)),
                       unsupported=Count("id", filter=Q(value=LabelValue.UNSUPPORTED)),
@@ -325,7 +319,7 @@ def _runs_claim_counts(*, reviewer: Reviewer, run: Run | None = None, project: P
                                         value__in=[LabelValue.SUPPORTED, LabelValue.UNSUPPORTED])
         .filter(Exists(Citation.objects.filter(claim=OuterRef("claim"))))
         .filter(Q(reviewer=reviewer) | ~Q(claim__answer__run_id__in=blind_run_ids))
-        .filter(Q(reviewer__kind__in=COUNTED_KINDS) | Q(reviewer_id=F("claim__answer__run__promoted_judge_id")))
+        .filter(counted_q(promoted=F("claim__answer__run__promoted_judge_id")))
         .values("claim__answer_id").order_by()
         .annotate(judged=Count("claim", distinct=True, filter=counted),
                   has_supported=Count("claim", distinct=True, filter=counted & Q(value=LabelValue.SUPPORTED)),

@@ -20,7 +20,7 @@ from django.db.models import Q
 from labeling.exports import frames
 from labeling.exports.frames import resolved_claims_frame
 from labeling.models import Answer, CitationJudgment, Project, Run
-from labeling.team.quality import Exclusion, run_exclusion
+from labeling.models.counted import Exclusion, run_exclusion
 from scoring.citation_ids import (
     AbstentionMetrics,
     CitationIdMetrics,
@@ -189,7 +189,8 @@ def run_judgment_metrics(run: Run, claims: pd.DataFrame, citations: pd.DataFrame
     ``claims``: the frame of ``resolved_claims_frame`` (its label decides the
     union rule), ``citations``: ``frames.citations_frame`` (both possibly cut
     to some questions). Which judgments count follows the labels: people's
-    (kinds human and external), or only ``reviewer``'s; a citation whose
+    (kinds human and external) and the run's promoted judge's, or only
+    ``reviewer``'s; a citation whose
     reviewers differ is disputed (not judged). One query.
     """
     rows = frames.resolved_judgments_frame(run, citations, reviewer=reviewer)

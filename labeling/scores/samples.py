@@ -26,14 +26,13 @@ from labeling.models import (
     AuditAction,
     Citation,
     Claim,
-    Label,
     LabelValue,
     Reviewer,
-    ReviewerKind,
     Run,
     Sample,
     SampleMember,
 )
+from labeling.models.counted import counted_q, counted_values
 from scoring.lazy import np  # loaded on first use: keeps start-up fast (SPEC §7)
 
 # Seeds Citelab picks: small enough to type back (``--seed``) and to fit every integer column.
@@ -169,16 +168,16 @@ def human_claims(answer_ids: list[int]) -> list[HumanClaim]:
     """The factual claims of ``answer_ids`` with their human label (one query)."""
     if not answer_ids:
         return []
-    human = Label.objects.filter(claim=OuterRef("pk"), is_current=True,
-                                 reviewer__kind__in=[ReviewerKind.HUMAN, ReviewerKind.EXTERNAL])
+    # The humans' labels alone (labeling.models.counted.counted_q without a promoted judge): the
+    # estimates set them against a judge's (SPEC §4.6).
+    supported, unsupported = counted_values(counted_q())
     adjudication = Adjudication.objects.filter(claim=OuterRef("pk"), is_current=True).values("value")[:1]
     rows = (Claim.objects.filter(answer_id__in=answer_ids, factual=True)
             .annotate(cited=Exists(Citation.objects.filter(claim=OuterRef("pk"))),
                       adjudicated=Subquery(adjudication),
-                      supported=Exists(human.filter(value=LabelValue.SUPPORTED)),
-                      other=Exists(human.exclude(value=LabelValue.SUPPORTED)))
+                      supported=supported, unsupported=unsupported)
             .order_by("answer_id", "index")
-            .values_list("answer_id", "pk", "cited", "adjudicated", "supported", "other"))
+            .values_list("answer_id", "pk", "cited", "adjudicated", "supported", "unsupported"))
     claims = []
     for answer_id, claim_id, cited, adjudicated, supported, other in rows:
         if not cited:

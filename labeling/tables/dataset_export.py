@@ -40,13 +40,13 @@ from labeling.exports.label_table import (
     table_claim_metrics,
 )
 from labeling.exports.parquet import PARQUET_EXTRA, parquet_available, write_parquet
-from labeling.models import AuditAction, LabelTableVersion, Provenance, Reviewer, ReviewerKind, Run
+from labeling.models import AuditAction, LabelTableVersion, Provenance, Reviewer, Run
 from labeling.tables.versions import version_table
 from labeling.team.agreement import CATEGORIES, run_judgment_agreement
 from scoring.agreement import Coefficient, reliability
 from scoring.intervals import Interval, clustered_ratio
 from scoring.judgment_agreement import JudgmentAgreement
-from scoring.labels import LABEL_VALUES
+from scoring.labels import LABEL_VALUES, counted_labels
 from scoring.lazy import pd  # loaded on first use: keeps start-up fast (SPEC §7)
 
 DATA_FILE = "data/train-00000-of-00001.parquet"
@@ -129,7 +129,7 @@ def dataset_card(*, run: Run, table: pd.DataFrame, sha256: str, version: LabelTa
     per_answer = metrics.per_answer
     coverage = clustered_ratio(per_answer["cited"].tolist(), per_answer["claims"].tolist())
     support = clustered_ratio(per_answer["supported"].tolist(), per_answer["labeled_cited"].tolist())
-    labels = _labels_frame(table, kinds)
+    labels = _labels_frame(table, kinds, promoted=run.promoted_judge.username if run.promoted_judge_id else None)
     overall = reliability(labels, categories=CATEGORIES) if len(labels) else None
     what = (f"version {version.number} of the label table (saved {version.created_at:%Y-%m-%d}"
             + (f", note: {version.note}" if version.note else "") + ")") if version else \
@@ -185,16 +185,18 @@ def dataset_card(*, run: Run, table: pd.DataFrame, sha256: str, version: LabelTa
     return "\n".join(lines)
 
 
-def _labels_frame(table: pd.DataFrame, kinds: dict[str, str]) -> pd.DataFrame:
+def _labels_frame(table: pd.DataFrame, kinds: dict[str, str], *, promoted: str | None) -> pd.DataFrame:
     """Every counted reviewer's SUPPORTED/UNSUPPORTED on the table's judged claims: the labels
-    frame agreement reads (an automated judge, kind ``model``, is never counted)."""
+    frame agreement reads (``scoring.labels.counted_labels``: an automated judge, kind
+    ``model``, counts only when it is the run's ``promoted`` judge, as on the agreement page)."""
     judged = {STATUS_LABELED, STATUS_PENDING, STATUS_DISAGREEMENT}
-    rows = [(claim_id, item["reviewer"], item["label"])
+    rows = [(claim_id, item["reviewer"], item["label"], kinds.get(item["reviewer"]))
             for claim_id, status, items in table[["claim_id", "status", "reviewer_labels"]].itertuples(index=False)
             if status in judged and items
             for item in items
-            if item["label"] in CATEGORIES and kinds.get(item["reviewer"]) != ReviewerKind.MODEL]
-    return pd.DataFrame.from_records(rows, columns=["claim_id", "reviewer", "label"])
+            if item["label"] in CATEGORIES]
+    labels = pd.DataFrame.from_records(rows, columns=["claim_id", "reviewer", "label", "kind"])
+    return counted_labels(labels, promoted=promoted)[["claim_id", "reviewer", "label"]]
 
 
 def _ratio_row(name: str, numerator: int, denominator: int, interval: Interval) -> str:

@@ -13,11 +13,12 @@ from dataclasses import dataclass
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
-from django.db.models import Exists, OuterRef, Prefetch, Q, QuerySet
+from django.db.models import Exists, OuterRef, Prefetch, QuerySet
 
 from labeling.audit import audit_record, claim_target
 from labeling.limits import MAX_JUSTIFICATION_CHARS
-from labeling.models import COUNTED_KINDS, Adjudication, AuditAction, Citation, Claim, Label, LabelValue, Reviewer, Run
+from labeling.models import Adjudication, AuditAction, Citation, Claim, Label, LabelValue, Reviewer, Run
+from labeling.models.counted import disputed_q, run_counted_q
 from labeling.review.highlight import Segment, passage_segments
 
 DISPUTES_LISTED = 100
@@ -66,23 +67,13 @@ def adjudication_save(*, claim: Claim, lead: Reviewer, value: str, reason: str) 
 
 
 def disputed_claims(*, run: Run) -> QuerySet[Claim]:
-    """Cited claims of ``run`` whose current human labels (``COUNTED_KINDS``:
-    an automated labeler's never dispute a claim, unless it is the run's
-    promoted judge) say both SUPPORTED and
-    UNSUPPORTED and that no lead adjudicated, in question/claim order, with
-    their answer and question."""
-    current = Label.objects.filter(claim=OuterRef("pk"), is_current=True).filter(
-        Q(reviewer__kind__in=COUNTED_KINDS) | Q(reviewer_id=run.promoted_judge_id))
-    if run.exclude_unqualified:
-        # SPEC §4.4: labels left out of the run's figures dispute nothing either.
-        from labeling.team.quality import run_exclusion
-
-        current = current.exclude(reviewer_id__in=run_exclusion(run=run).reviewer_ids)
-    # A claim marked not factual (SPEC §4.3b) leaves every count: nothing to settle there.
-    return (Claim.objects.filter(answer__run=run, factual=True)
-            .filter(Exists(current.filter(value=LabelValue.SUPPORTED)),
-                    Exists(current.filter(value=LabelValue.UNSUPPORTED)))
-            .exclude(Exists(Adjudication.objects.filter(claim=OuterRef("pk"), is_current=True)))
+    """The disputed claims of ``run`` (``labeling.models.counted.disputed_q``: cited,
+    factual, counted current labels say both SUPPORTED and UNSUPPORTED, no current
+    adjudication; whose labels count is ``run_counted_q``: never an automated
+    labeler's unless it is the run's promoted judge, never those the run leaves out),
+    in question/claim order, with their answer and question. Three more queries when
+    the run leaves labels out (``run_exclusion``)."""
+    return (Claim.objects.filter(answer__run=run).filter(disputed_q(run_counted_q(run)))
             .select_related("answer__question").order_by("answer__question_key", "index"))
 
 

@@ -26,13 +26,13 @@ from labeling.models import (
     Label,
     LabelValue,
     Reviewer,
-    ReviewerKind,
     Run,
 )
+from labeling.models.counted import counted_q
 from scoring import agreement as scoring_agreement
 from scoring.agreement import Agreement, Reliability
 from scoring.judgment_agreement import JudgmentAgreement, judgment_agreement
-from scoring.labels import SUPPORTED, UNSUPPORTED, disagreements
+from scoring.labels import SUPPORTED, UNSUPPORTED, counted_labels, disagreements
 from scoring.lazy import pd  # loaded on first use: keeps start-up fast (SPEC §7)
 
 CATEGORIES = (SUPPORTED, UNSUPPORTED)
@@ -106,8 +106,9 @@ def run_agreement(*, run: Run) -> RunAgreement:
     assignments (module docstring), every human's then given beside them."""
     labels, kinds = agreement_labels(run)
     promoted = run.promoted_judge.username if run.promoted_judge_id else None
-    humans = labels[labels["reviewer"].map(lambda name: kinds.get(name) != ReviewerKind.MODEL or name == promoted)
-                    .astype(bool)]
+    # Whose labels count (scoring.labels.counted_labels, the pandas form of labeling.models.counted):
+    # people and the promoted judge. Agreement is the reviewers' own: nobody is left out of it.
+    humans = counted_labels(labels.assign(kind=labels["reviewer"].map(kinds)), promoted=promoted)[list(labels.columns)]
     assigned = set(Assignment.objects.filter(run=run).values_list("reviewer__username", flat=True))
     counted = humans
     if assigned:
@@ -132,13 +133,10 @@ def run_judgment_agreement(*, run: Run) -> JudgmentAgreement:
     FULL > PARTIAL > NONE, UNJUDGEABLE left out), across the reviewers whose
     labels count (people, imported annotators and the run's promoted judge;
     a judge of kind ``model`` is never counted). One query."""
-    promoted = run.promoted_judge_id
     rows = (CitationJudgment.objects.filter(citation__claim__answer__run=run, citation__claim__factual=True,
-                                            is_current=True)
-            .order_by().values_list("citation_id", "reviewer__username", "reviewer__kind", "reviewer_id", "judgment"))
-    kept = [(citation, name, judgment) for citation, name, kind, pk, judgment in rows
-            if kind != ReviewerKind.MODEL or pk == promoted]
-    return judgment_agreement(pd.DataFrame.from_records(kept, columns=["citation_id", "reviewer", "judgment"]))
+                                            is_current=True).filter(counted_q(promoted=run.promoted_judge_id))
+            .order_by().values_list("citation_id", "reviewer__username", "judgment"))
+    return judgment_agreement(pd.DataFrame.from_records(list(rows), columns=["citation_id", "reviewer", "judgment"]))
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from django.db.models import Count, Exists, OuterRef, Q
 
 from labeling.models import Assignment, Citation, Claim, Label, Membership, Reviewer, ReviewerKind, Role, Run
-from labeling.review.queue import human_label_count
+from labeling.review.queue import human_label_count, works_on
 from scoring.ratio import Ratio
 
 
@@ -74,10 +74,12 @@ def run_reviewers(*, run: Run) -> RunReviewers:
         .annotate(labeled=Count("id"), open_labeled=Count("id", filter=Q(n_human__lt=run.overlap)))
     }
     members = list(Membership.objects.filter(project_id=run.project_id).select_related("reviewer")
-                   .annotate(assigned=Exists(Assignment.objects.filter(run=run, reviewer=OuterRef("reviewer")))))
+                   .annotate(assigned=Exists(Assignment.objects.filter(run=run, reviewer=OuterRef("reviewer"))),
+                             works=works_on(run, OuterRef("reviewer"))))
     anyone_assigned = any(m.assigned for m in members)
-    working = {m.reviewer_id for m in members
-               if (m.assigned if anyone_assigned else m.role in (Role.LEAD, Role.REVIEWER))}
+    # Who works on the run is the queue's rule (queue.works_on); with nobody assigned, the
+    # members who may label.
+    working = {m.reviewer_id for m in members if m.works and (m.assigned or m.role in (Role.LEAD, Role.REVIEWER))}
     people = {m.reviewer_id: m.reviewer for m in members}
     missing = set(per_reviewer) - set(people)
     if missing:

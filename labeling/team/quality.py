@@ -1,6 +1,7 @@
-"""Reads of reviewer quality (SPEC §4.4): gold accuracy, the qualification rule,
-whose labels a run leaves out, and the reviewer dashboard of a run or a project
-(figures defined in ``scoring.reviewers``).
+"""Reads of reviewer quality (SPEC §4.4): gold accuracy, who is flagged under the
+qualification rule, and the reviewer dashboard of a run or a project (figures
+defined in ``scoring.reviewers``). Whose labels a run leaves out of its figures is
+``labeling.models.counted``'s rule (``run_exclusion``), under every area.
 
 Every figure is an aggregate in the database (a handful of grouped queries
 whatever the size of the run: a 50k-claim run with 5 reviewers answers in
@@ -15,9 +16,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.db import connection
-from django.db.models import Count, Q
+from django.db.models import Count
 
 from labeling.models import (
+    COUNTED_KINDS,
     Adjudication,
     Answer,
     Assignment,
@@ -30,6 +32,15 @@ from labeling.models import (
     ReviewerKind,
     Run,
     SendBack,
+)
+from labeling.models.counted import (
+    Exclusion,
+    excludes,
+    exclusion_of,
+    reviewer_gold_counts,
+    reviewer_label_counts,
+    run_exclusion,
+    unqualified,
 )
 from scoring import reviewers as figures
 from scoring.judge_grading import kappa_interval
@@ -52,26 +63,11 @@ def _scope(runs: list[int]) -> str:
     return f"a.run_id IN ({', '.join(str(int(pk)) for pk in runs)})" if runs else "1 = 0"
 
 
-# Current SUPPORTED/UNSUPPORTED labels of human reviewers on factual claims (labels of
-# these values exist only on cited claims, SPEC §3): per reviewer, all and UNSUPPORTED.
-_LABELS_SQL = """
-SELECT l.reviewer_id, COUNT(*), SUM(CASE WHEN l.value = %s THEN 1 ELSE 0 END)
-FROM {label} l JOIN {reviewer} r ON r.id = l.reviewer_id JOIN {claim} c ON c.id = l.claim_id
-JOIN {answer} a ON a.id = c.answer_id
-WHERE {scope} AND l.is_current AND c.factual AND r.kind = %s AND l.value IN (%s, %s)
-GROUP BY l.reviewer_id
-"""
-
-# Gold claims labeled, and labeled right, per human reviewer (and run).
-_GOLD_SQL = """
-SELECT g.run_id, l.reviewer_id, COUNT(*), SUM(CASE WHEN l.value = g.value THEN 1 ELSE 0 END)
-FROM {gold} g JOIN {label} l ON l.claim_id = g.claim_id JOIN {reviewer} r ON r.id = l.reviewer_id
-WHERE g.run_id IN ({runs}) AND g.is_current AND l.is_current AND r.kind = %s AND l.value IN (%s, %s)
-GROUP BY g.run_id, l.reviewer_id
-"""
-
-# Every label row on the run's factual claims by a person (kind human or external): the
-# current ones for the counts and the reference, every save of a human for the seconds.
+# Every label row on the run's factual claims by a person (COUNTED_KINDS: human or external):
+# the current ones for the counts and the reference, every save of a human for the seconds.
+# The reference is the other people's labels (or a lead's adjudication): no promoted judge,
+# nobody left out, as a judge's grade reads them (labeling.models.counted.run_counted_q's
+# humans_only).
 # One scan; the figures are computed from it in numpy (three grouped queries over the
 # same rows cost twice as much on SQLite). Times as seconds: PostgreSQL's epoch, SQLite's
 # Julian day (× 86400 in Python).
@@ -80,7 +76,7 @@ SELECT l.reviewer_id, l.claim_id, CASE l.value WHEN %s THEN 0 WHEN %s THEN 1 ELS
        CASE WHEN l.is_current THEN 1 ELSE 0 END, CASE WHEN r.kind = %s THEN 1 ELSE 0 END, {seconds}, a.run_id
 FROM {label} l JOIN {reviewer} r ON r.id = l.reviewer_id JOIN {claim} c ON c.id = l.claim_id
 JOIN {answer} a ON a.id = c.answer_id
-WHERE {scope} AND c.factual AND r.kind IN (%s, %s)
+WHERE {scope} AND c.factual AND r.kind IN ({kinds})
 """
 _SECONDS = {"postgresql": "CAST(EXTRACT(EPOCH FROM l.created_at) AS double precision)",
             "sqlite": "julianday(l.created_at)"}
@@ -90,19 +86,6 @@ def _fetch(sql: str, params: list[Any]) -> list[tuple]:
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         return cursor.fetchall()
-
-
-def _label_counts(runs: list[int]) -> dict[int, tuple[int, int]]:
-    rows = _fetch(_LABELS_SQL.format(scope=_scope(runs), **_tables()), [U, HUMAN, S, U])
-    return {reviewer: (int(n), int(unsupported or 0)) for reviewer, n, unsupported in rows}
-
-
-def _gold_counts(runs: list[int]) -> dict[tuple[int, int], tuple[int, int]]:
-    """(run id, reviewer id) → (correct, gold claims labeled)."""
-    if not runs:
-        return {}
-    rows = _fetch(_GOLD_SQL.format(runs=", ".join(str(int(pk)) for pk in runs), **_tables()), [HUMAN, S, U])
-    return {(run, reviewer): (int(correct or 0), int(total)) for run, reviewer, total, correct in rows}
 
 
 @dataclass(frozen=True)
@@ -120,8 +103,9 @@ def _label_figures(runs: list[int]) -> _LabelFigures:
     confusion (rows: the label that counts without theirs, columns: theirs; S, U).
     Two queries: the label rows and the current adjudications."""
     vendor = "postgresql" if connection.vendor == "postgresql" else "sqlite"
-    rows = _fetch(_LABEL_ROWS_SQL.format(seconds=_SECONDS[vendor], scope=_scope(runs), **_tables()),
-                  [S, U, HUMAN, HUMAN, ReviewerKind.EXTERNAL.value])
+    rows = _fetch(_LABEL_ROWS_SQL.format(seconds=_SECONDS[vendor], scope=_scope(runs),
+                                         kinds=", ".join(["%s"] * len(COUNTED_KINDS)), **_tables()),
+                  [S, U, HUMAN, *(kind.value for kind in COUNTED_KINDS)])
     if not rows:
         return _LabelFigures({}, {}, {})
     # All numbers (values coded S 0, U 1, other 2): one array, built in C.
@@ -183,38 +167,6 @@ def _group_sums(keys: np.ndarray, flags: np.ndarray) -> tuple[np.ndarray, np.nda
 def _open_send_backs(runs: list[int]) -> dict[int, int]:
     return dict(SendBack.objects.filter(run_id__in=runs, resolved_at__isnull=True).values("reviewer_id")
                 .order_by().annotate(n=Count("id")).values_list("reviewer_id", "n"))
-
-
-# -- qualification and exclusion -----------------------------------------------------------------
-
-@dataclass(frozen=True)
-class Exclusion:
-    """Whose labels a run leaves out of its figures (``Run.exclude_unqualified``): the
-    ids and names of its unqualified reviewers, and how many current labels of theirs
-    that is (``labels``)."""
-
-    reviewer_ids: frozenset[int] = frozenset()
-    names: tuple[str, ...] = ()
-    labels: int = 0
-
-    def __bool__(self) -> bool:
-        return bool(self.reviewer_ids)
-
-
-def run_exclusion(*, run: Run) -> Exclusion:
-    """The labels ``run`` leaves out: with ``exclude_unqualified`` and a rule, every
-    human reviewer with a current label on the run who does not qualify (too few
-    gold claims yet, or a Wilson lower bound under the rule's). No query when the
-    run excludes nobody; else three (labels, gold, names)."""
-    if not run.exclude_unqualified or run.qualify_min_lower is None or run.qualify_min_gold is None:
-        return Exclusion()
-    counts = _label_counts([run.pk])
-    gold = _gold_counts([run.pk])
-    out = {reviewer: n for reviewer, (n, _u) in counts.items()
-           if not figures.qualified(*gold.get((run.pk, reviewer), (0, 0)), min_lower=run.qualify_min_lower,
-                                    min_gold=run.qualify_min_gold)}
-    names = tuple(sorted(Reviewer.objects.filter(pk__in=out).values_list("username", flat=True)))
-    return Exclusion(frozenset(out), names, sum(out.values()))
 
 
 # -- the dashboard -------------------------------------------------------------------------------
@@ -325,7 +277,7 @@ def _dashboard(runs: list[Run], *, rule_run: Run | None) -> Dashboard:
     ids = [run.pk for run in runs]
     label_figures = _label_figures(ids)
     counts, medians, confusions = label_figures.counts, label_figures.medians, label_figures.confusions
-    gold = _gold_counts(ids)
+    gold = reviewer_gold_counts(ids)
     open_backs = _open_send_backs(ids)
     working = set(Assignment.objects.filter(run_id__in=ids, reviewer__kind=HUMAN).values_list("reviewer_id",
                                                                                              flat=True))
@@ -420,39 +372,13 @@ def run_quality_summary(*, run: Run, counts: tuple[int, int, int] | None = None)
     flagged: list[tuple[str, int, int]] = []
     exclusion = Exclusion()
     if run.qualify_min_lower is not None and run.qualify_min_gold is not None:
-        counts = _label_counts([run.pk])
-        gold = _gold_counts([run.pk])
-        below = {reviewer: gold.get((run.pk, reviewer), (0, 0)) for reviewer in set(counts) | {r for _, r in gold}
-                 if not figures.qualified(*gold.get((run.pk, reviewer), (0, 0)), min_lower=run.qualify_min_lower,
-                                          min_gold=run.qualify_min_gold)}
+        labels = reviewer_label_counts([run.pk])
+        gold = reviewer_gold_counts([run.pk])
+        below = unqualified(run, set(labels) | {r for _, r in gold}, gold)
         names = dict(Reviewer.objects.filter(pk__in=below).values_list("pk", "username"))
         flagged = sorted((names[pk], correct, total) for pk, (correct, total) in below.items())
-        if run.exclude_unqualified:
-            exclusion = Exclusion(frozenset(below), tuple(names[pk] for pk in sorted(below, key=names.get)),
-                                  sum(counts.get(pk, (0, 0))[0] for pk in below))
+        if excludes(run):
+            # The same reviewers run_exclusion leaves out, from the counts already read.
+            exclusion = exclusion_of(below, labels, names)
     return RunQualitySummary(send_backs_open=open_backs, flagged=flagged, min_lower=run.qualify_min_lower,
                              min_gold=run.qualify_min_gold, exclusion=exclusion, gold_claims=gold_claims)
-
-
-def runs_exclusions(runs: list[Run]) -> dict[int, Exclusion]:
-    """``run_exclusion`` of each of ``runs`` that leaves labels out (no query for the
-    others), by run id."""
-    out = {}
-    for run in runs:
-        if run.exclude_unqualified and run.qualify_min_lower is not None:
-            exclusion = run_exclusion(run=run)
-            if exclusion:
-                out[run.pk] = exclusion
-    return out
-
-
-def excluded_labels_q(exclusions: dict[int, Exclusion], *, prefix: str = "") -> Q:
-    """A ``Q`` on ``Label`` (through ``prefix``, e.g. ``"claims__labels__"`` from an
-    Answer) matching the labels ``exclusions`` leave out: the labels of each run's
-    unqualified reviewers on that run. An empty ``Q`` matches nothing here: callers
-    test ``exclusions`` first."""
-    run_path = "claim__answer__run_id" if not prefix else "run_id"
-    q = Q()
-    for run_id, exclusion in exclusions.items():
-        q |= Q(**{run_path: run_id, f"{prefix}reviewer_id__in": sorted(exclusion.reviewer_ids)})
-    return q

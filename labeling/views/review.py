@@ -283,7 +283,7 @@ def run_next(request: HttpRequest, project_slug: str, run_name: str) -> HttpResp
     claim = queue.next_unlabeled_claim(run=run, reviewer=request.user, after=after, lease=True)
     if claim is None:
         notice = f"Every cited claim of run {run.name} carries your label: nothing left to do."
-        if run.has_assignments and not run.is_assigned:
+        if not run.works_on:
             notice = (f"You are not assigned to run {run.name}: nothing is in your queue there. A lead of the "
                       "project assigns its reviewers.")
         elif run.overlap > 1:

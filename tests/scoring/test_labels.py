@@ -132,3 +132,23 @@ def test_counted_labels_drop_only_an_automated_labelers_rows():
 
     assert counted[["claim_id", "reviewer"]].values.tolist() == [[1, "ana"], [2, "expert"]]
     assert resolve_labels(counted[["claim_id", "reviewer", "label"]])["label"].tolist() == [SUPPORTED, SUPPORTED]
+
+
+def test_counted_labels_keep_the_promoted_judge_and_drop_the_excluded():
+    """One claim: ann (human) SUPPORTED, judge-a (model, promoted) UNSUPPORTED, judge-b
+    (model) UNSUPPORTED, cy (human, left out) UNSUPPORTED, ex (external) SUPPORTED →
+    ann, judge-a and ex count: the claim is disputed. Without the promotion: ann and ex,
+    SUPPORTED. Left out is left out whatever the kind (judge-a excluded: ann and ex)."""
+    labels = labels_frame([(1, "ann", SUPPORTED), (1, "judge-a", UNSUPPORTED), (1, "judge-b", UNSUPPORTED),
+                           (1, "cy", UNSUPPORTED), (1, "ex", SUPPORTED)])
+    labels["kind"] = ["human", "model", "model", "human", "external"]
+
+    promoted = counted_labels(labels, promoted="judge-a", excluded=("cy",))
+    humans = counted_labels(labels, excluded=["cy"])
+    judge_out = counted_labels(labels, promoted="judge-a", excluded={"cy", "judge-a"})
+
+    assert promoted["reviewer"].tolist() == ["ann", "judge-a", "ex"]
+    assert resolve_labels(promoted[["claim_id", "reviewer", "label"]])["disagreement"].tolist() == [True]
+    assert humans["reviewer"].tolist() == ["ann", "ex"]
+    assert resolve_labels(humans[["claim_id", "reviewer", "label"]])["label"].tolist() == [SUPPORTED]
+    assert judge_out["reviewer"].tolist() == ["ann", "ex"]
