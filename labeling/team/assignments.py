@@ -12,7 +12,8 @@ from dataclasses import dataclass
 
 from django.db.models import Count, Exists, OuterRef, Q
 
-from labeling.models import Assignment, Citation, Claim, Label, Membership, Reviewer, ReviewerKind, Role, Run
+from labeling.models import Assignment, Citation, Claim, Label, Membership, Reviewer, ReviewerKind, Run
+from labeling.permissions import LABEL, may
 from labeling.review.queue import human_label_count
 from scoring.ratio import Ratio
 
@@ -77,7 +78,7 @@ def run_reviewers(*, run: Run) -> RunReviewers:
                    .annotate(assigned=Exists(Assignment.objects.filter(run=run, reviewer=OuterRef("reviewer")))))
     anyone_assigned = any(m.assigned for m in members)
     working = {m.reviewer_id for m in members
-               if (m.assigned if anyone_assigned else m.role in (Role.LEAD, Role.REVIEWER))}
+               if (m.assigned if anyone_assigned else may(m.role, LABEL))}
     people = {m.reviewer_id: m.reviewer for m in members}
     missing = set(per_reviewer) - set(people)
     if missing:

@@ -36,6 +36,7 @@ def project_for(request: HttpRequest, project_slug: str, action: str = permissio
     project = get_object_or_404(permissions.visible_projects(user=request.user), slug=project_slug)
     _check_role(project.my_role, action, project)
     project.may_label = permissions.may(project.my_role, permissions.LABEL)
+    project.may_lead = permissions.may(project.my_role, permissions.LEAD)
     return project
 
 
@@ -103,7 +104,7 @@ def project_summary(request: HttpRequest, project_slug: str) -> HttpResponse:
         rule = DEFAULT_RULE
     # A reviewer of a blind run sees that run's row from their own labels, as on its run page.
     blind = frozenset(run.pk for run in Run.objects.filter(project=project)
-                      if permissions.blind_for(run, role=project.my_role) and not request.user.is_superuser)
+                      if permissions.blind_for(run, role=project.my_role))
     runs = metrics.project_summary(project, rule=rule, own_labels_runs=blind, me=request.user.username)
     return render(request, "labeling/project_summary.html", {
         "project": project, "runs": runs, "mean": mean_row(runs), "rule": rule, "rules": RULES,
