@@ -30,6 +30,7 @@ from labeling.permissions import ALL_LABELS, LEAD
 from labeling.team.agreement import verdict
 from labeling.views.projects import run_for
 from scoring.judge_grading import CATEGORIES, LONG_CITED_CHARS, JudgeGrade
+from scoring.ratio import format_value
 
 DISAGREEMENTS_PER_PAGE = 50
 
@@ -37,7 +38,7 @@ DISAGREEMENTS_PER_PAGE = 50
 @dataclass(frozen=True)
 class Cell:
     count: int
-    percent: int
+    percent: int  # share of the graded claims, rounded as format_value does (half away from zero)
     level: int
     agree: bool
 
@@ -50,7 +51,8 @@ def confusion_rows(grade: JudgeGrade) -> list[tuple[str, list[Cell]]]:
         for col in CATEGORIES:
             count = int(grade.confusion.at[row, col])
             share = count / grade.n if grade.n else 0.0
-            cells.append(Cell(count, round(share * 100), 0 if count == 0 else max(1, round(share * 5)), row == col))
+            level = 0 if count == 0 else max(1, round(share * 5))
+            cells.append(Cell(count, int(format_value(share * 100, 0)), level, row == col))
         rows.append((row, cells))
     return rows
 
