@@ -12,10 +12,9 @@ from typing import Any
 from django import forms
 from django.contrib import admin
 from django.contrib.auth.admin import UserAdmin
-from django.db.models import Q
 from django.http import HttpRequest
 
-from labeling import models
+from labeling import models, permissions
 
 
 class ViewOnly:
@@ -163,11 +162,8 @@ class LabelAdmin(ViewOnly, admin.ModelAdmin):
     def get_queryset(self, request: HttpRequest) -> Any:
         # Blind labeling holds here too: staff who are not superusers see their own labels and
         # those of projects they lead, never a fellow reviewer's on a run they label blind.
-        labels = super().get_queryset(request)
-        if request.user.is_superuser:
-            return labels
-        led = models.Membership.objects.filter(reviewer=request.user, role=models.Role.LEAD).values("project_id")
-        return labels.filter(Q(reviewer=request.user) | Q(claim__answer__run__project_id__in=led))
+        return permissions.admin_rows(super().get_queryset(request), user=request.user,
+                                      project="claim__answer__run__project_id", own="reviewer")
 
 
 @admin.register(models.CitationJudgment)
@@ -182,11 +178,8 @@ class CitationJudgmentAdmin(ViewOnly, admin.ModelAdmin):
     search_fields = ["evidence"]
 
     def get_queryset(self, request: HttpRequest) -> Any:
-        judgments = super().get_queryset(request)
-        if request.user.is_superuser:
-            return judgments
-        led = models.Membership.objects.filter(reviewer=request.user, role=models.Role.LEAD).values("project_id")
-        return judgments.filter(Q(reviewer=request.user) | Q(citation__claim__answer__run__project_id__in=led))
+        return permissions.admin_rows(super().get_queryset(request), user=request.user,
+                                      project="citation__claim__answer__run__project_id", own="reviewer")
 
 
 @admin.register(models.LabelTableVersion)
@@ -208,8 +201,4 @@ class AuditEventAdmin(ViewOnly, admin.ModelAdmin):
 
     def get_queryset(self, request: HttpRequest) -> Any:
         # As the run's audit page: staff who are not superusers see the log of projects they lead.
-        events = super().get_queryset(request)
-        if request.user.is_superuser:
-            return events
-        led = models.Membership.objects.filter(reviewer=request.user, role=models.Role.LEAD).values("project_id")
-        return events.filter(project_id__in=led)
+        return permissions.admin_rows(super().get_queryset(request), user=request.user, project="project_id")

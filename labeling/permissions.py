@@ -1,8 +1,10 @@
 """Who may do what (SPEC §2 "role"): the role table every view, command and service asks
 through :func:`may`, which projects and runs a user may open, and who labels a run blind.
 
-The one home of these rules: a superuser may do everything; a member's role decides the
-rest (``ROLE_MAY``); a blind run hides other people's labels from its reviewers.
+The one home of these rules: a superuser may do everything (:func:`_superuser`, the one
+place that says so); a member's role decides the rest (``ROLE_MAY``); a blind run hides
+other people's labels from its reviewers. Nothing outside this module compares roles or
+asks ``is_superuser`` (``tests/test_permission_home.py`` greps for it).
 """
 
 from __future__ import annotations
@@ -28,11 +30,23 @@ from labeling.models import (
 from labeling.review.queue import works_on
 
 
+def _superuser(user: Reviewer) -> bool:
+    """The superuser exception, written once: a superuser acts as a lead of every
+    project, member or not, and labels no run blind."""
+    return bool(user.is_superuser)
+
+
+def reader_of_everything() -> Reviewer:
+    """An unsaved stand-in who sees every label of every run (a superuser: never blind,
+    nothing "their own"), for counts that no person asks for (a webhook's)."""
+    return Reviewer(pk=0, is_superuser=True)
+
+
 def _may_open(user: Reviewer, project: str = "") -> Q:
     """The one rule of who may open a project and everything in it: a
     superuser, or a member. ``project`` is the lookup path to the project
     (``"project__"`` from a run)."""
-    return Q() if user.is_superuser else Q(**{f"{project}members": user})
+    return Q() if _superuser(user) else Q(**{f"{project}members": user})
 
 
 # What each role may do in its project (SPEC §2 "role"), the one table every view asks
@@ -51,16 +65,62 @@ ROLE_MAY = {
 }
 
 
+# Roles from least to most (a token's role is capped by its holder's; of several roles
+# granted at once, the most wins).
+ROLE_ORDER = (Role.VIEWER, Role.REVIEWER, Role.LEAD)
+
+
 def may(role: str | None, action: str) -> bool:
     """Whether a member of role ``role`` (``None``: not a member) may do ``action``
-    (``READ``, ``LABEL`` or ``LEAD``)."""
+    (``READ``, ``LABEL``, ``LEAD``, ``ALL_LABELS`` or ``QUALITY``)."""
     return action in ROLE_MAY.get(role, frozenset())
+
+
+def roles_that_may(action: str) -> list[str]:
+    """The roles that may do ``action``, least first: for queries over memberships
+    (``role__in=``), as ``may`` answers for one role."""
+    return [role for role in ROLE_ORDER if may(role, action)]
+
+
+def lower_role(a: str, b: str) -> str:
+    """The lesser of two roles (``viewer`` < ``reviewer`` < ``lead``)."""
+    return a if ROLE_ORDER.index(a) <= ROLE_ORDER.index(b) else b
+
+
+def higher_role(a: str | None, b: str) -> str:
+    """The greater of two roles, ``a`` ``None`` counting as below every role."""
+    return b if a is None or ROLE_ORDER.index(b) > ROLE_ORDER.index(a) else a
+
+
+def acting_role(user: Reviewer, member_role: str | None) -> str | None:
+    """The role ``user`` acts with in a project where their membership gives
+    ``member_role`` (``None``: not a member): ``lead`` for a superuser."""
+    return Role.LEAD if _superuser(user) else member_role
+
+
+def member_role(*, project_id: int, reviewer: Reviewer) -> str | None:
+    """``reviewer``'s role in project ``project_id``: ``lead`` for a superuser, else
+    their membership's, else ``None``. One query (none for a superuser)."""
+    if _superuser(reviewer):
+        return Role.LEAD
+    return Membership.objects.filter(project_id=project_id, reviewer=reviewer).values_list("role", flat=True).first()
+
+
+def role_in(*, user: Reviewer, project: Project | None = None, run: Run | None = None) -> str | None:
+    """``user``'s role in ``project``, or in ``run``'s project: the ``my_role`` the object
+    carries when it was read for ``user`` (``visible_projects``/``visible_runs``, or the
+    API's token role), else :func:`member_role`."""
+    target = run if run is not None else project
+    role = getattr(target, "my_role", None)
+    if role is not None:
+        return role
+    return member_role(project_id=run.project_id if run is not None else project.pk, reviewer=user)
 
 
 def _role(user: Reviewer, project: str = "") -> Any:
     """An expression for ``user``'s role in the project at lookup path ``project``
     (``"project__"`` from a run): ``lead`` for a superuser, else their membership's."""
-    if user.is_superuser:
+    if _superuser(user):
         return Value(Role.LEAD.value, output_field=CharField())
     target = OuterRef("project_id") if project else OuterRef("pk")
     return Subquery(Membership.objects.filter(project=target, reviewer=user).values("role")[:1])
@@ -86,7 +146,7 @@ def may_on_run(run: Run, action: str) -> bool:
     work on the run — be assigned to it, or nobody is."""
     if not may(run.my_role, action):
         return False
-    if action == LABEL and run.my_role != Role.LEAD:
+    if action == LABEL and not may(run.my_role, LEAD):
         return run.works_on
     if action == ALL_LABELS:
         return not blind_for(run, role=run.my_role)
@@ -98,19 +158,34 @@ def blind_for(run: Run, *, role: str | None) -> bool:
     (``Run.is_blind``) and they are a reviewer. They then see no one else's
     label (human or model) on any claim of the run, on any page or export;
     leads see everything, viewers do not label."""
-    return run.is_blind and role == Role.REVIEWER
+    return run.is_blind and labels_blind(role)
+
+
+def labels_blind(role: str | None) -> bool:
+    """Whether a member of ``role`` labels a blind run blind: a reviewer (they
+    may label but not lead); for queries that filter blind runs themselves."""
+    return may(role, LABEL) and not may(role, LEAD)
 
 
 def blind_for_reviewer(run: Run, reviewer: Reviewer) -> bool:
     """``blind_for`` with the role read from ``run.my_role`` (``visible_runs``) or, when the run
     was loaded another way, from the membership (one query, only for a blind run)."""
-    if not run.is_blind or reviewer.is_superuser:
+    if not run.is_blind:
         return False
-    role = getattr(run, "my_role", None)
-    if role is None:
-        role = Membership.objects.filter(project_id=run.project_id, reviewer=reviewer).values_list(
-            "role", flat=True).first()
-    return blind_for(run, role=role)
+    return blind_for(run, role=acting_role(reviewer, role_in(user=reviewer, run=run)))
+
+
+def admin_rows(rows: QuerySet, *, user: Reviewer, project: str, own: str | None = None) -> QuerySet:
+    """``rows`` (labels, judgments, audit events) that ``user`` sees in the admin: every
+    row for a superuser; else the rows of projects they lead (``project``: lookup path
+    to the row's project id) and, with ``own`` (lookup path to the row's reviewer),
+    their own. Blind labeling holds there too: no fellow reviewer's label on a run
+    they label blind."""
+    if _superuser(user):
+        return rows
+    led = Membership.objects.filter(reviewer=user, role__in=roles_that_may(LEAD)).values("project_id")
+    where = Q(**{f"{project}__in": led})
+    return rows.filter(where | Q(**{own: user}) if own else where)
 
 
 
@@ -119,8 +194,5 @@ def run_manage_allowed(*, user: Reviewer, run: Run) -> bool:
     (or a superuser), by the role table of ``labeling.permissions.may``. The one
     place that decides it (the run page shows the buttons by it, the services
     refuse by it). A run from ``labeling.views.projects.run_for`` carries the
-    user's role already; otherwise one query."""
-    role = getattr(run, "my_role", None)
-    if role is None:
-        role = visible_projects(user=user).filter(pk=run.project_id).values_list("my_role", flat=True).first()
-    return may(role, LEAD)
+    user's role already; otherwise one query (none for a superuser)."""
+    return may(role_in(user=user, run=run), LEAD)

@@ -25,7 +25,7 @@ from labeling.models import (
     Run,
 )
 from labeling.names import normalize_name, validate_run_name
-from labeling.permissions import LEAD, may, run_manage_allowed, visible_projects
+from labeling.permissions import LEAD, may, role_in, run_manage_allowed
 
 
 def claims_changed(*, run: Run | int) -> None:
@@ -100,10 +100,7 @@ def run_create(*, project: Project, user: Reviewer | None, name: str, metadata: 
     object; nothing is created then.
     """
     if user is not None:
-        role = getattr(project, "my_role", None)
-        if role is None:
-            role = visible_projects(user=user).filter(pk=project.pk).values_list("my_role", flat=True).first()
-        if not may(role, LEAD):
+        if not may(role_in(user=user, project=project), LEAD):
             raise PermissionDenied("Only a lead of the project can create runs.")
     if not isinstance(metadata or {}, dict):
         raise ValidationError("A run's metadata is a JSON object.", code="bad_metadata")

@@ -64,17 +64,18 @@ def format_delta(delta: float | None, digits: int = 2) -> str:
     """Display form of a delta, sign always shown: ``"+0.15"``, ``"−0.20"``,
     ``"0.00"`` only for no change at all, ``"—"`` when undefined. A change too
     small for ``digits`` gets up to 4 digits (``"−0.004"``), so a real change
-    never reads as none."""
+    never reads as none. Rounds as :func:`scoring.ratio.format_value` (half away
+    from zero): ``+0.125`` is ``"+0.13"``."""
     if delta is None or (isinstance(delta, float) and math.isnan(delta)):
         return "—"
     if delta == 0:
-        return f"{0:.{digits}f}"
+        return format_value(0.0, digits)
     shown = digits
-    while shown < 4 and float(f"{abs(delta):.{shown}f}") == 0:
+    while shown < 4 and float(format_value(abs(delta), shown)) == 0:
         shown += 1
-    text = f"{abs(delta):.{shown}f}"
+    text = format_value(abs(delta), shown)
     if float(text) == 0:
-        text = f"<{10 ** -shown:.{shown}f}"
+        text = "<" + format_value(10 ** -shown, shown)
     return ("+" if delta > 0 else "−") + text
 
 

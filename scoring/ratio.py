@@ -42,10 +42,11 @@ class Ratio:
 def format_value(value: float | None, digits: int = 2) -> str:
     """Display form of a metric value: ``"0.60"``, or ``"—"`` for ``None``.
 
-    Rounds the shortest decimal form of the float half away from zero, as
-    Django's ``floatformat`` does on the pages, so a figure reads the same in
-    the CLI, the exports and the browser: 1/8 is ``"0.13"`` everywhere (a
-    float format would give ``"0.12"``, the tie 0.125 rounded to even).
+    Rounds the shortest decimal form of the float half away from zero (as
+    Django's ``floatformat``), and is the one rounding of every figure shown:
+    the pages' ``|figure`` and ``|ci`` filters, the CLI's texts, the exports
+    and the API's texts call it, so 1/8 is ``"0.13"`` everywhere (a float
+    format would give ``"0.12"``, the tie 0.125 rounded to even).
     """
     if value is None:
         return "—"

@@ -44,6 +44,27 @@ def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix, t
         database.setdefault("TEST", {})["NAME"] = str(tmp_path_factory.mktemp("sqlite") / "test.sqlite3")
 
 
+@pytest.fixture(autouse=True, scope="session")
+def partial_responses_keep_their_context():
+    """``response.context`` for a fragment rendered as ``"page.html#partial"`` (STYLE §4), as
+    for a whole template: Django's test setup instruments ``Template._render`` to send
+    ``template_rendered``, which the test client records; a partial renders through
+    django-template-partials' ``TemplateProxy``, so it sends it here when rendered on its own."""
+    from django.test.signals import template_rendered
+    from template_partials.templatetags.partials import TemplateProxy
+
+    render = TemplateProxy.render
+
+    def instrumented(self, context):
+        if context.template is None:  # the response's own template, not a {% partial %} inside one
+            template_rendered.send(sender=self, template=self, context=context)
+        return render(self, context)
+
+    TemplateProxy.render = instrumented
+    yield
+    TemplateProxy.render = render
+
+
 @pytest.fixture(autouse=True)
 def fast_password_hasher(settings):
     """MD5 instead of PBKDF2 for every account the tests create or log in:

@@ -17,7 +17,9 @@ from labeling.models import Answer, Claim, Label, LabelValue, Membership, Review
 from labeling.review.label_writes import label_save
 from labeling.scores.estimates import pick_judge
 from labeling.scores.samples import sample_draw
+from scoring.deltas import format_delta
 from scoring.ppi import ppi_mean
+from scoring.ratio import format_value
 from tests.conftest import EXPERTQA_PATH
 from tests.factories import LabelFactory, ReviewerFactory
 from tests.test_samples import make_run
@@ -443,15 +445,17 @@ def test_gate_on_estimates_adds_the_variances_of_independent_samples(pair):
 
     code, text = gate("--max-drop", f"support={failing:.4f}", "--confidence", "0.95", "--estimate", "ppi")
     assert code == 1
-    assert (f"support: b vs baseline r: B − A {difference.delta:+.4f} (95% interval {difference.low:+.4f} to "
-            f"{difference.high:+.4f}; PPI++ estimates on 2 and 2 sampled answers): the interval reaches below "
+    # Deltas read as everywhere else (scoring.deltas.format_delta): typographic minus, half away from zero.
+    assert (f"support: b vs baseline r: B − A {format_delta(difference.delta, 4)} (95% interval "
+            f"{format_delta(difference.low, 4)} to {format_delta(difference.high, 4)}; PPI++ estimates on 2 and 2 "
+            "sampled answers): the interval reaches below "
             f"−{float(f'{failing:.4f}'):g}; about ") in text
     assert "more sampled answer(s) labeled in each run (at the current variance) would settle it" in text
 
     # Without --confidence the point rule: B − A against −max_drop.
     assert gate("--max-drop", f"support={failing:.4f}", "--estimate", "ppi")[0] == 0
     code, text = gate("--max-drop", f"support={-difference.delta - 0.01:.4f}", "--estimate", "ppi")
-    assert code == 1 and f"dropped {-difference.delta:.4f} > allowed" in text
+    assert code == 1 and f"dropped {format_value(-difference.delta, 4)} > allowed" in text
 
 
 def test_gate_json_and_table_name_the_estimate_differences(pair):
@@ -469,8 +473,9 @@ def test_gate_json_and_table_name_the_estimate_differences(pair):
     call_command("compare", "--run", "r", "--run", "b", "--estimate", "ppi", stdout=out)
     text = out.getvalue()
     assert "estimates (PPI++; judges j and j; independent samples: variances add)" in text
-    assert (f"support         A {a.estimate:.4f}  B {b.estimate:.4f}  B − A {difference.delta:+.4f} (95% interval "
-            f"{difference.low:+.4f} to {difference.high:+.4f}; PPI++ estimates on 2 and 2 sampled answers)") in text
+    assert (f"support         A {format_value(a.estimate, 4)}  B {format_value(b.estimate, 4)}  B − A "
+            f"{format_delta(difference.delta, 4)} (95% interval {format_delta(difference.low, 4)} to "
+            f"{format_delta(difference.high, 4)}; PPI++ estimates on 2 and 2 sampled answers)") in text
     out = io.StringIO()
     call_command("compare", "--run", "r", "--run", "b", "--estimate", "ppi", "--format", "json", stdout=out)
     assert json.loads(out.getvalue())["estimate_differences"]["support"]["delta"] == pytest.approx(difference.delta)

@@ -16,7 +16,7 @@ from labeling import permissions
 from labeling.api.access import access_of, claim_of, project_of, run_of, sees_all_labels
 from labeling.api.pages import PageIn, page_of, paged
 from labeling.api.schemas import ClaimOut, Error, ErrorList, LabelIn, LabelOut, label_out
-from labeling.models import Citation, Claim, Label, Role, Run
+from labeling.models import Citation, Claim, Label, Run
 from labeling.names import normalize_name
 from labeling.review import label_writes
 
@@ -122,7 +122,7 @@ def label_list(request: HttpRequest, slug: str, filters: Query[LabelFilter], pag
         labels = labels.filter(claim__answer__run__name=normalize_name(filters.run))
     if filters.reviewer is not None:
         labels = labels.filter(reviewer__username=normalize_name(filters.reviewer))
-    if access.role == Role.REVIEWER:
+    if permissions.labels_blind(access.role):
         # Blind runs (``Run.is_blind``): a reviewer sees nobody's labels there but their own.
         blind = (Q(claim__answer__run__blind=True)
                  | Q(claim__answer__run__blind__isnull=True, claim__answer__run__overlap__gt=1))

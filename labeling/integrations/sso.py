@@ -26,6 +26,7 @@ from mozilla_django_oidc.auth import OIDCAuthenticationBackend
 
 from labeling.models import Membership, Project, Reviewer, ReviewerKind, SsoIdentity
 from labeling.names import normalize_name
+from labeling.permissions import higher_role
 from labeling.team.memberships import role_checked
 
 SSO_SUFFIX = "@sso"
@@ -88,11 +89,9 @@ class CitelabOIDCBackend(OIDCAuthenticationBackend):
         values = claims.get(settings.CITELAB_OIDC_ROLE_CLAIM) or []
         values = [values] if isinstance(values, str) else [str(v) for v in values]
         grants: dict[str, str] = {}
-        rank = {"viewer": 0, "reviewer": 1, "lead": 2}
         for value in values:
             for slug, role in role_map(settings.CITELAB_OIDC_ROLE_MAP).get(value, []):
-                if rank[role] > rank.get(grants.get(slug, ""), -1):
-                    grants[slug] = role
+                grants[slug] = higher_role(grants.get(slug), role)
         held = set(Membership.objects.filter(reviewer=user).values_list("project__slug", flat=True))
         projects = {p.slug: p for p in Project.objects.filter(slug__in=set(grants) - held)}
         Membership.objects.bulk_create([Membership(project=projects[slug], reviewer=user, role=role)

@@ -22,9 +22,9 @@ from django.db import IntegrityError, transaction
 from django.db.models import CharField, OuterRef, Subquery
 from django.utils import timezone
 
-from labeling.models import ApiToken, Membership, Project, Reviewer, ReviewerKind, Role
+from labeling.models import ApiToken, Membership, Project, Reviewer, ReviewerKind
 from labeling.names import normalize_name
-from labeling.permissions import LEAD, may
+from labeling.permissions import LEAD, acting_role, lower_role, may, member_role
 from labeling.team.memberships import role_checked
 
 TOKEN_PREFIX = "clt_"
@@ -33,26 +33,11 @@ DEFAULT_EXPIRY_DAYS = 90
 MAX_EXPIRY_DAYS = 3650
 # How stale ``last_used_at`` may get: refreshing it on every request would make every read a write.
 LAST_USED_EVERY = timedelta(minutes=1)
-# Roles from least to most: a token's role is capped by its reviewer's.
-ROLE_RANK = {Role.VIEWER: 0, Role.REVIEWER: 1, Role.LEAD: 2}
 
 
 def token_digest(secret: str) -> str:
     """SHA-256 of a token, hex (64 characters): what ``ApiToken.digest`` stores."""
     return hashlib.sha256(secret.encode("utf-8", "surrogatepass")).hexdigest()
-
-
-def lower_role(a: str, b: str) -> str:
-    """The lesser of two roles (``viewer`` < ``reviewer`` < ``lead``)."""
-    return a if ROLE_RANK[a] <= ROLE_RANK[b] else b
-
-
-def member_role(*, project: Project, reviewer: Reviewer) -> str | None:
-    """``reviewer``'s role in ``project``: ``lead`` for a superuser, else their
-    membership's, else ``None``. One query (none for a superuser)."""
-    if reviewer.is_superuser:
-        return Role.LEAD
-    return Membership.objects.filter(project=project, reviewer=reviewer).values_list("role", flat=True).first()
 
 
 @dataclass(frozen=True)
@@ -91,17 +76,17 @@ def token_create(
     superuser), is an imported labeler or inactive, for an unknown role or
     one above the reviewer's, an expiry outside 1–3650 days, or a taken name.
     """
-    if created_by is not None and not may(member_role(project=project, reviewer=created_by), LEAD):
+    if created_by is not None and not may(member_role(project_id=project.pk, reviewer=created_by), LEAD):
         raise PermissionDenied(f"Only a lead of project {project.slug!r} makes its tokens.")
     if reviewer.kind != ReviewerKind.HUMAN or not reviewer.is_active:
         raise ValidationError(f"{reviewer.username} cannot hold a token: only active reviewers who are members "
                               "of the project can.", code="not_member")
-    held = member_role(project=project, reviewer=reviewer)
+    held = member_role(project_id=project.pk, reviewer=reviewer)
     if held is None:
         raise ValidationError(f"{reviewer.username} is not a member of project {project.slug}: add them on the "
                               "Members page (or with add_reviewer) first.", code="not_member")
     role = held if role is None else role_checked(role)
-    if ROLE_RANK[role] > ROLE_RANK[held]:
+    if lower_role(role, held) != role:
         raise ValidationError(f"{reviewer.username} is a {held} of project {project.slug}: their token cannot be "
                               f"a {role}'s.", code="role_above_member")
     if isinstance(expires_days, bool) or not isinstance(expires_days, int) or not 1 <= expires_days <= MAX_EXPIRY_DAYS:
@@ -132,7 +117,7 @@ def bot_create(*, project: Project, name: str, role: str, created_by: Reviewer) 
     """
     from labeling.team.reviewers import reviewer_create
 
-    if not may(member_role(project=project, reviewer=created_by), LEAD):
+    if not may(member_role(project_id=project.pk, reviewer=created_by), LEAD):
         raise PermissionDenied(f"Only a lead of project {project.slug!r} adds bot accounts.")
     with transaction.atomic():
         bot, _ = reviewer_create(username=name, project_slugs=[project.slug], role=role)
@@ -145,7 +130,7 @@ def token_revoke(*, token: ApiToken, by: Reviewer | None) -> ApiToken:
     """Revoke ``token`` now (kept, listed as revoked; a second revoke changes
     nothing). ``by`` is the lead (``None``: the command line). Raises
     PermissionDenied when ``by`` is not a lead of the token's project."""
-    if by is not None and not may(member_role(project=token.project, reviewer=by), LEAD):
+    if by is not None and not may(member_role(project_id=token.project_id, reviewer=by), LEAD):
         raise PermissionDenied(f"Only a lead of project {token.project.slug!r} revokes its tokens.")
     with transaction.atomic():
         locked = ApiToken.objects.select_for_update().get(pk=token.pk)
@@ -197,7 +182,7 @@ def token_authenticate(secret: str) -> TokenAccess:
         raise TokenRefused(f"Token {token.name!r} expired on {token.expires_at:%Y-%m-%d %H:%M} UTC: ask a lead "
                            "for a new one.")
     reviewer = token.reviewer
-    held = Role.LEAD if reviewer.is_superuser else token.member_role
+    held = acting_role(reviewer, token.member_role)
     if not reviewer.is_active or held is None:
         raise TokenRefused(f"Token {token.name!r}: {reviewer.username} is no longer a member of project "
                            f"{token.project.slug}.")

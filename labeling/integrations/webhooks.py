@@ -65,7 +65,7 @@ from labeling.models import (
     WebhookDelivery,
     WebhookEvent,
 )
-from labeling.permissions import LEAD, may
+from labeling.permissions import LEAD, may, member_role, reader_of_everything
 
 logger = logging.getLogger(__name__)
 
@@ -137,9 +137,7 @@ def destination_problem(url: str) -> tuple[str, str | None]:
 # -- hooks ----------------------------------------------------------------------------------------------
 
 def _check_lead(project: Project, user: Reviewer | None) -> None:
-    from labeling.integrations.tokens import member_role
-
-    if user is not None and not may(member_role(project=project, reviewer=user), LEAD):
+    if user is not None and not may(member_role(project_id=project.pk, reviewer=user), LEAD):
         raise PermissionDenied(f"Only a lead of project {project.slug!r} manages its webhooks.")
 
 
@@ -244,8 +242,7 @@ def fully_labeled_check(run_id: int) -> WebhookDelivery | None:
     if run is None:
         return None
     # Everyone's labels: counted as for a superuser (never blind); no count here is "their own".
-    everyone = Reviewer(pk=0, is_superuser=True)
-    counts = run_counts(run=run, reviewer=everyone)
+    counts = run_counts(run=run, reviewer=reader_of_everything())
     if not counts.cited or counts.pending:
         return None
     hooks = [hook for hook in Webhook.objects.filter(project=run.project, active=True).select_related("project")

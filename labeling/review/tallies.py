@@ -44,7 +44,7 @@ from labeling.models import (
     Run,
 )
 from labeling.models.counted import Exclusion, counted_q, counted_values, excluded_labels_q, runs_exclusions
-from labeling.permissions import blind_for, blind_for_reviewer, visible_projects
+from labeling.permissions import acting_role, blind_for, blind_for_reviewer, visible_projects
 from labeling.review.queue import exists_fence
 from scoring.figures import FigureInterval, RunFigures, run_intervals
 from scoring.intervals import DEFAULT_CONFIDENCE, AnswerValues, Units
@@ -357,8 +357,8 @@ def run_rows(*, project: Project, reviewer: Reviewer) -> list[RunRow]:
     answer counts, and ``_runs_claim_counts`` grouped by answer.
     """
     runs = list(Run.objects.filter(project=project).annotate(n_answers=Count("answers")).order_by("created_at", "name"))
-    role = getattr(project, "my_role", None)
-    blind = frozenset(r.pk for r in runs if r.is_blind and not reviewer.is_superuser and blind_for(r, role=role))
+    role = acting_role(reviewer, getattr(project, "my_role", None))
+    blind = frozenset(r.pk for r in runs if blind_for(r, role=role))
     by_run = _runs_claim_counts(reviewer=reviewer, project=project, blind_run_ids=blind,
                                 exclusions=runs_exclusions(runs))
     for run in runs:

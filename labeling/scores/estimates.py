@@ -30,6 +30,7 @@ from labeling.db import consistent_read
 from labeling.models import Answer, Citation, Claim, Label, LabelValue, Reviewer, ReviewerKind, Run
 from labeling.review.queue import exists_fence
 from labeling.scores import samples
+from scoring.deltas import format_delta
 from scoring.intervals import (
     DEFAULT_CONFIDENCE,
     Budget,
@@ -40,6 +41,7 @@ from scoring.intervals import (
 )
 from scoring.lazy import pd  # loaded on first use: keeps start-up fast (SPEC §7)
 from scoring.ppi import PPIEstimate, independent_difference, ppi_answers_needed, ppi_mean
+from scoring.ratio import format_value
 
 METRICS = ("support", "supported_rate")
 # A cited claim the judge left unlabeled: a prediction that favours neither label (module docstring).
@@ -303,7 +305,7 @@ def command_estimates(run: Run, *, judge_name: str | None, reviewer: str | None,
 
 
 def _interval_text(low: float | None, high: float | None) -> str:
-    return f" ({low:.2f}–{high:.2f})" if low is not None and high is not None else ""
+    return f" ({format_value(low)}–{format_value(high)})" if low is not None and high is not None else ""
 
 
 def estimates_lines(estimates: RunEstimates) -> list[str]:
@@ -319,11 +321,11 @@ def estimates_lines(estimates: RunEstimates) -> list[str]:
             continue
         human, judge = e.human_only, e.judge_only
         lines.append(
-            f"  {title} {e.estimate:.2f}{_interval_text(e.low, e.high)} — {e.n_human_answers} answers by humans + "
-            f"judge on {e.n_human_answers + e.n_judge_answers}; humans alone "
-            f"{human.estimate:.2f}{_interval_text(human.low, human.high)}; judge alone "
-            + (f"{judge:.2f}" if judge is not None else "—")
-            + (f"; λ̂ {e.lam:.2f}" if e.judge_helps else f"; λ̂ {e.lam:.2f}: the judge does not help, the estimate "
+            f"  {title} {format_value(e.estimate)}{_interval_text(e.low, e.high)} — {e.n_human_answers} answers by "
+            f"humans + judge on {e.n_human_answers + e.n_judge_answers}; humans alone "
+            f"{format_value(human.estimate)}{_interval_text(human.low, human.high)}; judge alone {format_value(judge)}"
+            + (f"; λ̂ {format_value(e.lam)}" if e.judge_helps else f"; λ̂ {format_value(e.lam)}: the judge does not "
+               "help, the estimate "
                "is the humans' alone"))
     return lines
 
@@ -371,9 +373,9 @@ def difference_words(difference: PairedDifference, baseline: RunEstimates, candi
     if difference.delta is None:
         return f"undefined ({sizes})"
     if not difference.defined:
-        return f"{difference.delta:+.4f} (no interval; {sizes})"
-    return (f"{difference.delta:+.4f} ({difference.level * 100:g}% interval {difference.low:+.4f} to "
-            f"{difference.high:+.4f}; {sizes})")
+        return f"{format_delta(difference.delta, 4)} (no interval; {sizes})"
+    return (f"{format_delta(difference.delta, 4)} ({difference.level * 100:g}% interval "
+            f"{format_delta(difference.low, 4)} to {format_delta(difference.high, 4)}; {sizes})")
 
 
 def estimate_gate(baseline_name: str, candidate_name: str, baseline: RunEstimates, candidate: RunEstimates,
@@ -394,7 +396,8 @@ def estimate_gate(baseline_name: str, candidate_name: str, baseline: RunEstimate
             continue
         if not interval:
             if difference.delta < -max_drop - 1e-12:
-                failures.append(f"{label}: dropped {-difference.delta:.4f} > allowed {max_drop:.4f}")
+                failures.append(f"{label}: dropped {format_value(-difference.delta, 4)} > "
+                                f"allowed {format_value(max_drop, 4)}")
             continue
         if non_inferior(difference, max_drop):
             continue

@@ -48,6 +48,7 @@ from scoring.intervals import Interval, clustered_ratio
 from scoring.judgment_agreement import JudgmentAgreement
 from scoring.labels import LABEL_VALUES, counted_labels
 from scoring.lazy import pd  # loaded on first use: keeps start-up fast (SPEC §7)
+from scoring.ratio import format_value
 
 DATA_FILE = "data/train-00000-of-00001.parquet"
 # Hub licence ids of the licences provenance records (anything else: "other").
@@ -200,8 +201,9 @@ def _labels_frame(table: pd.DataFrame, kinds: dict[str, str], *, promoted: str |
 
 
 def _ratio_row(name: str, numerator: int, denominator: int, interval: Interval) -> str:
-    value = f"{numerator}/{denominator} = {numerator / denominator:.3f}" if denominator else f"{numerator}/0 = —"
-    bounds = f"{interval.low:.3f} – {interval.high:.3f}" if interval.defined else "—"
+    value = f"{numerator}/{denominator} = {format_value(numerator / denominator, 3)}" if denominator \
+        else f"{numerator}/0 = —"
+    bounds = f"{format_value(interval.low, 3)} – {format_value(interval.high, 3)}" if interval.defined else "—"
     return f"| {name} | {value} | {bounds} | {interval.n_answers} |"
 
 
@@ -236,8 +238,8 @@ def _agreement_lines(overall, judged: JudgmentAgreement | None) -> list[str]:
 
 
 def _figure_row(name: str, figure: Coefficient, unit: str) -> str:
-    value = "—" if figure.value is None else f"{figure.value:.3f}"
-    bounds = "—" if figure.ci95 is None else f"{figure.ci95[0]:.3f} – {figure.ci95[1]:.3f}"
+    value = format_value(figure.value, 3)
+    bounds = "—" if figure.ci95 is None else f"{format_value(figure.ci95[0], 3)} – {format_value(figure.ci95[1], 3)}"
     return f"| {name} | {value} | {bounds} | {figure.n} {unit} |"
 
 

@@ -39,11 +39,10 @@ from labeling.models import (
     CitationJudgment,
     Claim,
     Label,
-    Membership,
     Reviewer,
-    Role,
     Run,
 )
+from labeling.permissions import LEAD, may, role_in
 from scoring.labels import label_problem
 
 
@@ -143,11 +142,6 @@ def _comparable(text: str, fmt: str) -> str:
     return text.strip()
 
 
-def _leads(run: Run, reviewer: Reviewer) -> bool:
-    return reviewer.is_superuser or Membership.objects.filter(
-        project_id=run.project_id, reviewer=reviewer, role=Role.LEAD).exists()
-
-
 def label_table_import_preview(
     *, run: Run, reviewer: Reviewer, table_file: LabelTableFile, checked: dict[int, tuple[int, int]] | None = None,
     keep_reviewers: bool = False, adjudicate: bool = False,
@@ -174,9 +168,10 @@ def label_table_import_preview(
 
     Queries: 2 (claims, current labels or adjudications), + 6 (current label
     table) when the file has ``labeled_at``, + 1 for the role with
-    ``keep_reviewers``/``adjudicate``.
+    ``keep_reviewers``/``adjudicate`` (none when ``run`` carries ``my_role``, as from
+    ``run_for``, or for a superuser).
     """
-    if (keep_reviewers or adjudicate) and not _leads(run, reviewer):
+    if (keep_reviewers or adjudicate) and not may(role_in(user=reviewer, run=run), LEAD):
         raise ValidationError(f"{reviewer.username} does not lead project {run.project.slug}: only a lead may "
                               f"import {'adjudications' if adjudicate else 'labels under the reviewers a file names'}.",
                               code="not_lead")

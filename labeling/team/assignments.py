@@ -12,7 +12,8 @@ from dataclasses import dataclass
 
 from django.db.models import Count, Exists, OuterRef, Q
 
-from labeling.models import Assignment, Citation, Claim, Label, Membership, Reviewer, ReviewerKind, Role, Run
+from labeling.models import Assignment, Citation, Claim, Label, Membership, Reviewer, ReviewerKind, Run
+from labeling.permissions import LABEL, may
 from labeling.review.queue import human_label_count, works_on
 from scoring.ratio import Ratio
 
@@ -79,7 +80,7 @@ def run_reviewers(*, run: Run) -> RunReviewers:
     anyone_assigned = any(m.assigned for m in members)
     # Who works on the run is the queue's rule (queue.works_on); with nobody assigned, the
     # members who may label.
-    working = {m.reviewer_id for m in members if m.works and (m.assigned or m.role in (Role.LEAD, Role.REVIEWER))}
+    working = {m.reviewer_id for m in members if m.works and (m.assigned or may(m.role, LABEL))}
     people = {m.reviewer_id: m.reviewer for m in members}
     missing = set(per_reviewer) - set(people)
     if missing:

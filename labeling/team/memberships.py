@@ -12,6 +12,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from labeling.models import Assignment, Membership, Project, Reviewer, ReviewerKind, Role, Run
+from labeling.permissions import LABEL, LEAD, may, roles_that_may
 
 
 def role_checked(role: str) -> str:
@@ -23,8 +24,8 @@ def role_checked(role: str) -> str:
 
 def _keep_a_lead(project: Project, membership: Membership) -> None:
     """Refuse to take the lead role from ``membership`` when it is the project's last lead."""
-    leads = Membership.objects.select_for_update().filter(project=project, role=Role.LEAD)
-    if membership.role == Role.LEAD and not leads.exclude(pk=membership.pk).exists():
+    leads = Membership.objects.select_for_update().filter(project=project, role__in=roles_that_may(LEAD))
+    if may(membership.role, LEAD) and not leads.exclude(pk=membership.pk).exists():
         raise ValidationError(
             f"{membership.reviewer.username} is the last lead of project {project.slug}: make another member "
             "lead first, so someone can still manage the project.", code="last_lead")
@@ -49,7 +50,7 @@ def membership_set(*, project: Project, reviewer: Reviewer, role: str) -> Member
         if membership is None:
             return Membership.objects.create(project=project, reviewer=reviewer, role=role)
         if membership.role != role:
-            if role != Role.LEAD:
+            if not may(role, LEAD):
                 _keep_a_lead(project, membership)
             membership.role = role
             membership.save(update_fields=["role"])
@@ -111,7 +112,7 @@ def run_assign(*, run: Run, reviewers: list[Reviewer]) -> list[Reviewer]:
     """
     roles = dict(Membership.objects.filter(project_id=run.project_id, reviewer__in=reviewers)
                  .values_list("reviewer_id", "role"))
-    refused = sorted(r.username for r in reviewers if roles.get(r.pk) not in (Role.LEAD, Role.REVIEWER))
+    refused = sorted(r.username for r in reviewers if not may(roles.get(r.pk), LABEL))
     if refused:
         raise ValidationError(f"Only leads and reviewers of the project can be assigned; not: {', '.join(refused)}.",
                               code="not_assignable")

@@ -1,4 +1,7 @@
-"""The one template filter that shows a figure's interval (SPEC §4.5), and its level."""
+"""The template filters that show figures (SPEC §4): ``|figure`` for a ratio or any
+other value, ``|ci`` for an interval (SPEC §4.5), ``|level`` for its level. Every
+number a page shows goes through ``scoring.ratio.format_value``, as the CLI, the
+exports and the API's texts do: 1/8 reads ``0.13`` everywhere (half away from zero)."""
 
 from __future__ import annotations
 
@@ -10,6 +13,14 @@ from scoring.intervals import Interval, PairedDifference
 from scoring.ratio import format_value
 
 register = template.Library()
+
+
+@register.filter
+def figure(value: float | None, digits: int = 2) -> str:
+    """``{{ value|figure }}``: ``0.125`` → ``"0.13"``, ``None`` → ``"—"``
+    (``scoring.ratio.format_value``); ``{{ value|figure:1 }}`` for one decimal. A
+    variable the context lacks (``""``) reads ``"—"`` too."""
+    return format_value(None if value == "" else value, int(digits))
 
 
 @register.filter

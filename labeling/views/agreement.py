@@ -22,6 +22,7 @@ from labeling.team.agreement import (
 )
 from labeling.views.projects import run_for
 from scoring.agreement import BOOTSTRAP_RESAMPLES, Agreement
+from scoring.ratio import format_value
 
 DISAGREEMENTS_PER_PAGE = 50
 # Shades of the confusion cells: a cell's share of the pair's claims in fifths.
@@ -31,7 +32,7 @@ HEAT_LEVELS = 5
 @dataclass(frozen=True)
 class ConfusionCell:
     count: int
-    percent: int
+    percent: int  # share of the pair's claims, rounded as format_value does (half away from zero)
     level: int
     agree: bool
 
@@ -55,7 +56,7 @@ def pair_view(pair: Agreement, kinds: dict[str, str]) -> PairView:
             share = count / pair.n if pair.n else 0.0
             # any claim at all shows at least the lightest shade
             level = 0 if count == 0 else max(1, round(share * HEAT_LEVELS))
-            cells.append(ConfusionCell(count, round(share * 100), level, row == col))
+            cells.append(ConfusionCell(count, int(format_value(share * 100, 0)), level, row == col))
         rows.append((row, cells))
     return PairView(pair, verdict(pair.kappa), kinds.get(pair.reviewer_a, ""), kinds.get(pair.reviewer_b, ""), rows)
 

@@ -24,6 +24,7 @@ from labeling.tables.comparison import (
     noise_verdict,
     run_comparison,
 )
+from labeling.views.htmx import HtmxHttpRequest, page_or_partial
 from labeling.views.projects import blind_refusal, project_for
 from scoring.compare import DEFAULT_THRESHOLD
 
@@ -96,7 +97,7 @@ def _comparison_from(request: HttpRequest, project: Project) -> tuple[CompareFor
 
 @login_required
 @require_GET
-def run_compare(request: HttpRequest, project_slug: str) -> HttpResponse:
+def run_compare(request: HtmxHttpRequest, project_slug: str) -> HttpResponse:
     project = project_for(request, project_slug)
     form, comparison, nothing_to_compare = _comparison_from(request, project)
     context = {"project": project, "form": form, "comparison": comparison, "nothing_to_compare": nothing_to_compare}
@@ -127,8 +128,7 @@ def run_compare(request: HttpRequest, project_slug: str) -> HttpResponse:
                                        caption=f"B: {comparison.run_b.name}"),
             "query": request.GET.urlencode(),
         }
-    template = "labeling/compare.html#comparison-results" if request.htmx else "labeling/compare.html"
-    return render(request, template, context)
+    return page_or_partial(request, "labeling/compare.html", "comparison-results", context)
 
 
 @login_required

@@ -28,8 +28,10 @@ from labeling.models import Answer, Claim, JudgeRun, Reviewer, ReviewerKind
 from labeling.names import normalize_name
 from labeling.permissions import ALL_LABELS, LEAD
 from labeling.team.agreement import verdict
+from labeling.views.htmx import HtmxHttpRequest, page_or_partial
 from labeling.views.projects import run_for
 from scoring.judge_grading import CATEGORIES, LONG_CITED_CHARS, JudgeGrade
+from scoring.ratio import format_value
 
 DISAGREEMENTS_PER_PAGE = 50
 
@@ -37,7 +39,7 @@ DISAGREEMENTS_PER_PAGE = 50
 @dataclass(frozen=True)
 class Cell:
     count: int
-    percent: int
+    percent: int  # share of the graded claims, rounded as format_value does (half away from zero)
     level: int
     agree: bool
 
@@ -50,7 +52,8 @@ def confusion_rows(grade: JudgeGrade) -> list[tuple[str, list[Cell]]]:
         for col in CATEGORIES:
             count = int(grade.confusion.at[row, col])
             share = count / grade.n if grade.n else 0.0
-            cells.append(Cell(count, round(share * 100), 0 if count == 0 else max(1, round(share * 5)), row == col))
+            level = 0 if count == 0 else max(1, round(share * 5))
+            cells.append(Cell(count, int(format_value(share * 100, 0)), level, row == col))
         rows.append((row, cells))
     return rows
 
@@ -89,6 +92,10 @@ def judge_grade_page(request: HttpRequest, project_slug: str, run_name: str, jud
     })
 
 
+# The run page's judges panel as htmx swaps it in (the page without JS: run_judges.html).
+PANEL = "labeling/run_judges.html#run-judges"
+
+
 def _panel_context(request: HttpRequest, run, *, error: str = "", form: dict | None = None) -> dict:
     rows = judge_grades.run_judges(run=run)
     return {
@@ -101,19 +108,16 @@ def _panel_context(request: HttpRequest, run, *, error: str = "", form: dict | N
 
 @login_required
 @require_GET
-def run_judges_panel(request: HttpRequest, project_slug: str, run_name: str) -> HttpResponse:
+def run_judges_panel(request: HtmxHttpRequest, project_slug: str, run_name: str) -> HttpResponse:
     """The run page's judges panel (htmx fragment, polled while a judge run is
     active), or a page of its own without JS."""
     run = run_for(request, project_slug, run_name, ALL_LABELS)
-    context = _panel_context(request, run)
-    if request.htmx:
-        return render(request, "labeling/_run_judges.html", context)
-    return render(request, "labeling/run_judges.html", context)
+    return page_or_partial(request, "labeling/run_judges.html", "run-judges", _panel_context(request, run))
 
 
 @login_required
 @require_POST
-def judge_run_start(request: HttpRequest, project_slug: str, run_name: str) -> HttpResponse:
+def judge_run_start(request: HtmxHttpRequest, project_slug: str, run_name: str) -> HttpResponse:
     """A lead starts a judge run: recorded, then handed to the task queue."""
     run = run_for(request, project_slug, run_name, LEAD)
     form = {key: request.POST.get(key, "").strip() for key in ("reviewer", "model", "base_url", "limit")}
@@ -135,12 +139,12 @@ def judge_run_start(request: HttpRequest, project_slug: str, run_name: str) -> H
             error = " ".join(exc.messages)
     if error:
         if request.htmx:
-            return render(request, "labeling/_run_judges.html", _panel_context(request, run, error=error, form=form))
+            return render(request, PANEL, _panel_context(request, run, error=error, form=form))
         messages.error(request, error)
         return redirect("run_judges", project_slug=run.project.slug, run_name=run.name)
     judge_run_enqueue(judge_run)
     if request.htmx:
-        return render(request, "labeling/_run_judges.html", _panel_context(request, run))
+        return render(request, PANEL, _panel_context(request, run))
     messages.success(request, f"Judge {judge_run.reviewer.username} started on {judge_run.answers_total} answers.")
     return redirect("run_judges", project_slug=run.project.slug, run_name=run.name)
 
@@ -170,7 +174,7 @@ def run_judge_promote_view(request: HttpRequest, project_slug: str, run_name: st
 
 @login_required
 @require_POST
-def run_queue_judge_view(request: HttpRequest, project_slug: str, run_name: str) -> HttpResponse:
+def run_queue_judge_view(request: HtmxHttpRequest, project_slug: str, run_name: str) -> HttpResponse:
     """A lead sorts each answer's claims in the queue by a judge's verdict (UNSUPPORTED first), or stops."""
     run = run_for(request, project_slug, run_name, LEAD)
     try:
@@ -178,8 +182,8 @@ def run_queue_judge_view(request: HttpRequest, project_slug: str, run_name: str)
     except ValidationError as exc:
         if request.htmx:
             context = _panel_context(request, run, error=" ".join(exc.messages))
-            return render(request, "labeling/_run_judges.html", context)
+            return render(request, PANEL, context)
         messages.error(request, " ".join(exc.messages))
     if request.htmx:
-        return render(request, "labeling/_run_judges.html", _panel_context(request, run))
+        return render(request, PANEL, _panel_context(request, run))
     return redirect("run_judges", project_slug=run.project.slug, run_name=run.name)

@@ -40,6 +40,7 @@ from labeling.tables.versions import (
     version_read,
     version_scores,
 )
+from labeling.views.htmx import HtmxHttpRequest, page_or_partial
 from labeling.views.params import int_param
 from labeling.views.projects import blind_refusal
 from labeling.views.projects import run_for as _run_for
@@ -52,11 +53,6 @@ _UPLOAD_DIR = "label_imports"
 _FORM_OVERHEAD_BYTES = 16 * 1024
 
 
-def _page_or_partial(request: HttpRequest, template: str, partial: str, context: dict) -> HttpResponse:
-    """The whole ``template``, or only its ``partial`` for htmx, which swaps that element in place."""
-    return render(request, f"{template}#{partial}" if request.htmx else template, context)
-
-
 @dataclass
 class _VersionRow:
     version: LabelTableVersion
@@ -66,7 +62,7 @@ class _VersionRow:
 
 @login_required
 @require_GET
-def version_list(request: HttpRequest, project_slug: str, run_name: str) -> HttpResponse:
+def version_list(request: HtmxHttpRequest, project_slug: str, run_name: str) -> HttpResponse:
     run = _run_for(request, project_slug, run_name, ALL_LABELS)
     # The versions and the current table as of one moment: a snapshot saved meanwhile is in both or neither.
     with consistent_read():
@@ -84,7 +80,7 @@ def version_list(request: HttpRequest, project_slug: str, run_name: str) -> Http
         "diff_old": versions[1].number if len(versions) > 1 else None,
         "diff_new": versions[0].number if versions else None,
     }
-    return _page_or_partial(request, "labeling/version_list.html", "version-table", context)
+    return page_or_partial(request, "labeling/version_list.html", "version-table", context)
 
 
 @login_required
@@ -122,7 +118,7 @@ def version_file(request: HttpRequest, project_slug: str, run_name: str, number:
 
 @login_required
 @require_GET
-def version_diff_page(request: HttpRequest, project_slug: str, run_name: str) -> HttpResponse:
+def version_diff_page(request: HtmxHttpRequest, project_slug: str, run_name: str) -> HttpResponse:
     run = _run_for(request, project_slug, run_name, ALL_LABELS)
     versions = list(run.versions.select_related("author").order_by("number"))
     by_number = {version.number: version for version in versions}
@@ -142,7 +138,7 @@ def version_diff_page(request: HttpRequest, project_slug: str, run_name: str) ->
                                                                                           "removed")}}
         except VersionIntegrityError as exc:
             context["error"] = str(exc)
-    return _page_or_partial(request, "labeling/version_diff.html", "diff-result", context)
+    return page_or_partial(request, "labeling/version_diff.html", "diff-result", context)
 
 
 @login_required
@@ -175,7 +171,7 @@ def label_export(request: HttpRequest, project_slug: str, run_name: str) -> Http
 
 @login_required
 @require_http_methods(["GET", "POST"])
-def label_import(request: HttpRequest, project_slug: str, run_name: str) -> HttpResponse:
+def label_import(request: HtmxHttpRequest, project_slug: str, run_name: str) -> HttpResponse:
     run = _run_for(request, project_slug, run_name, LEAD)
     context = {"project": run.project, "run": run, "preview": None, "error": "", "token": "",
                "max_size": filesizeformat(settings.CITELAB_MAX_UPLOAD_BYTES)}
@@ -183,7 +179,7 @@ def label_import(request: HttpRequest, project_slug: str, run_name: str) -> Http
         # Refused from the announced length, before Django spools the body to disk.
         if _content_length(request) > settings.CITELAB_MAX_UPLOAD_BYTES + _FORM_OVERHEAD_BYTES:
             context["error"] = f"The upload is larger than the limit of {context['max_size']} (CITELAB_MAX_UPLOAD_MB)."
-            return _page_or_partial(request, "labeling/label_import.html", "import-preview", context)
+            return page_or_partial(request, "labeling/label_import.html", "import-preview", context)
         upload = request.FILES.get("file")
         if upload is None:
             context["error"] = "Choose a label table file (.xlsx, .csv or .jsonl) to upload."
@@ -203,7 +199,7 @@ def label_import(request: HttpRequest, project_slug: str, run_name: str) -> Http
                 context |= {"preview": preview, "filename": upload.name}
                 if preview.ok and preview.has_changes:
                     context["token"] = _store_upload(request, run, data, fmt, upload.name, preview.checked)
-    return _page_or_partial(request, "labeling/label_import.html", "import-preview", context)
+    return page_or_partial(request, "labeling/label_import.html", "import-preview", context)
 
 
 def _content_length(request: HttpRequest) -> int:

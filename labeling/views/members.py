@@ -93,7 +93,7 @@ def run_reviewers(request: HttpRequest, project_slug: str, run_name: str) -> Htt
                                       f"{'blind' if run.is_blind else 'open'}; working on it: {who}.")
         return redirect("run_reviewers", project_slug=project_slug, run_name=run.name)
     team = assignments.run_reviewers(run=run)
-    members = (Membership.objects.filter(project=run.project, role__in=[Role.LEAD, Role.REVIEWER])
+    members = (Membership.objects.filter(project=run.project, role__in=permissions.roles_that_may(permissions.LABEL))
                .select_related("reviewer").order_by("reviewer__username"))
     assigned = {row.reviewer.pk for row in team.rows if row.works_on} if team.assigned else set()
     return render(request, "labeling/run_reviewers.html", {

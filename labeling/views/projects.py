@@ -7,7 +7,6 @@ from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
-from django.template.loader import render_to_string
 from django.urls import reverse
 from django.views.decorators.http import require_GET
 
@@ -17,6 +16,7 @@ from labeling.permissions import run_manage_allowed
 from labeling.review import screen, tallies
 from labeling.scores import charts, metrics
 from labeling.team import assignments, quality
+from labeling.views.htmx import HtmxHttpRequest
 from scoring.figures import figure_interval
 from scoring.judgments import DEFAULT_RULE, RULES, JudgmentMetrics
 from scoring.matching import DEFAULT_MATCH_METHOD, DEFAULT_NGRAM_THRESHOLD
@@ -36,6 +36,7 @@ def project_for(request: HttpRequest, project_slug: str, action: str = permissio
     project = get_object_or_404(permissions.visible_projects(user=request.user), slug=project_slug)
     _check_role(project.my_role, action, project)
     project.may_label = permissions.may(project.my_role, permissions.LABEL)
+    project.may_lead = permissions.may(project.my_role, permissions.LEAD)
     return project
 
 
@@ -103,7 +104,7 @@ def project_summary(request: HttpRequest, project_slug: str) -> HttpResponse:
         rule = DEFAULT_RULE
     # A reviewer of a blind run sees that run's row from their own labels, as on its run page.
     blind = frozenset(run.pk for run in Run.objects.filter(project=project)
-                      if permissions.blind_for(run, role=project.my_role) and not request.user.is_superuser)
+                      if permissions.blind_for(run, role=project.my_role))
     runs = metrics.project_summary(project, rule=rule, own_labels_runs=blind, me=request.user.username)
     return render(request, "labeling/project_summary.html", {
         "project": project, "runs": runs, "mean": mean_row(runs), "rule": rule, "rules": RULES,
@@ -156,7 +157,7 @@ def run_detail(request: HttpRequest, project_slug: str, run_name: str) -> HttpRe
 
 @login_required
 @require_GET
-def run_summary(request: HttpRequest, project_slug: str, run_name: str) -> HttpResponse:
+def run_summary(request: HtmxHttpRequest, project_slug: str, run_name: str) -> HttpResponse:
     """The run's totals (progress, coverage, support, gap) alone: the lazy part of a
     large run's page (htmx fragment), or a page without JS."""
     run = run_for(request, project_slug, run_name)
@@ -165,9 +166,7 @@ def run_summary(request: HttpRequest, project_slug: str, run_name: str) -> HttpR
                "intervals": _run_intervals(answer_counts, None)}
     if request.htmx:
         # With the "Start labeling" button out of band: it depends on the totals too.
-        return HttpResponse(render_to_string("labeling/run_detail.html#run-summary", context, request=request)
-                            + render_to_string("labeling/run_detail.html#start-labeling", {**context, "oob": True},
-                                               request=request))
+        return render(request, "labeling/run_detail.html#run-summary-swap", context)
     return render(request, "labeling/run_summary.html", context)
 
 
@@ -215,24 +214,24 @@ def _gold_context(request: HttpRequest, run: Run) -> dict:
 
 @login_required
 @require_GET
-def run_gold(request: HttpRequest, project_slug: str, run_name: str) -> HttpResponse:
+def run_gold(request: HtmxHttpRequest, project_slug: str, run_name: str) -> HttpResponse:
     """The run's gold-based metrics alone (SPEC §4.2–§4.3): htmx fragment, or a page without JS."""
     run = run_for(request, project_slug, run_name)
     context = {"project": run.project, "run": run, "gold": _gold_context(request, run)}
     if request.htmx:
-        return render(request, "labeling/_run_gold.html", context)
+        return render(request, "labeling/run_detail.html#run-gold", context)
     return render(request, "labeling/run_gold.html", context)
 
 
 @login_required
 @require_GET
-def run_scatter(request: HttpRequest, project_slug: str, run_name: str) -> HttpResponse:
+def run_scatter(request: HtmxHttpRequest, project_slug: str, run_name: str) -> HttpResponse:
     """The run's coverage × support scatter alone (lazy part of the run page; a page without JS)."""
     run = run_for(request, project_slug, run_name)
     own = metrics.run_scores(run, reviewer=request.user.username).claims if not run.sees_all_labels else None
     context = {"project": run.project, "run": run, "chart": charts.run_scatter(run, metrics=own)}
     if request.htmx:
-        return render(request, "labeling/_scatter.html", context)
+        return render(request, "labeling/run_detail.html#run-scatter", context)
     return render(request, "labeling/run_scatter.html", context)
 
 

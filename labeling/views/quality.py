@@ -117,8 +117,8 @@ def run_gold_checks(request: HttpRequest, project_slug: str, run_name: str) -> H
                     min_lower=_float(request.POST.get("min_lower")),
                     min_gold=int_param(request.POST.get("min_gold")),
                     exclude_unqualified=request.POST.get("exclude_unqualified") == "on")
-                messages.success(request, f"Gold checks on {run.name}: {run.gold_rate:.0%} of each reviewer's work, "
-                                          f"feedback {'on' if run.feedback else 'off'}.")
+                messages.success(request, f"Gold checks on {run.name}: {run.gold_rate * 100:g}% of each reviewer's "
+                                          f"work, feedback {'on' if run.feedback else 'off'}.")
             elif action == "import":
                 upload = request.FILES.get("file")
                 if upload is None:

@@ -23,8 +23,6 @@ from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseNotFound
 from django.shortcuts import redirect, render
-from django.template.loader import render_to_string
-from django.utils.html import format_html
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import HttpResponseClientRedirect, push_url, reswap, retarget, trigger_client_event
 
@@ -36,10 +34,11 @@ from labeling.review import claim_edits, label_writes, queue, screen, tallies
 from labeling.review.highlight import suggest_split
 from labeling.scores import estimates
 from labeling.team import guidelines, send_backs
+from labeling.views.htmx import HtmxHttpRequest
 from labeling.views.params import IdField, int_param
 from labeling.views.projects import review_url, run_for
 
-ClaimWriteView = Callable[[HttpRequest, Run, Claim], HttpResponse]
+ClaimWriteView = Callable[[HtmxHttpRequest, Run, Claim], HttpResponse]
 
 TEMPLATE = "labeling/answer_review.html"
 # (value, key, text) of each citation judgment on the review page (SPEC §4.3b).
@@ -87,7 +86,7 @@ def _claim_write_view(*methods: str) -> Callable[[ClaimWriteView], Callable[...,
         @login_required
         @require_http_methods(list(methods))
         @wraps(view)
-        def wrapped(request: HttpRequest, project_slug: str, run_name: str, claim_id: int) -> HttpResponse:
+        def wrapped(request: HtmxHttpRequest, project_slug: str, run_name: str, claim_id: int) -> HttpResponse:
             run = run_for(request, project_slug, run_name, LABEL)
             claim = screen.claim_in_run(run=run, claim_id=claim_id)
             if claim is None:
@@ -175,32 +174,19 @@ def _target_reached(run: Run, neighbours: queue.AnswerNeighbours) -> bool | None
     return estimates.target_reached(run) if neighbours.sample_target is not None else None
 
 
-def _fragment(request: HttpRequest, context: dict[str, Any], *, whole_review: bool) -> HttpResponse:
-    """The claim panel with out-of-band answer text and claim list, or (when the
-    answer changed) the whole ``#review`` block retargeted, led by the new
-    ``<title>`` (htmx 2 applies a top-level ``<title>`` of a response to the
-    document; first, so no ``<title>`` nested in the block is taken for it) and
-    followed by the breadcrumb's question out of band."""
+def _fragment(request: HtmxHttpRequest, context: dict[str, Any], *, whole_review: bool) -> HttpResponse:
+    """The claim panel with out-of-band answer text and claim list (partial
+    ``claim-swap``), or (when the answer changed) the whole ``#review`` block
+    retargeted, led by the new ``<title>`` and followed by the breadcrumb's
+    question out of band (``review-swap``; the template says why the title leads)."""
     if whole_review:
         context["neighbours"] = queue.answer_neighbours(answer=context["answer"])
         context["target_reached"] = _target_reached(context["run"], context["neighbours"])
-        # Already escaped by the template (a SafeString), so format_html leaves it as is.
-        title = render_to_string(f"{TEMPLATE}#page-title", context, request=request)
-        parts = [
-            format_html("<title>{} · Citelab</title>", title),
-            render_to_string(f"{TEMPLATE}#review", context, request=request),
-            render_to_string(f"{TEMPLATE}#crumb-question", {**context, "oob": True}, request=request),
-        ]
-        response = HttpResponse("".join(parts))
-        return reswap(retarget(response, "#review"), "outerHTML")
-    parts = [render_to_string(f"{TEMPLATE}#claim-panel", context, request=request)]
-    oob = {**context, "oob": True}
-    for name in ("answer-text", "claim-list", "answer-progress", "answer-figures"):
-        parts.append(render_to_string(f"{TEMPLATE}#{name}", oob, request=request))
-    return HttpResponse("".join(parts))
+        return reswap(retarget(render(request, f"{TEMPLATE}#review-swap", context), "#review"), "outerHTML")
+    return render(request, f"{TEMPLATE}#claim-swap", context)
 
 
-def _show(request: HttpRequest, run: Run, answer: Answer, claim_id: int | None, *, came_from: int | None,
+def _show(request: HtmxHttpRequest, run: Run, answer: Answer, claim_id: int | None, *, came_from: int | None,
           saved: bool = False, labeled: int | None = None, **extra: Any) -> HttpResponse:
     """Respond with the review of ``answer`` on ``claim_id``: a fragment for htmx
     (``came_from`` is the answer the page showed), else the full page. ``saved``
@@ -216,7 +202,7 @@ def _show(request: HttpRequest, run: Run, answer: Answer, claim_id: int | None, 
     return response
 
 
-def _after_write(request: HttpRequest, run: Run, claim: Claim, *, show: Claim | None, notice: str,
+def _after_write(request: HtmxHttpRequest, run: Run, claim: Claim, *, show: Claim | None, notice: str,
                  saved: bool = True, labeled: int | None = None, **extra: Any) -> HttpResponse:
     """After a successful write: show ``show`` (or ``claim``) with ``notice``;
     without JS, redirect there with the notice as a message."""
@@ -253,7 +239,7 @@ def _came_from(request: HttpRequest, default: int) -> int:
 
 @login_required
 @require_GET
-def answer_review(request: HttpRequest, project_slug: str, run_name: str, answer_id: int) -> HttpResponse:
+def answer_review(request: HtmxHttpRequest, project_slug: str, run_name: str, answer_id: int) -> HttpResponse:
     run = run_for(request, project_slug, run_name)
     answer = screen.review_answer(run=run, answer_id=answer_id)
     if answer is None:
@@ -268,7 +254,7 @@ def answer_review(request: HttpRequest, project_slug: str, run_name: str, answer
 
 @login_required
 @require_GET
-def run_next(request: HttpRequest, project_slug: str, run_name: str) -> HttpResponse:
+def run_next(request: HtmxHttpRequest, project_slug: str, run_name: str) -> HttpResponse:
     """Go to the reviewer's next unlabeled claim in the run ("Start labeling", key
     ``n``): with htmx, swap it in like a save does; else redirect to it."""
     run = run_for(request, project_slug, run_name)
@@ -308,11 +294,11 @@ def run_progress(request: HttpRequest, project_slug: str, run_name: str) -> Http
     run = run_for(request, project_slug, run_name)
     context = {"project": run.project, "run": run,
                "progress": tallies.run_progress(run=run, reviewer=request.user)}
-    return HttpResponse(render_to_string(f"{TEMPLATE}#run-progress", context, request=request))
+    return render(request, f"{TEMPLATE}#run-progress", context)
 
 
 @_claim_write_view("POST")
-def claim_label(request: HttpRequest, run: Run, claim: Claim) -> HttpResponse:
+def claim_label(request: HtmxHttpRequest, run: Run, claim: Claim) -> HttpResponse:
     form = LabelForm(request.POST)
     typed = request.POST.get("justification", "")
 
@@ -342,7 +328,7 @@ def claim_label(request: HttpRequest, run: Run, claim: Claim) -> HttpResponse:
     return _after_label(request, run, claim, label, first=data["base_label"] is None)
 
 
-def _after_label(request: HttpRequest, run: Run, claim: Claim, label: Any, *, first: bool) -> HttpResponse:
+def _after_label(request: HtmxHttpRequest, run: Run, claim: Claim, label: Any, *, first: bool) -> HttpResponse:
     """After a label was saved on ``claim`` (``first``: the reviewer had none): the next
     claim to label in the answer, else the next answer with work left."""
     notice = f"Saved {label.value} on claim {claim.index}."
@@ -411,7 +397,7 @@ class ReplyForm(forms.Form):
 
 
 @_claim_write_view("POST")
-def claim_reply(request: HttpRequest, run: Run, claim: Claim) -> HttpResponse:
+def claim_reply(request: HtmxHttpRequest, run: Run, claim: Claim) -> HttpResponse:
     """The reviewer answers a lead's send-back with a reply and keeps their label (SPEC §4.4)."""
     try:
         send_backs.send_back_reply(claim=claim, reviewer=request.user, reply=request.POST.get("reply", ""))
@@ -433,7 +419,7 @@ class JudgeForm(forms.Form):
 
 
 @_claim_write_view("POST")
-def claim_judge(request: HttpRequest, run: Run, claim: Claim) -> HttpResponse:
+def claim_judge(request: HtmxHttpRequest, run: Run, claim: Claim) -> HttpResponse:
     """Judge each citation of the claim and confirm (or overrule) the proposed label (SPEC §4.3b)."""
     form = JudgeForm(request.POST)
     citation_ids = list(claim.citations.order_by("position").values_list("pk", flat=True))
@@ -462,7 +448,7 @@ def claim_judge(request: HttpRequest, run: Run, claim: Claim) -> HttpResponse:
 
 
 @_claim_write_view("POST")
-def claim_factual(request: HttpRequest, run: Run, claim: Claim) -> HttpResponse:
+def claim_factual(request: HtmxHttpRequest, run: Run, claim: Claim) -> HttpResponse:
     """Mark the claim "not a factual claim", or factual again (key ``0``, SPEC §4.3b)."""
     factual = request.POST.get("factual") == "1"
     try:
@@ -478,7 +464,7 @@ def claim_factual(request: HttpRequest, run: Run, claim: Claim) -> HttpResponse:
 
 @login_required
 @require_POST
-def label_undo(request: HttpRequest, project_slug: str, run_name: str) -> HttpResponse:
+def label_undo(request: HtmxHttpRequest, project_slug: str, run_name: str) -> HttpResponse:
     """Undo the reviewer's most recent current label in the run (key ``u``)."""
     run = run_for(request, project_slug, run_name, LABEL)
     last = screen.last_label(run=run, reviewer=request.user)
@@ -516,7 +502,7 @@ def _citation_choices(claim: Claim) -> list[dict[str, Any]]:
 
 
 @_claim_write_view("GET", "POST")
-def claim_split(request: HttpRequest, run: Run, claim: Claim) -> HttpResponse:
+def claim_split(request: HtmxHttpRequest, run: Run, claim: Claim) -> HttpResponse:
     answer = claim.answer
     choices = _citation_choices(claim)
     if request.method == "GET":
@@ -553,7 +539,7 @@ def claim_split(request: HttpRequest, run: Run, claim: Claim) -> HttpResponse:
 
 
 @_claim_write_view("POST")
-def claim_merge(request: HttpRequest, run: Run, claim: Claim) -> HttpResponse:
+def claim_merge(request: HtmxHttpRequest, run: Run, claim: Claim) -> HttpResponse:
     form = MergeForm(request.POST)
     try:
         if not form.is_valid():
@@ -572,7 +558,7 @@ def claim_merge(request: HttpRequest, run: Run, claim: Claim) -> HttpResponse:
 
 
 @_claim_write_view("GET", "POST")
-def claim_edit(request: HttpRequest, run: Run, claim: Claim) -> HttpResponse:
+def claim_edit(request: HtmxHttpRequest, run: Run, claim: Claim) -> HttpResponse:
     answer = claim.answer
     if request.method == "GET":
         return _show(request, run, answer, claim.pk, came_from=answer.pk, mode="edit", edit_text=claim.text)

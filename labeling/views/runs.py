@@ -6,24 +6,25 @@ from __future__ import annotations
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied, ValidationError
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
 from labeling.permissions import run_manage_allowed
 from labeling.runs import run_contents, run_delete, run_rename
+from labeling.views.htmx import HtmxHttpRequest
 from labeling.views.projects import run_for
 
 
-def _go(request: HttpRequest, url: str) -> HttpResponse:
+def _go(request: HtmxHttpRequest, url: str) -> HttpResponse:
     """Redirect, as htmx wants it (a full page load: the URL changed) or plainly."""
     return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
 
 
 @login_required
 @require_POST
-def run_rename_view(request: HttpRequest, project_slug: str, run_name: str) -> HttpResponse:
+def run_rename_view(request: HtmxHttpRequest, project_slug: str, run_name: str) -> HttpResponse:
     run = run_for(request, project_slug, run_name)
     name = request.POST.get("name", "")
     try:
@@ -42,7 +43,7 @@ def run_rename_view(request: HttpRequest, project_slug: str, run_name: str) -> H
 
 @login_required
 @require_http_methods(["GET", "POST"])
-def run_delete_view(request: HttpRequest, project_slug: str, run_name: str) -> HttpResponse:
+def run_delete_view(request: HtmxHttpRequest, project_slug: str, run_name: str) -> HttpResponse:
     """GET: what deleting the run loses, and a way to keep its labels first; POST: delete it."""
     run = run_for(request, project_slug, run_name)
     if not run_manage_allowed(user=request.user, run=run):

@@ -8,13 +8,14 @@ from __future__ import annotations
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
-from django.http import HttpRequest, HttpResponse
-from django.shortcuts import redirect, render
+from django.http import HttpResponse
+from django.shortcuts import redirect
 from django.views.decorators.http import require_GET, require_POST
 
 from labeling.models import Run
 from labeling.permissions import ALL_LABELS, LEAD
 from labeling.scores import estimates, samples
+from labeling.views.htmx import HtmxHttpRequest, page_or_partial
 from labeling.views.params import int_param
 from labeling.views.projects import run_for
 
@@ -36,22 +37,20 @@ def _panel_context(run: Run, *, judge_name: str | None = None, error: str = "", 
     }
 
 
-def _panel(request: HttpRequest, run: Run, **extra) -> HttpResponse:
+def _panel(request: HtmxHttpRequest, run: Run, **extra) -> HttpResponse:
     context = _panel_context(run, judge_name=request.GET.get("judge") or None, **extra)
-    if request.htmx:
-        return render(request, "labeling/_run_sample.html", context)
-    return render(request, "labeling/run_sample.html", context)
+    return page_or_partial(request, "labeling/run_sample.html", "run-sample", context)
 
 
 @login_required
 @require_GET
-def run_sample_panel(request: HttpRequest, project_slug: str, run_name: str) -> HttpResponse:
+def run_sample_panel(request: HtmxHttpRequest, project_slug: str, run_name: str) -> HttpResponse:
     """The run page's sample and estimates panel (htmx fragment), or a page of its own."""
     # The estimates use a judge's labels: not for a reviewer who labels the run blind.
     return _panel(request, run_for(request, project_slug, run_name, ALL_LABELS))
 
 
-def _after_post(request: HttpRequest, run: Run, *, notice: str = "", error: str = "",
+def _after_post(request: HtmxHttpRequest, run: Run, *, notice: str = "", error: str = "",
                 form: dict | None = None) -> HttpResponse:
     if request.htmx:
         return _panel(request, run, error=error, form=form)
@@ -64,7 +63,7 @@ def _after_post(request: HttpRequest, run: Run, *, notice: str = "", error: str 
 
 @login_required
 @require_POST
-def run_sample_draw(request: HttpRequest, project_slug: str, run_name: str) -> HttpResponse:
+def run_sample_draw(request: HtmxHttpRequest, project_slug: str, run_name: str) -> HttpResponse:
     """A lead draws the run's sample of N answers (seed optional), or grows it to N."""
     run = run_for(request, project_slug, run_name, LEAD)
     form = {key: request.POST.get(key, "").strip() for key in ("answers", "seed")}
@@ -86,7 +85,7 @@ def run_sample_draw(request: HttpRequest, project_slug: str, run_name: str) -> H
 
 @login_required
 @require_POST
-def run_sample_target(request: HttpRequest, project_slug: str, run_name: str) -> HttpResponse:
+def run_sample_target(request: HtmxHttpRequest, project_slug: str, run_name: str) -> HttpResponse:
     """A lead sets (or, blank, clears) the target half-width of the sample's support estimate."""
     run = run_for(request, project_slug, run_name, LEAD)
     typed = request.POST.get("target", "").strip()

@@ -42,7 +42,7 @@ from scoring.ratio import format_value
 
 def figure_text(name: str, value: float | None, ci95: Interval | None, n: int) -> str:
     """``"Cohen's kappa 0.52 (95% CI 0.41–0.63, n = 200)"``; ``—`` when undefined."""
-    interval = "no interval" if ci95 is None else f"95% CI {ci95[0]:.2f}–{ci95[1]:.2f}"
+    interval = "no interval" if ci95 is None else f"95% CI {format_value(ci95[0])}–{format_value(ci95[1])}"
     return f"{name} {format_value(value)} ({interval}, n = {n})"
 
 

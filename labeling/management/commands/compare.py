@@ -28,6 +28,7 @@ from scoring.compare import DEFAULT_THRESHOLD
 from scoring.deltas import format_delta
 from scoring.figures import interval_text
 from scoring.intervals import DEFAULT_CONFIDENCE
+from scoring.ratio import format_value
 
 # How many claims of each list the table format prints; json and xlsx have all.
 TABLE_LIMIT = 50
@@ -137,7 +138,8 @@ def render_estimates(a, b, differences) -> str:
             verdict = "  beyond noise"
         else:
             verdict = "  within noise"
-        lines.append(f"  {key:<16}A {getattr(a, key).estimate:.4f}  B {getattr(b, key).estimate:.4f}  B − A "
+        estimate_a, estimate_b = (format_value(getattr(side, key).estimate, 4) for side in (a, b))
+        lines.append(f"  {key:<16}A {estimate_a}  B {estimate_b}  B − A "
                      f"{difference_words(difference, a, b, key)}{verdict}")
     return "\n".join(lines)
 

@@ -8,10 +8,7 @@ from django.core.management.base import BaseCommand, CommandParser
 
 from labeling.management.lookup import find_project, find_run
 from labeling.team.quality import run_dashboard
-
-
-def _value(value, digits: int = 2) -> str:
-    return "—" if value is None else f"{value:.{digits}f}"
+from scoring.ratio import format_value
 
 
 class Command(BaseCommand):
@@ -31,12 +28,12 @@ class Command(BaseCommand):
         self.stdout.write(f"{'reviewer':<20} {'labels':>6} {'s/claim':>8} {'UNSUP':>13} {'kappa':>20} "
                           f"{'gold':>22} {'sent back':>9}  qualified")
         for row in board.rows:
-            kappa = (f"{_value(row.kappa)} ({_value(row.kappa_ci95[0])}–{_value(row.kappa_ci95[1])})"
-                     if row.kappa_ci95 else _value(row.kappa))
+            kappa = (f"{format_value(row.kappa)} ({format_value(row.kappa_ci95[0])}–"
+                     f"{format_value(row.kappa_ci95[1])})" if row.kappa_ci95 else format_value(row.kappa))
             ci = row.gold_accuracy_ci95
-            gold = f"{row.gold_accuracy}" + (f" ({ci[0]:.2f}–{ci[1]:.2f})" if ci else "")
+            gold = f"{row.gold_accuracy}" + (f" ({format_value(ci[0])}–{format_value(ci[1])})" if ci else "")
             qualified = {None: "no rule", True: "yes", False: "no"}[row.qualified]
-            self.stdout.write(f"{row.reviewer:<20} {row.labels:>6} {_value(row.median_seconds, 1):>8} "
+            self.stdout.write(f"{row.reviewer:<20} {row.labels:>6} {format_value(row.median_seconds, 1):>8} "
                               f"{str(row.unsupported_share):>13} {kappa:>20} {gold:>22} {row.send_backs_open:>9}  "
                               f"{qualified}{'  FAST, NEARLY ALWAYS SUPPORTED' if row.fast_and_supported else ''}")
         if board.exclusion:

@@ -346,7 +346,8 @@ def gate(baseline: dict[str, Any], candidate: dict[str, Any], drops: dict[str, f
         elif after is None:
             failures.append(label + f"{format_value(before, 4)} (undefined on the run)")
         elif before - after > max_drop + 1e-12:
-            failures.append(label + f"{format_value(before, 4)}: dropped {before - after:.4f} > allowed {max_drop:.4f}")
+            failures.append(label + f"{format_value(before, 4)}: dropped {format_value(before - after, 4)} > "
+                                    f"allowed {format_value(max_drop, 4)}")
     return failures
 
 
