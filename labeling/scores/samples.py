@@ -7,7 +7,7 @@ the draw can be repeated and checked; a hand-picked subset never is one.
 
 Writes (:func:`sample_draw`, :func:`sample_target_set`) lock the run row,
 record an audit event (``sample``) and run in one transaction. Reads
-(:func:`sample_status`) count in two queries.
+(:func:`sample_status`) count in three queries.
 """
 
 from __future__ import annotations
