@@ -200,7 +200,8 @@ def pending_answer_ids(claims: list[HumanClaim]) -> set[int]:
 
 def sample_status(run: Run) -> SampleStatus | None:
     """The run's sample with how many of its answers are fully labeled, or
-    ``None`` without a sample. Three queries."""
+    ``None`` without a sample. Three queries (the sample, its members, their
+    claims' human labels); one without a sample."""
     sample = sample_of(run)
     if sample is None:
         return None
