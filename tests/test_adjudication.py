@@ -14,7 +14,8 @@ from django.urls import reverse
 from labeling.models import Adjudication, Answer, Citation, Claim, Label, Membership, Passage, Question, Run
 from labeling.review import tallies
 from labeling.review.claim_edits import claim_edit
-from labeling.team.adjudication import adjudication_save, disputed_claims
+from labeling.team.adjudication import adjudication_save, dispute_view, disputed_claims
+from tests.counted_run import counted_run
 from tests.factories import ProjectFactory, ReviewerFactory
 
 pytestmark = pytest.mark.django_db
@@ -131,3 +132,20 @@ def test_adjudication_page_keeps_a_constant_query_budget(client, django_assert_m
         response = client.get(reverse("run_adjudicate", args=["budget", "r"]))
     assert response.context["n_disputes"] == answers
     assert len(response.context["disputes"]) == min(answers, 100)
+
+
+def test_dispute_view_query_count(django_assert_num_queries):
+    """tests/counted_run.py's run has one open dispute: q02's claim 2 (rev1 SUPPORTED, rev2
+    UNSUPPORTED); q02's claim 1 was disputed too, but lead adjudicated it."""
+    world = counted_run()
+    disputed = world.claims["q02"][1]
+    # The disputed claim (with its answer and question), its current labels (+ reviewers),
+    # its citations (+ passages).
+    with django_assert_num_queries(3):
+        view = dispute_view(run=world.run, claim_id=None)
+    assert (view.claim, [label.reviewer.username for label in view.labels]) == (disputed, ["judge", "rev1", "rev2"])
+    with django_assert_num_queries(3):
+        assert dispute_view(run=world.run, claim_id=disputed.pk).claim == disputed
+    # A claim that is not disputed: one query finds nothing, then the first dispute's three.
+    with django_assert_num_queries(4):
+        assert dispute_view(run=world.run, claim_id=world.claims["q02"][0].pk).claim == disputed

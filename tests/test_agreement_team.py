@@ -16,8 +16,16 @@ from django.core.management import call_command
 from django.urls import reverse
 
 from labeling.models import ReviewerKind
-from labeling.team.agreement import run_agreement
+from labeling.team.agreement import (
+    Verdict,
+    agreement_labels,
+    disagreement_rows,
+    run_agreement,
+    run_judgment_agreement,
+    run_verdicts,
+)
 from labeling.team.memberships import run_assign, run_settings_set
+from tests.counted_run import counted_run
 from tests.factories import LabelFactory, ReviewerFactory
 from tests.test_assignment import team  # noqa: F401 (the fixture)
 
@@ -117,3 +125,37 @@ def test_agreement_page_shows_the_team_first_and_every_human_labeled(client, lab
     assert re.search(r'id="every-human-disputed".*?<span class="metric">4</span>', html, re.S)
     assert re.search(r'id="every-human-fleiss".*?-0\.33', html, re.S)
     assert "Disagreements 2" in text
+
+
+# Query counts the docstrings of labeling/team/agreement.py state, on tests/counted_run.py's run.
+
+
+def test_agreement_reads_query_counts(django_assert_num_queries):
+    """rev1, rev2 and the judge label the six cited claims (18 labels); the humans differ on
+    q02's two claims, the first of which lead adjudicated UNSUPPORTED."""
+    world = counted_run()
+    disputed = [claim.pk for claim in world.claims["q02"][:2]]
+    # The labels, then their reviewers' names and kinds.
+    with django_assert_num_queries(2):
+        labels, kinds = agreement_labels(world.run)
+    assert (len(labels), kinds) == (18, {"judge": "model", "rev1": "human", "rev2": "human"})
+    # agreement_labels' two, then the run's assigned reviewers.
+    with django_assert_num_queries(3):
+        agreement = run_agreement(run=world.run)
+    assert agreement.disputed == disputed
+    # One more with a promoted judge: its name.
+    world.run.promoted_judge = world.judge
+    world.run.save()
+    world.run.refresh_from_db()
+    with django_assert_num_queries(4):
+        run_agreement(run=world.run)
+    with django_assert_num_queries(1):
+        judged = run_judgment_agreement(run=world.run)
+    assert (judged.reviewers, judged.citations) == (["rev1"], 1)
+    with django_assert_num_queries(1):
+        verdicts = run_verdicts(run=world.run)
+    assert verdicts == {disputed[0]: Verdict("UNSUPPORTED", "P1 says less.", "lead")}
+    # The claims, then their current labels.
+    with django_assert_num_queries(2):
+        rows = disagreement_rows(run=world.run, claim_ids=disputed, reviewers=["rev1", "rev2"], verdicts=verdicts)
+    assert [[label.value for label in row.labels] for row in rows] == [["SUPPORTED", "UNSUPPORTED"]] * 2

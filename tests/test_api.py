@@ -15,9 +15,13 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from openapi_spec_validator import validate
 
-from labeling.integrations.tokens import token_create
+from labeling.api.access import run_of
+from labeling.api.pages import PageIn, paged
+from labeling.api.reviews import _claims
+from labeling.integrations.tokens import token_authenticate, token_create
 from labeling.models import Answer, AuditEvent, Claim, Label, LabelTableVersion, Membership, Role, Run
 from tests.conftest import EXPERTQA_PATH
+from tests.counted_run import counted_run
 from tests.factories import ReviewerFactory
 
 RUN = "rr_gs_gpt4"
@@ -542,3 +546,22 @@ def test_the_docs_page_serves_swagger_ui_from_the_app_itself(client, db):
     assert "script-src 'self'" in response["Content-Security-Policy"]
     assert client.get("/static/ninja/swagger-ui-bundle.js").status_code == 200
 
+
+def test_api_reads_query_counts(db, rf, django_assert_num_queries):
+    """tests/counted_run.py's run through rev1's token: nine claims, each with its citations and
+    current labels (three on a cited claim)."""
+    world = counted_run()
+    request = rf.get("/")
+    request.auth = token_authenticate(token_create(project=world.project, reviewer=world.rev1,
+                                                   created_by=world.lead).secret)
+    # The run with whether it has assignments and whether the token's reviewer is assigned.
+    with django_assert_num_queries(1):
+        run = run_of(request, "counts", "r1")
+    claims = _claims(run, reviewer_id=world.rev1.pk, everyone=True, only=None)
+    # The page's claims (+ answers), their citations (+ passages), their current labels (+ reviewers).
+    with django_assert_num_queries(3):
+        assert [len(claim.current_labels) for claim in claims[:3]] == [3, 3, 0]
+    # The page's three, then the count.
+    with django_assert_num_queries(4):
+        page = paged(claims, PageIn(limit=2, offset=0), lambda claim: {"id": claim.pk})
+    assert (len(page["items"]), page["count"]) == (2, 9)

@@ -15,7 +15,14 @@ from django.core.management.base import CommandError
 from django.utils import timezone
 
 from labeling.api import main
-from labeling.integrations.tokens import TokenRefused, token_authenticate, token_create, token_revoke
+from labeling.integrations.tokens import (
+    TokenRefused,
+    member_role,
+    project_tokens,
+    token_authenticate,
+    token_create,
+    token_revoke,
+)
 from labeling.models import ApiToken, Membership, ReviewerKind, Role
 from tests.factories import ProjectFactory, ReviewerFactory
 
@@ -222,3 +229,22 @@ def test_tokens_page_query_budget(team, client, django_assert_max_num_queries, r
     with django_assert_max_num_queries(5):
         response = client.get("/p/team/tokens/")
     assert response.content.count(b'class="token-active"') == rows
+
+
+@pytest.mark.django_db
+def test_token_reads_query_counts(django_assert_num_queries):
+    project = ProjectFactory(slug="tokens")
+    rob, root = ReviewerFactory(username="rob"), ReviewerFactory(username="root", is_superuser=True)
+    Membership.objects.create(project=project, reviewer=rob, role=Role.REVIEWER)
+    with django_assert_num_queries(1):
+        assert member_role(project_id=project.pk, reviewer=rob) == Role.REVIEWER
+    with django_assert_num_queries(0):
+        assert member_role(project_id=project.pk, reviewer=root) == Role.LEAD
+    secret = token_create(project=project, reviewer=rob, created_by=root).secret
+    # The token with its reviewer, project and role; its first use is recorded (an UPDATE).
+    with django_assert_num_queries(2):
+        token_authenticate(secret)
+    with django_assert_num_queries(1):
+        assert token_authenticate(secret).role == Role.REVIEWER
+    with django_assert_num_queries(1):
+        assert [token.reviewer.username for token in project_tokens(project=project)] == ["rob"]

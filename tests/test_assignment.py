@@ -11,6 +11,7 @@ from labeling.models import Assignment, Claim, Label, Membership, Run
 from labeling.review import queue
 from labeling.team import assignments
 from labeling.team.memberships import run_assign, run_settings_set
+from tests.counted_run import counted_run
 from tests.factories import LabelFactory, ProjectFactory, ReviewerFactory
 from tests.test_projects_pages import bulk_run
 
@@ -176,3 +177,19 @@ def test_claims_marked_not_factual_leave_the_reviewers_panel_as_they_leave_your_
     assert '<span class="metric" id="reached-overlap">2/2</span>' in page
     ann_row = page.split('id="progress-ann"', 1)[1].split("</tr>", 1)[0]
     assert '<span class="metric">2/2</span>' in ann_row
+
+
+def test_run_reviewers_query_count(django_assert_num_queries):
+    """tests/counted_run.py's run: six cited claims, each labeled by rev1 and rev2 (overlap 1:
+    all six reached it); nobody assigned, so the lead and both reviewers work on the run."""
+    world = counted_run()
+    # The cited claims' totals, the human labels per reviewer, the members (+ assigned).
+    with django_assert_num_queries(3):
+        progress = assignments.run_reviewers(run=world.run)
+    assert (progress.cited, progress.reached) == (6, 6)
+    assert [(row.reviewer.username, row.labeled) for row in progress.rows] == [("lead", 0), ("rev1", 6), ("rev2", 6)]
+    # One more when someone who labeled is no longer a member: their reviewer row.
+    Membership.objects.filter(reviewer=world.rev2).delete()
+    with django_assert_num_queries(4):
+        progress = assignments.run_reviewers(run=world.run)
+    assert [(row.reviewer.username, row.works_on) for row in progress.rows][-1] == ("rev2", False)

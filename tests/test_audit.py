@@ -14,13 +14,15 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.urls import reverse
 
-from labeling.audit import COMMAND_LINE
+from labeling.audit import COMMAND_LINE, run_actors
 from labeling.importers.load import project_for_import, run_import
 from labeling.models import AuditAction, AuditEvent, Claim, Label, Membership, Run
 from labeling.review.label_writes import LabelConflict, label_save
 from labeling.runs import run_delete, run_rename
+from labeling.scores.samples import sample_draw
 from labeling.team.adjudication import adjudication_save
 from tests.conftest import FIXTURES_DIR
+from tests.counted_run import counted_run
 from tests.factories import ProjectFactory, ReviewerFactory, RunFactory
 
 SEED = FIXTURES_DIR / "seed_coverage_support.jsonl"
@@ -370,3 +372,12 @@ def test_in_the_browser_the_actor_is_the_user(client, site, tmp_path):
     client.post(url("version_create", run), {"note": "first pass"})
     event = AuditEvent.objects.get(run=run, action="snapshot")
     assert (event.actor_name, "author" in event.detail) == ("lea", False)
+
+
+@pytest.mark.django_db
+def test_run_actors_is_one_query(django_assert_num_queries):
+    world = counted_run()
+    sample_draw(run=world.run, answers=1, seed=1, actor=world.lead)
+    sample_draw(run=world.run, answers=2)
+    with django_assert_num_queries(1):
+        assert run_actors(run=world.run) == sorted(["lead", COMMAND_LINE])

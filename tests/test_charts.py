@@ -10,6 +10,7 @@ from django.template.loader import render_to_string
 from django.urls import reverse
 
 from labeling.models import Run
+from labeling.scores import metrics
 from labeling.scores.charts import (
     LABEL_ANGLE,
     TREND_TICK_FONT,
@@ -19,6 +20,7 @@ from labeling.scores.charts import (
     text_width,
     trend_chart,
 )
+from tests.counted_run import counted_run
 
 # Scatter geometry (labeling.scores.charts.scatter_chart): plot box x 56..446, y 8..392;
 # data inset by 16 units, and by 34 more above support 1 and below support 0
@@ -228,3 +230,18 @@ def test_run_and_project_pages_show_the_pictures(client, expertqa_project, revie
     assert 'class="chart trend"' in project_page
     # four runs, three series, one marker per run and series
     assert project_page.count("<circle") == 12
+
+
+@pytest.mark.django_db
+def test_run_scatter_query_count(django_assert_num_queries):
+    """tests/counted_run.py's run: coverage 2/3 on every answer; support 1 on q01 and q03 (one
+    point), 0 on q02 (claim 1 adjudicated UNSUPPORTED, claim 2 disputed)."""
+    world = counted_run()
+    # resolved_claims_frame's four (claims, answers, labels, adjudications), then the answers
+    # again (answers_frame), though claims_frame has just read them.
+    with django_assert_num_queries(5):
+        chart = run_scatter(world.run)
+    assert (chart.answers, [point.count for point in chart.points]) == (3, [2, 1])
+    scored = metrics.run_scores(world.run, with_gold=False).claims
+    with django_assert_num_queries(0):
+        run_scatter(world.run, metrics=scored)

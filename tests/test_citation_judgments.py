@@ -9,9 +9,12 @@ from django.core.exceptions import ValidationError
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
+from labeling.exports.frames import citations_frame, resolved_claims_frame
 from labeling.models import AuditEvent, CitationJudgment, Claim, Label
 from labeling.review.citation_judgments import claim_judge, claim_set_factual
 from labeling.review.claim_edits import claim_edit
+from labeling.scores.metrics import run_judgment_metrics, run_judgments
+from tests.counted_run import counted_run
 from tests.factories import (
     AnswerFactory,
     CitationFactory,
@@ -195,3 +198,21 @@ def test_judgments_admin_is_view_only(judged_run, admin_client):
     listing = admin_client.get("/admin/labeling/citationjudgment/")
     assert listing.status_code == 200 and "FULL" in listing.content.decode()
     assert admin_client.get("/admin/labeling/citationjudgment/add/").status_code == 403
+
+
+@pytest.mark.django_db
+def test_judged_precision_query_counts(django_assert_num_queries):
+    """tests/counted_run.py's run: rev1 judged one citation (q01's claim 1) FULL, its claim SUPPORTED."""
+    world = counted_run()
+    claims, _disagreements = resolved_claims_frame(world.run)
+    citations = citations_frame(world.run)
+    # The current judgments.
+    with django_assert_num_queries(1):
+        judged = run_judgment_metrics(world.run, claims, citations, reviewer=None)
+    assert (judged.citations, judged.judged) == (6, 1)
+    # Whether anything is judged, resolved_claims_frame's four, the citations, the judgments.
+    with django_assert_num_queries(7):
+        assert run_judgments(world.run).judged == 1
+    CitationJudgment.objects.all().delete()
+    with django_assert_num_queries(1):
+        assert run_judgments(world.run) is None

@@ -37,7 +37,8 @@ from django.utils.html import escape
 
 from labeling.importers.load import project_for_import, run_import
 from labeling.models import Answer, Citation, Claim, Label, LabelValue, Passage, Project, Question, Run
-from labeling.tables.comparison import run_comparison
+from labeling.tables.comparison import run_comparison, run_frames
+from tests.counted_run import counted_run
 from tests.factories import (
     AnswerFactory,
     CitationFactory,
@@ -539,3 +540,25 @@ def test_comparison_xlsx_keeps_control_characters_long_text_and_formulas_as_safe
     assert long_text.startswith("line oneline two [P1] xxx")
     assert len(long_text) == 32_767 and long_text.endswith("x…")
     assert texts["-1 is negative."] == "s"
+
+
+@pytest.mark.django_db
+def test_comparison_query_counts(django_assert_num_queries):
+    """tests/counted_run.py's run against a run answering the same three questions with one
+    cited claim each."""
+    world = counted_run()
+    other = RunFactory(project=world.project, name="r2")
+    for answer in Answer.objects.filter(run=world.run).select_related("question"):
+        copy = AnswerFactory(run=other, question=answer.question, text="One.")
+        claim = ClaimFactory(answer=copy, index=1, text="One.")
+        CitationFactory(claim=claim, passage=Passage.objects.create(answer=copy, passage_id="P1", position=0,
+                                                                   text="One."), position=0, cited_id="P1")
+    # resolved_claims_frame's four (claims, answers, labels, adjudications), the citations, the
+    # answers again (answers_frame, though claims_frame has just read them), the judgments, the gold ids.
+    with django_assert_num_queries(8):
+        frames = run_frames(world.run)
+    assert (len(frames.claims), len(frames.citations), len(frames.gold_ids)) == (9, 6, 1)
+    # run_frames of each run.
+    with django_assert_num_queries(16):
+        comparison = run_comparison(run_a=world.run, run_b=other)
+    assert comparison.result.shared_questions == ["q01", "q02", "q03"]

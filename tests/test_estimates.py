@@ -13,14 +13,16 @@ from django.core.management import CommandError, call_command
 from django.urls import reverse
 from ppi_py import ppi_mean_ci
 
+from labeling.exports.frames import claims_frame
 from labeling.models import Answer, Claim, Label, LabelValue, Membership, ReviewerKind, Role, Run, SampleMember
 from labeling.review.label_writes import label_save
-from labeling.scores.estimates import pick_judge
+from labeling.scores.estimates import _per_answer, pick_judge, run_estimates, run_judges, target_reached
 from labeling.scores.samples import sample_draw
 from scoring.deltas import format_delta
 from scoring.ppi import ppi_mean
 from scoring.ratio import format_value
 from tests.conftest import EXPERTQA_PATH
+from tests.counted_run import counted_run
 from tests.factories import LabelFactory, ReviewerFactory
 from tests.test_samples import make_run
 
@@ -522,3 +524,32 @@ def test_the_claims_score_holds_give_the_same_estimates(small, expertqa_project)
                         for frame in (None, claims_frame(run)))
         assert given == alone
         assert alone.support.n_human_answers >= 2 and alone.support.defined
+
+
+@pytest.mark.django_db
+def test_estimate_reads_query_counts(django_assert_num_queries):
+    """tests/counted_run.py's run: the judge labeled all six cited claims; sampled whole, two of its
+    three answers are fully labeled (q02's claim 2 is disputed)."""
+    world = counted_run()
+    with django_assert_num_queries(1):
+        assert run_judges(world.run) == [world.judge]
+    # The per-answer sums, then the unanswerable questions' answers.
+    with django_assert_num_queries(2):
+        per_answer = _per_answer(world.run, world.judge)
+    assert per_answer["support_units"].tolist() == [2, 2, 2]
+    # Without a sample: the judge, the sample.
+    with django_assert_num_queries(2):
+        assert target_reached(world.run) is None
+    sample_draw(run=world.run, answers=3, seed=7)
+    # The sample, the per-answer sums and the unanswerable answers, the answer count, the
+    # members, their human labels.
+    with django_assert_num_queries(6):
+        estimates = run_estimates(world.run, judge=world.judge)
+    assert (estimates.judge, estimates.sample.size, estimates.sample.fully_labeled) == ("judge", 3, 2)
+    # From a claims frame: the judge's sums and the sampled unanswerable answers instead.
+    claims = claims_frame(world.run)
+    with django_assert_num_queries(6):
+        run_estimates(world.run, judge=world.judge, claims=claims)
+    # pick_judge's one, then run_estimates' six.
+    with django_assert_num_queries(7):
+        target_reached(world.run)

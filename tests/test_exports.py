@@ -14,11 +14,18 @@ from openpyxl import load_workbook
 
 from labeling.exports.cells import EXCEL_MAX_CELL_CHARS, spreadsheet_text
 from labeling.exports.csv_jsonl import csv_cell
-from labeling.exports.label_table import LABEL_TABLE_COLUMNS, label_table_frame
+from labeling.exports.label_table import (
+    LABEL_TABLE_COLUMNS,
+    _judgment_cells,
+    label_table_frame,
+    passage_texts,
+    passages_frame,
+)
 from labeling.models import Claim, Label, Passage, Run
-from labeling.tables.export import label_table_export
+from labeling.tables.export import _reviewer_of, label_table_export
 from labeling.tables.versions import label_table_snapshot
 from tests.conftest import FIXTURES_DIR
+from tests.counted_run import counted_run
 from tests.factories import ReviewerFactory
 
 SEED = FIXTURES_DIR / "seed_coverage_support.jsonl"
@@ -266,3 +273,42 @@ def test_download_view_sends_the_file_with_a_name(client, seed_run, reviewer):
     assert load_workbook(io.BytesIO(b"".join(response.streaming_content))).sheetnames[0] == "Labels"
     assert 'filename="seed_seed-coverage-support_labels_alice.csv"' in csv_response["Content-Disposition"]
     assert client.get(url + "?format=pdf").status_code == 404
+
+
+# Query counts the docstrings state, on tests/counted_run.py's run (nine claims, six cited,
+# rev1's FULL judgment on q01's claim 1); they do not grow with the run.
+
+
+def test_label_table_frame_query_count(db, django_assert_num_queries):
+    world = counted_run()
+    # resolved_claims_frame's four (claims, answers, labels, adjudications), the labels with
+    # their times again, claim revisions, citations, judgments, sampled answers, passages.
+    with django_assert_num_queries(10):
+        table = label_table_frame(world.run)
+    assert table["status"].tolist() == ["labeled", "labeled", "uncited", "adjudicated", "disagreement", "uncited",
+                                        "labeled", "labeled", "uncited"]
+    # One reviewer's table leaves the adjudications out; a snapshot, the sample and passages.
+    with django_assert_num_queries(9):
+        label_table_frame(world.run, reviewer="rev1")
+    with django_assert_num_queries(8):
+        label_table_frame(world.run, with_passages=False)
+    with django_assert_num_queries(7):
+        label_table_frame(world.run, reviewer="rev1", with_passages=False)
+
+
+def test_label_table_parts_query_counts(db, django_assert_num_queries):
+    world = counted_run()
+    with django_assert_num_queries(1):
+        assert _judgment_cells(world.run, reviewer=None) == {world.claims["q01"][0].pk: ("[P1] FULL", "")}
+    table = label_table_frame(world.run, with_passages=False)
+    # The passages' texts, then the citations.
+    with django_assert_num_queries(2):
+        filled = passage_texts(world.run, table)
+    assert filled["passage"].tolist()[:3] == ["[P1] One and two.", "[P1] One and two.", ""]
+    with django_assert_num_queries(1):
+        assert passages_frame(world.run)["question_id"].tolist() == ["q01", "q02", "q03"]
+    # A member: the membership answers; a judge (no member): its labels on the run too.
+    with django_assert_num_queries(1):
+        assert _reviewer_of(world.run, "rev1")
+    with django_assert_num_queries(2):
+        assert _reviewer_of(world.run, "judge")

@@ -11,6 +11,7 @@ from django.urls import reverse
 from labeling.exports.label_table import label_table_frame
 from labeling.models import Guidelines, Label
 from labeling.team.guidelines import guidelines_current, guidelines_save, render_guidelines
+from tests.factories import ProjectFactory
 from tests.quality_data import label, quality_world
 
 pytestmark = pytest.mark.django_db
@@ -119,3 +120,14 @@ def test_guidelines_page_has_a_constant_query_count(versions, client, django_ass
     with django_assert_max_num_queries(4):
         response = client.get(url)
     assert response.content.decode().count("?version=") == versions
+
+
+def test_guidelines_in_force_are_one_query(django_assert_num_queries):
+    project = ProjectFactory(slug="rules")
+    with django_assert_num_queries(1):
+        assert guidelines_current(project=project) is None
+    guidelines_save(project=project, author=None, text="Cite the passage.")
+    guidelines_save(project=project, author=None, text="Cite the passage that says it.")
+    # The latest version with its author.
+    with django_assert_num_queries(1):
+        assert guidelines_current(project=project).number == 2

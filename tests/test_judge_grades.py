@@ -12,11 +12,19 @@ import json
 import pytest
 from django.core.management import call_command
 
-from labeling.judges.grades import judge_self_agreement, reference_labels, run_judge_grade
+from labeling.judges.grades import (
+    claim_texts,
+    judge_labels,
+    judge_self_agreement,
+    reference_labels,
+    run_judge_grade,
+    run_judges,
+)
 from labeling.judges.protocol import JudgeEndpoint
 from labeling.judges.runs import judge_run_create, judge_run_execute
-from labeling.models import Label, Reviewer, Run
+from labeling.models import JudgeRun, JudgeRunStatus, Label, Reviewer, Run
 from tests.agreement_data import EXPERT
+from tests.counted_run import counted_run
 from tests.judge_server import JudgeServer
 
 RUN = "post_hoc_sphere_gpt4"
@@ -129,3 +137,69 @@ def test_self_agreement_of_two_judge_passes(judged):
     assert (agreement.n, agreement.agreement.numerator) == (180, 170)
     assert agreement.confusion.to_numpy().tolist() == [[95, 4], [6, 75]]
     assert agreement.kappa == pytest.approx(14202 / 16002, abs=1e-12)
+
+
+# Query counts the docstrings state, on tests/counted_run.py's run (they do not grow with it).
+
+
+def _two_judge_passes(world) -> tuple[JudgeRun, JudgeRun]:
+    """The judge's current labels become pass 1's; pass 2 (later) gives the same values, not current."""
+    first, second = (JudgeRun.objects.create(run=world.run, reviewer=world.judge, status=JudgeRunStatus.DONE)
+                     for _ in range(2))
+    Label.objects.filter(reviewer=world.judge).update(judge_run=first)
+    for claim_id, value in Label.objects.filter(reviewer=world.judge).values_list("claim_id", "value"):
+        Label.objects.create(claim_id=claim_id, reviewer=world.judge, value=value, claim_revision=1,
+                             judge_run=second, is_current=False)
+    return first, second
+
+
+@pytest.mark.django_db
+def test_reference_labels_query_count(django_assert_num_queries):
+    """Five cited claims have the humans' label: q01's two and q03's two agreed SUPPORTED, q02's
+    first adjudicated UNSUPPORTED (q02's second is disputed, so left out)."""
+    world = counted_run()
+    # resolved_claims_frame's four (claims, answers, labels, adjudications), then the
+    # adjudications' reasons (already in its adjudication_reason column) and the human
+    # justifications (its labels frame held them, but it does not return that frame).
+    with django_assert_num_queries(6):
+        reference = reference_labels(world.run)
+    assert reference["label"].tolist() == ["SUPPORTED", "SUPPORTED", "UNSUPPORTED", "SUPPORTED", "SUPPORTED"]
+    assert reference["justification"].tolist()[2] == "P1 says less."
+
+
+@pytest.mark.django_db
+def test_judge_labels_claim_texts_and_run_judges_query_counts(django_assert_num_queries):
+    world = counted_run()
+    with django_assert_num_queries(1):
+        assert len(judge_labels(world.run, world.judge)) == 6
+    # Citations, then the claims.
+    with django_assert_num_queries(2):
+        assert len(claim_texts(world.run)) == 9
+    # The judge labeled without a judge run (imported labels): its reviewer row is one more query.
+    with django_assert_num_queries(3):
+        assert [(row.reviewer.username, row.labels, row.latest) for row in run_judges(run=world.run)] == [
+            ("judge", 6, None)]
+    _first, second = _two_judge_passes(world)
+    # Judge runs (with their reviewer), then the current labels per judge.
+    with django_assert_num_queries(2):
+        assert [(row.labels, row.latest) for row in run_judges(run=world.run)] == [(6, second)]
+    with django_assert_num_queries(1):
+        assert len(judge_labels(world.run, world.judge, judge_run=second)) == 6
+
+
+@pytest.mark.django_db
+def test_judge_self_agreement_query_count(django_assert_num_queries):
+    """Both passes say SUPPORTED on the six cited claims: 6 of 6 agree."""
+    world = counted_run()
+    # Fewer than two passes: the judge runs alone.
+    with django_assert_num_queries(1):
+        assert judge_self_agreement(run=world.run, judge=world.judge) is None
+    _two_judge_passes(world)
+    claims = claim_texts(world.run)
+    # The two latest passes, then each pass's labels.
+    with django_assert_num_queries(3):
+        agreement = judge_self_agreement(run=world.run, judge=world.judge, claims=claims)
+    assert (agreement.n, agreement.agreement.numerator) == (6, 6)
+    # Without ``claims``: claim_texts' two more.
+    with django_assert_num_queries(5):
+        judge_self_agreement(run=world.run, judge=world.judge)

@@ -13,8 +13,11 @@ import pytest
 from django.core.files.base import ContentFile
 from django.core.files.storage import default_storage
 
+from labeling.importers.label_table import read_label_table
 from labeling.models import Claim, Label
 from labeling.review.claim_edits import claim_edit
+from labeling.tables.import_preview import label_table_import_preview
+from tests.counted_run import counted_run
 from tests.factories import ReviewerFactory
 from tests.label_table_files import (
     claim_ids,
@@ -24,6 +27,7 @@ from tests.label_table_files import (
     export_then_relabel_claim_2,
     import_seed_run,
     import_url,
+    preview_of,
     seed_reviewer,
     stored_uploads,
     upload,
@@ -242,3 +246,33 @@ def test_a_token_without_the_previews_checks_is_refused_not_applied(client, seed
 
     assert "That preview expired or is not yours: upload the file again." in response.content.decode()
     assert not Label.objects.filter(reviewer=alice).exists()
+
+
+def test_import_preview_query_counts(db, django_assert_num_queries):
+    """tests/counted_run.py's run: rev1's file keeps their label on q01's claim 1."""
+    world = counted_run()
+    claim = world.claims["q01"][0]
+
+    def preview(rows, **kwargs):
+        table_file = read_label_table(csv_bytes(rows), format="csv")
+        return label_table_import_preview(run=world.run, reviewer=kwargs.pop("reviewer", world.rev1),
+                                          table_file=table_file, **kwargs)
+
+    header = ["claim_id", "label", "justification"]
+    # The claims, the reviewer's current labels.
+    with django_assert_num_queries(2):
+        assert preview([header, [claim.pk, "SUPPORTED", "Said in P1."]]).issues == []
+    # Judging citations: the citations' ids and the current judgments too.
+    with django_assert_num_queries(4):
+        preview([[*header, "judgments"], [claim.pk, "SUPPORTED", "Said in P1.", "[P1] FULL"]])
+    # A row showing an adjudication: the current adjudications too.
+    with django_assert_num_queries(3):
+        preview([[*header, "adjudicated_by"], [claim.pk, "SUPPORTED", "Said in P1.", "lead"]])
+    # A lead keeping the reviewers the file names: their role.
+    with django_assert_num_queries(3):
+        preview([[*header, "reviewer"], [claim.pk, "SUPPORTED", "Said in P1.", "rev1"]], reviewer=world.lead,
+                keep_reviewers=True)
+    # The exported table (labeled_at, judgments, an adjudication): 2 + 2 + 1 + the label table's 8.
+    exported = export(world.run, "csv")
+    with django_assert_num_queries(13):
+        preview_of(world.run, world.rev1, exported, "csv")

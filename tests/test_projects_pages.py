@@ -6,11 +6,15 @@ with 5 and 500 rows."""
 from __future__ import annotations
 
 import pytest
+from django.test import RequestFactory
 from django.urls import reverse
 
 from labeling.models import Answer, Citation, Claim, Label, Passage, Question, Run
 from labeling.review import tallies
 from labeling.scores.metrics import run_scores
+from labeling.team.quality import run_page_counts
+from labeling.views.projects import project_for, run_for
+from tests.counted_run import counted_run
 from tests.factories import (
     AnswerFactory,
     CitationFactory,
@@ -388,3 +392,39 @@ def test_run_page_with_gold_keeps_a_constant_query_budget(client, reviewer, djan
     rows = {(r.group, r.metric): r for r in response.context["gold"]["rows"]}
     assert str(rows[("Cited ids vs gold ids", "precision")].fraction) == f"{answers}/{answers} = 1.00"
     assert str(rows[("Passages (context)", "recall")].fraction) == f"{answers}/{answers} = 1.00"
+
+
+def test_project_and_run_reads_query_counts(django_assert_num_queries):
+    """tests/counted_run.py's project: one run of three answers (nine claims, six cited), q03's
+    question unanswerable."""
+    world = counted_run()
+    request = RequestFactory().get("/")
+    request.user = world.rev1
+    # The project with the user's role.
+    with django_assert_num_queries(1):
+        assert project_for(request, "counts").my_role == "reviewer"
+    # The run with its project, the user's role and whether they are assigned.
+    with django_assert_num_queries(1):
+        assert run_for(request, "counts", "r1").may_label
+    with django_assert_num_queries(1):
+        assert [(p.slug, p.n_runs, p.n_questions) for p in tallies.project_rows(user=world.rev1)] == [
+            ("counts", 1, 3)]
+    # Open send-backs (all, the viewer's) and gold claims in one statement.
+    with django_assert_num_queries(1):
+        assert run_page_counts(run=world.run, reviewer=world.rev1) == (0, 0, 0)
+
+
+def test_run_counts_query_counts(django_assert_num_queries):
+    world = counted_run()
+    # The runs with their answer counts, then four grouped counts (claims, citations, labels,
+    # adjudicated claims) and a fifth for the abstaining answers, as q03's question is unanswerable.
+    with django_assert_num_queries(6):
+        (row,) = tallies.run_rows(project=world.project, reviewer=world.lead)
+    assert (row.answers, row.counts.claims, row.counts.cited) == (3, 9, 6)
+    with django_assert_num_queries(5):
+        assert len(tallies.run_answer_counts(run=world.run, reviewer=world.lead)) == 3
+    Question.objects.update(answerable=None)
+    with django_assert_num_queries(5):
+        tallies.run_rows(project=world.project, reviewer=world.lead)
+    with django_assert_num_queries(4):
+        tallies.run_answer_counts(run=world.run, reviewer=world.lead)

@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import pytest
 
+from labeling.models import Answer, GoldClaim, GoldSource
 from labeling.review import queue
+from labeling.team.send_backs import send_back_create
+from tests.counted_run import counted_run
 from tests.factories import LabelFactory, ReviewerFactory
 from tests.review_site import HX, Site
 
@@ -103,3 +106,66 @@ def test_key_n_swaps_in_the_next_claim_to_label_with_htmx(alice, site, reviewer)
     # The claim the page showed was merged away in another tab: the browser goes to the run page.
     gone = alice.get(site.url("run_next") + "?after=999999", HTTP_HX_TARGET="claim-panel", **HX)
     assert (gone.status_code, gone["HX-Redirect"]) == (200, site.run.get_absolute_url())
+
+
+# Query counts the docstrings of labeling/review/queue.py state, on tests/counted_run.py's run with
+# overlap 3 (not blind): the lead has every cited claim to label, rev1 none.
+
+
+@pytest.fixture
+def world():
+    return counted_run(overlap=3, blind=False)
+
+
+def _answer(world, question_id):
+    return Answer.objects.get(run=world.run, question_key=question_id)
+
+
+def test_priority_claim_query_counts(world, django_assert_num_queries):
+    # Nothing comes first: the one statement (open send-back, open gold checks).
+    with django_assert_num_queries(1):
+        assert queue.priority_claim(run=world.run, reviewer=world.lead) is None
+    # A send-back: the statement, then the claim.
+    sent = world.claims["q02"][0]
+    send_back_create(run=world.run, claim=sent, reviewer=world.rev1, lead=world.lead, comment="Read P1 again.")
+    with django_assert_num_queries(2):
+        assert queue.priority_claim(run=world.run, reviewer=world.rev1) == sent
+    # A gold check that may be due: the reviewer's pace, then (due at rate 1) which check, then the claim.
+    gold = world.claims["q03"][0]
+    GoldClaim.objects.create(run=world.run, claim=gold, value="SUPPORTED", reason="P1 says one.",
+                             source=GoldSource.FILE, claim_revision=gold.revision)
+    world.run.gold_rate = 1.0
+    with django_assert_num_queries(4):
+        assert queue.priority_claim(run=world.run, reviewer=world.lead) == gold
+    # Not due (a rate so low the check never comes): the statement and the pace only.
+    world.run.gold_rate = 1e-12
+    with django_assert_num_queries(2):
+        assert queue.priority_claim(run=world.run, reviewer=world.lead) is None
+
+
+def test_queue_walk_query_counts(world, django_assert_num_queries):
+    first, last = _answer(world, "q01"), _answer(world, "q03")
+    # The answer's id (the sample's walk and the run's in one statement), then the answer.
+    with django_assert_num_queries(2):
+        assert queue.next_answer_to_label(run=world.run, reviewer=world.lead) == first
+    with django_assert_num_queries(2):
+        assert queue.next_answer_to_label(run=world.run, reviewer=world.lead, after=first).question_key == "q02"
+    # After the last answer: a second walk from the start of the run.
+    with django_assert_num_queries(3):
+        assert queue.next_answer_to_label(run=world.run, reviewer=world.lead, after=last) == first
+    claim_1, claim_2 = world.claims["q01"][:2]
+    # priority_claim's statement, then the queue's first claim.
+    with django_assert_num_queries(2):
+        assert queue.first_claim_in_answer(run=world.run, reviewer=world.lead, answer=first) == claim_1
+    with django_assert_num_queries(1):
+        assert queue.first_claim_in_answer(run=world.run, reviewer=world.lead, answer=first, priority=False) == claim_1
+    with django_assert_num_queries(2):
+        assert queue.next_claim_in_answer(run=world.run, reviewer=world.lead, after=claim_1) == claim_2
+    # With a queue judge: where ``after`` stands in the judge's order, one more.
+    world.run.queue_judge = world.judge
+    with django_assert_num_queries(3):
+        assert queue.next_claim_in_answer(run=world.run, reviewer=world.lead, after=claim_1) == claim_2
+    # The neighbours, the position and the sample's place in one statement.
+    with django_assert_num_queries(1):
+        neighbours = queue.answer_neighbours(answer=first)
+    assert (neighbours.previous_id, neighbours.position, neighbours.total, neighbours.sample_size) == (None, 1, 3, 0)

@@ -11,6 +11,8 @@ from django.urls import reverse
 
 from labeling.models import Answer, Citation, Claim, ExpectedSource, GoldPassageId, GoldReference, Label
 from labeling.review import screen
+from labeling.team.send_backs import send_back_create
+from tests.counted_run import counted_run
 from tests.factories import LabelFactory, ProjectFactory, ReviewerFactory
 from tests.review_site import HX, Site
 
@@ -320,3 +322,71 @@ def test_review_page_work_is_linear_in_claims_not_in_the_answer_text(alice, site
     assert html.count("not in text</span>") == 300
     assert "300 claims could not be located in the answer text" in html
     assert len(comparisons) == 0
+
+
+# Query counts the docstrings of labeling/review/screen.py state, on tests/counted_run.py's run
+# (overlap 3, not blind: lead has every cited claim still to label).
+
+
+def _answer(world, question_id):
+    """The answer as the review view loads it: with its run, project and question."""
+    return Answer.objects.select_related("run__project", "question").get(run=world.run, question_key=question_id)
+
+
+def test_answer_page_query_count(django_assert_num_queries):
+    world = counted_run(overlap=3, blind=False)
+    for answer_filter in ("", "unlabeled", "unsupported"):
+        # The count, the page's ids, the page's rows with counts, their adjudicated claims.
+        with django_assert_num_queries(4):
+            page = screen.answer_page(run=world.run, reviewer=world.lead, answer_filter=answer_filter)
+        assert [row.answer.question_key for row in page.rows] == (["q02"] if answer_filter == "unsupported"
+                                                                  else ["q01", "q02", "q03"])
+
+
+def test_review_context_query_count(django_assert_num_queries):
+    world = counted_run(overlap=3, blind=False)
+    answer = _answer(world, "q01")
+    first = world.claims["q01"][0]
+    # The claims (+ send-back mark), their citations (+ passages), every label on them (+ reviewers).
+    with django_assert_num_queries(3):
+        context = screen.review_context(answer=answer, reviewer=world.lead, claim_id=first.pk)
+    assert (context.current.claim, context.gold) == (first, None)
+    # Without a claim: the queue's first claim of the answer (priority_claim, then the walk).
+    with django_assert_num_queries(5):
+        assert screen.review_context(answer=answer, reviewer=world.lead).current.claim == first
+    # The current claim sent back to the reviewer: the send-back (+ lead).
+    second = world.claims["q01"][1]
+    send_back_create(run=world.run, claim=second, reviewer=world.rev1, lead=world.lead, comment="Read P1 again.")
+    with django_assert_num_queries(4):
+        assert screen.review_context(answer=answer, reviewer=world.rev1, claim_id=second.pk).current.sent_back
+    # q03's question has gold ids: one query for them.
+    gold_answer = _answer(world, "q03")
+    with django_assert_num_queries(4):
+        assert screen.review_context(answer=gold_answer, reviewer=world.lead,
+                                     claim_id=world.claims["q03"][0].pk).gold["ids"] == ["P1"]
+    # Judging citations: the reviewer's judged precision, the current claim's judgments.
+    world.project.judge_citations = True
+    world.project.save()
+    answer = _answer(world, "q01")
+    with django_assert_num_queries(5):
+        context = screen.review_context(answer=answer, reviewer=world.rev1, claim_id=first.pk)
+    assert (context.judged_precision.numerator, context.judged_precision.denominator) == (1, 1)
+
+
+def test_question_gold_is_one_query_per_part(django_assert_num_queries):
+    world = counted_run()
+    question = _answer(world, "q01").question
+    with django_assert_num_queries(0):
+        assert screen.question_gold(question=question) is None
+    answer = _answer(world, "q03")
+    with django_assert_num_queries(1):
+        assert screen.question_gold(question=answer.question, answer=answer)["ids"] == ["P1"]
+    GoldReference.objects.create(question=answer.question, position=0, source="doc.pdf", text="One and two.")
+    ExpectedSource.objects.create(question=answer.question, source="doc.pdf")
+    answer.question.gold_references_given = answer.question.gold_sources_given = True
+    with django_assert_num_queries(3):
+        gold = screen.question_gold(question=answer.question)
+    assert (gold["sources"], gold["reference_matches"]) == (["doc.pdf"], None)
+    # With the answer: its citations, to match the references.
+    with django_assert_num_queries(4):
+        assert len(screen.question_gold(question=answer.question, answer=answer)["reference_matches"]) == 1

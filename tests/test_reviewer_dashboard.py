@@ -19,9 +19,10 @@ from statsmodels.stats.proportion import proportion_confint
 
 from labeling.models import Claim, GoldClaim, GoldSource, Label
 from labeling.team.adjudication import adjudication_save
-from labeling.team.quality import project_dashboard, run_dashboard
+from labeling.team.quality import _label_figures, project_dashboard, run_dashboard
 from labeling.team.send_backs import send_back_create
 from scoring.reviewers import fast_and_supported, median_gap_seconds
+from tests.counted_run import counted_run
 from tests.quality_data import label, quality_world
 
 pytestmark = pytest.mark.django_db
@@ -175,3 +176,15 @@ def test_dashboard_page_has_a_constant_query_count(answers, client, django_asser
     with django_assert_max_num_queries(11):
         response = client.get(url)
     assert response.status_code == 200 and 'id="reviewer-quality-rev2"' in response.content.decode()
+
+
+def test_label_figures_query_count(django_assert_num_queries):
+    """tests/counted_run.py's run: rev1 and rev2 each labeled the six cited claims, rev2 two of them
+    UNSUPPORTED; the judge's labels are no human's."""
+    world = counted_run()
+    with django_assert_num_queries(1):
+        assert _label_figures([world.run.pk + 1000]).counts == {}
+    # The label rows, then the current adjudications.
+    with django_assert_num_queries(2):
+        figures = _label_figures([world.run.pk])
+    assert figures.counts == {world.rev1.pk: (6, 0), world.rev2.pk: (6, 2)}

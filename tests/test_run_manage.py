@@ -14,6 +14,7 @@ from labeling.permissions import run_manage_allowed
 from labeling.runs import run_contents, run_delete, run_name_clean, run_rename
 from labeling.tables.versions import label_table_snapshot
 from tests.conftest import FIXTURES_DIR
+from tests.counted_run import counted_run
 from tests.factories import ReviewerFactory, RunFactory
 
 SEED = FIXTURES_DIR / "seed_coverage_support.jsonl"
@@ -207,3 +208,14 @@ def test_rename_and_delete_are_404_for_non_members_and_need_csrf(seed_run):
     assert member.post(url("run_delete", seed_run)).status_code == 403
     assert member.post(url("run_rename", seed_run), {"name": "x"}).status_code == 403
     assert Run.objects.filter(pk=seed_run.pk, name="seed-coverage-support").exists()
+
+
+@pytest.mark.django_db
+def test_run_contents_query_count(django_assert_num_queries):
+    """tests/counted_run.py's run: 3 answers, 9 claims, 18 labels (all current), no version."""
+    world = counted_run()
+    # One count each.
+    with django_assert_num_queries(5):
+        contents = run_contents(run=world.run)
+    assert (contents.answers, contents.claims, contents.labels, contents.current_labels, contents.versions) == (
+        3, 9, 18, 18, 0)

@@ -34,6 +34,7 @@ from labeling.review import queue
 from labeling.review.label_writes import label_save
 from labeling.scores.samples import human_claims, pending_answer_ids, permutation, sample_draw, sample_status
 from labeling.tables.versions import label_table_snapshot
+from tests.counted_run import counted_run
 from tests.factories import (
     AnswerFactory,
     CitationFactory,
@@ -392,3 +393,17 @@ def test_only_leads_draw_and_blind_reviewers_see_no_panel(client, team):
     assert client.get(panel("run_sample")).status_code == 403
     assert 'hx-get="/p/sampling/runs/r/sample/"' not in client.get(run.get_absolute_url()).content.decode()
     assert not SampleMember.objects.exists()
+
+
+@pytest.mark.django_db
+def test_sample_status_query_count(django_assert_num_queries):
+    """tests/counted_run.py's run, all three answers sampled: q02's claim 2 is disputed, so two
+    answers are fully labeled."""
+    world = counted_run()
+    with django_assert_num_queries(1):
+        assert sample_status(world.run) is None
+    sample_draw(run=world.run, answers=3, seed=7)
+    # The sample, its members, their claims with the human label.
+    with django_assert_num_queries(3):
+        status = sample_status(world.run)
+    assert (status.size, status.fully_labeled, status.seed) == (3, 2, 7)

@@ -11,7 +11,8 @@ from django.urls import reverse
 
 from labeling.models import AuditEvent, Claim, Label, ReviewerKind, SendBack
 from labeling.review import queue
-from labeling.team.send_backs import send_back_create, send_back_reply
+from labeling.team.send_backs import open_send_back_count, send_back_create, send_back_reply
+from tests.counted_run import counted_run
 from tests.factories import ReviewerFactory
 from tests.quality_data import label, quality_world
 
@@ -136,3 +137,13 @@ def test_lead_sends_back_from_the_agreement_and_adjudication_pages(client):
     assert SendBack.objects.get().reviewer == rev2
     client.force_login(rev1)
     assert client.get(agreement_url).content.decode().count("Send back to") == 0
+
+
+def test_open_send_back_count_is_one_query(django_assert_num_queries):
+    world = counted_run()
+    send_back_create(run=world.run, claim=world.claims["q01"][0], reviewer=world.rev1, lead=world.lead,
+                     comment="Read P1 again.")
+    with django_assert_num_queries(1):
+        assert open_send_back_count(run=world.run) == 1
+    with django_assert_num_queries(1):
+        assert open_send_back_count(run=world.run, reviewer=world.rev2) == 0

@@ -206,7 +206,9 @@ def resolved_claims_frame(run: Run, *, reviewer: str | None = None,
     ``Run.exclude_unqualified``, SPEC §4.4). A lead's
     current adjudication is the claim's label (``scoring.labels.apply_adjudications``);
     with ``reviewer`` (one reviewer's labels) adjudications are left out.
-    Three queries (+1 for the answers in claims_frame).
+    Four queries: :func:`claims_frame`'s two (claims, answers), the labels and the
+    adjudications (none with ``reviewer``); one more for the name of a promoted
+    judge not loaded with the run, and ``run_exclusion``'s when the run leaves labels out.
     """
     claims = claims_frame(run)
     labels = labels_frame(run)

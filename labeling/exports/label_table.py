@@ -156,9 +156,10 @@ def label_table_frame(run: Run, *, reviewer: str | None = None, with_passages: b
     ``question_id``, ``claim_index``. Text columns are object dtype, ""
     when empty; ``label``/``labeled_at`` are ``None`` when absent.
 
-    Queries: 3 (claims, answers, labels in resolved_claims_frame) + labels
-    with times + claim revisions + citations + judgments (+ passages and
-    sampled answers) = 7 or 9, whatever the number of claims; all as of one moment
+    Queries: 4 (claims, answers, labels, adjudications in resolved_claims_frame;
+    3 with ``reviewer``, which leaves adjudications out) + labels with times +
+    claim revisions + citations + judgments (+ passages and sampled answers) = 8
+    or 10 (7 or 9 with ``reviewer``), whatever the number of claims; all as of one moment
     (``labeling.db.consistent_read``), so a split or merge committed
     meanwhile is in every part or in none.
     """

@@ -26,7 +26,8 @@ def reference_labels(run: Run) -> pd.DataFrame:
     """The humans' label of each cited factual claim of ``run`` that has one: columns
     ``claim_id``, ``label`` (SUPPORTED/UNSUPPORTED), ``justification`` (the
     adjudication's reason, else the human justifications joined by " | ").
-    Four queries."""
+    Six queries: ``resolved_claims_frame``'s four, the adjudications' reasons
+    and the human justifications."""
     claims, _ = resolved_claims_frame(run, humans_only=True)
     # A claim marked not factual (SPEC §4.3b) is outside every count, the grade's too.
     resolved = claims[(claims["n_citations"] > 0) & claims["factual"] & claims["label"].isin(CATEGORIES)]
@@ -84,7 +85,9 @@ def judge_self_agreement(*, run: Run, judge: Reviewer, claims: pd.DataFrame | No
     """The judge's two latest finished judge runs on ``run`` that labeled claims,
     the later graded against the earlier on the claims both labeled (same
     figures as a grade: kappa with its interval, confusion, flips); ``None``
-    when the judge has not run twice. Three queries."""
+    when the judge has not run twice. Three queries (the passes, each pass's
+    labels), two more without ``claims`` (``claim_texts``); one with fewer than
+    two passes."""
     passes = list(JudgeRun.objects.filter(run=run, reviewer=judge, status=JudgeRunStatus.DONE)
                   .filter(Q(labels__isnull=False)).annotate(n=Count("labels")).filter(n__gt=0)
                   .order_by("-created_at", "-id")[:2])
@@ -108,7 +111,8 @@ class JudgeRow:
 
 def run_judges(*, run: Run) -> list[JudgeRow]:
     """The judges of ``run`` (reviewers of kind ``model`` with a current label on
-    it or a judge run), by name. Two queries."""
+    it or a judge run), by name. Two queries (judge runs, label counts), one more
+    when a judge has labels but no judge run (imported labels)."""
     latest: dict[int, JudgeRun] = {}
     for judge_run in JudgeRun.objects.filter(run=run).select_related("reviewer").order_by("created_at", "id"):
         latest[judge_run.reviewer_id] = judge_run

@@ -482,7 +482,7 @@ def first_claim_in_answer(*, run: Run, reviewer: Reviewer, answer: Answer, lease
     """The first claim of ``answer`` in the reviewer's queue, in queue order
     (``claims_in_queue_order``), or ``None``: a claim of the answer that comes
     before the walk (``priority_claim``) first, unless ``priority`` is off (the
-    caller asked already). Two queries. With ``lease``, the first one
+    caller asked already). Two queries (one without ``priority``). With ``lease``, the first one
     ``lease_take`` reserves for the reviewer."""
     if priority:
         first = priority_claim(run=run, reviewer=reviewer)

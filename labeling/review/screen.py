@@ -327,7 +327,8 @@ def claim_in_run(*, run: Run, claim_id: int) -> Claim | None:
 
 def review_context(*, answer: Answer, reviewer: Reviewer, claim_id: int | None = None,
                    lease: bool = False, with_gold: bool = False) -> ReviewContext:
-    """The review page of ``answer`` for ``reviewer`` (one prefetch chain, 3–7 queries).
+    """The review page of ``answer`` (with its run, project and question) for ``reviewer``
+    (one prefetch chain: 3 queries, more as listed below).
 
     Queries: claims (each marked when a lead sent the reviewer's label back,
     SPEC §4.4, and, with feedback on or ``with_gold`` (a lead's page), when it
@@ -335,11 +336,13 @@ def review_context(*, answer: Answer, reviewer: Reviewer, claim_id: int | None =
     reviewers, for the reviewer's current labels and the current claim's
     history); the current claim's send-back and gold label only when it has one
     (``ReviewContext.current_gold``: for ``with_gold``, or feedback once the
-    reviewer labeled it, SPEC §4.4); and the question's gold (ids, references, expected sources —
-    only the parts it has). On a run the reviewer labels blind the history
-    holds their own labels only. The current claim is ``claim_id`` when it is one
+    reviewer labeled it, SPEC §4.4), one query each; the question's gold (ids, references, expected sources —
+    only the parts it has, ``question_gold``); with citation judging on, two (the
+    reviewer's judged precision, the current claim's judgments). On a run the reviewer labels blind the history
+    holds their own labels only (its role is one more query when the run was not loaded
+    with it). The current claim is ``claim_id`` when it is one
     of the answer's claims; else the first claim of the answer in the reviewer's
-    queue, in the queue's order (``queue.first_claim_in_answer``, one query: the
+    queue, in the queue's order (``queue.first_claim_in_answer``, two queries: the
     order has one home), else the first claim. With ``lease`` that first claim of
     the queue is reserved for the reviewer (``queue.lease_take``: the page hands it
     to them to label), or the next one no other reviewer took meanwhile.

@@ -283,7 +283,7 @@ def _runs_claim_counts(*, reviewer: Reviewer, run: Run | None = None, project: P
     """Per run id, one ``ClaimCounts`` per answer with claims, for one run or every
     run of a project (sum them with ``total_counts``).
 
-    Three grouped queries, each without fan-out or with one small DISTINCT
+    Four grouped queries, each without fan-out or with one small DISTINCT
     (PostgreSQL sorts once per DISTINCT aggregate, so one query over claims ⋈
     citations ⋈ labels with eight of them is several times slower):
     claims (and those of unanswerable questions), citations (cited claims,
@@ -353,8 +353,8 @@ def run_rows(*, project: Project, reviewer: Reviewer) -> list[RunRow]:
     """Every run of ``project`` with its claim counts (totals and per answer) and the
     reviewer's progress.
 
-    Four or five queries whatever the number of runs: the runs with their
-    answer counts, and ``_runs_claim_counts`` grouped by answer.
+    Five or six queries whatever the number of runs: the runs with their
+    answer counts, and ``_runs_claim_counts``' four or five grouped by answer.
     """
     runs = list(Run.objects.filter(project=project).annotate(n_answers=Count("answers")).order_by("created_at", "name"))
     role = acting_role(reviewer, getattr(project, "my_role", None))
@@ -369,7 +369,7 @@ def run_rows(*, project: Project, reviewer: Reviewer) -> list[RunRow]:
 
 def run_answer_counts(*, run: Run, reviewer: Reviewer) -> list[ClaimCounts]:
     """Claim counts of each answer of one run that has claims (``ClaimCounts``; their
-    sum, ``total_counts``, is the run's). Three or four grouped queries
+    sum, ``total_counts``, is the run's). Four or five grouped queries
     (``_runs_claim_counts``); on a run ``reviewer`` labels blind, from their own labels only."""
     blind = frozenset({run.pk}) if blind_for_reviewer(run, reviewer) else frozenset()
     return _runs_claim_counts(reviewer=reviewer, run=run, blind_run_ids=blind,

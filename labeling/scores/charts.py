@@ -470,8 +470,9 @@ def _bound(value: float) -> str:
 
 
 def run_scatter(run: Run, *, metrics: ClaimMetrics | None = None) -> ScatterChart:
-    """The scatter of ``run``'s answers, from the resolved labels (4 queries), or
-    from ``metrics`` when the caller already scored the run (no query)."""
+    """The scatter of ``run``'s answers, from the resolved labels (5 queries:
+    ``resolved_claims_frame``'s four and the answers), or from ``metrics`` when
+    the caller already scored the run (no query)."""
     if metrics is None:
         claims, _ = resolved_claims_frame(run)
         answers = frames.answers_frame(run)

@@ -334,7 +334,8 @@ def target_reached(run: Run) -> bool | None:
     """Whether the support interval of ``run``'s sample is as narrow as its target
     (the queue's "target reached", SPEC §4.6), with the judge :func:`pick_judge`
     finds (the humans' alone when none can be picked); ``None`` without a target
-    or an interval. Five queries."""
+    or an interval. Seven queries (``pick_judge``'s one, ``run_estimates``' six), two
+    without a sample."""
     try:
         judge = pick_judge(run)
     except EstimateError:

@@ -200,7 +200,7 @@ def run_judgment_metrics(run: Run, claims: pd.DataFrame, citations: pd.DataFrame
 
 def run_judgments(run: Run, *, reviewer: str | None = None, rule: str = DEFAULT_RULE) -> JudgmentMetrics | None:
     """Citation precision of ``run`` from its judgments (SPEC §4.3b), or ``None`` when
-    no citation of the run is judged (one query then; else five more). ``reviewer``:
+    no citation of the run is judged (one query then; else six more). ``reviewer``:
     only that reviewer's judgments and labels count (blind labeling)."""
     if not CitationJudgment.objects.filter(citation__claim__answer__run=run, is_current=True).exists():
         return None

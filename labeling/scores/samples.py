@@ -7,7 +7,7 @@ the draw can be repeated and checked; a hand-picked subset never is one.
 
 Writes (:func:`sample_draw`, :func:`sample_target_set`) lock the run row,
 record an audit event (``sample``) and run in one transaction. Reads
-(:func:`sample_status`) count in two queries.
+(:func:`sample_status`) count in three queries.
 """
 
 from __future__ import annotations
@@ -199,7 +199,8 @@ def pending_answer_ids(claims: list[HumanClaim]) -> set[int]:
 
 def sample_status(run: Run) -> SampleStatus | None:
     """The run's sample with how many of its answers are fully labeled, or
-    ``None`` without a sample. Three queries."""
+    ``None`` without a sample. Three queries (the sample, its members, their
+    claims' human labels); one without a sample."""
     sample = sample_of(run)
     if sample is None:
         return None

@@ -57,7 +57,8 @@ def answer_review_url(*, project_slug: str, run_name: str, answer_id: Any) -> st
 
 
 def run_frames(run: Run) -> RunFrames:
-    """The frames ``scoring.compare`` takes for ``run`` (7 queries).
+    """The frames ``scoring.compare`` takes for ``run`` (8 queries: ``resolved_claims_frame``'s
+    four, citations, answers, judgments, gold ids).
 
     Claims carry the resolved label of ``labeling.exports.frames.resolved_claims_frame``;
     citations the id as cited, the passage's source and the fabricated flag;
@@ -175,11 +176,11 @@ def run_comparison(*, run_a: Run, run_b: Run, threshold: float = DEFAULT_THRESHO
     each delta with its paired interval at ``confidence`` (SPEC §4.5).
 
     ``threshold``: fuzzy claim alignment similarity in (0, 1] (see
-    ``scoring.compare``). 12 queries. Raises ValidationError when the runs are
-    the same run, belong to different projects, the threshold or the level is
-    out of range, and (code ``NO_SHARED_QUESTIONS``) when they answer no
-    question in common: there is nothing to compare, and empty tables would
-    read as "no change".
+    ``scoring.compare``). 16 queries (``run_frames`` of each run). Raises
+    ValidationError when the runs are the same run, belong to different
+    projects, the threshold or the level is out of range, and (code
+    ``NO_SHARED_QUESTIONS``) when they answer no question in common: there is
+    nothing to compare, and empty tables would read as "no change".
     """
     if run_a.pk == run_b.pk:
         raise ValidationError("Choose two different runs to compare.")

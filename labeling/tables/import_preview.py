@@ -166,10 +166,11 @@ def label_table_import_preview(
     (always for UNSUPPORTED; for SUPPORTED when the project requires it),
     plus the parser's own (unknown label, bad numbers …).
 
-    Queries: 2 (claims, current labels or adjudications), + 6 (current label
-    table) when the file has ``labeled_at``, + 1 for the role with
-    ``keep_reviewers``/``adjudicate`` (none when ``run`` carries ``my_role``, as from
-    ``run_for``, or for a superuser).
+    Queries: 2 (claims, current labels or adjudications), + 2 (citations,
+    judgments) when the file judges citations, + 1 when a row shows an
+    adjudication, + 8 (current label table) when the file has ``labeled_at``,
+    + 1 for the role with ``keep_reviewers``/``adjudicate`` (none when ``run``
+    carries ``my_role``, as from ``run_for``, or for a superuser).
     """
     if (keep_reviewers or adjudicate) and not may(role_in(user=reviewer, run=run), LEAD):
         raise ValidationError(f"{reviewer.username} does not lead project {run.project.slug}: only a lead may "
@@ -219,7 +220,8 @@ class _RunState:
 def _run_state(run: Run, reviewer: Reviewer, table_file: LabelTableFile, *, keep_reviewers: bool,
                adjudicate: bool) -> _RunState:
     """Read what ``table_file``'s rows are checked against (``_RunState``): 2 queries, + 2 when
-    the file judges citations, + 1 when a row shows an adjudication, + 6 with ``labeled_at``."""
+    the file judges citations, + 1 when a row shows an adjudication, + 8 with ``labeled_at``
+    (``label_table_frame`` without passages)."""
     claims: dict[int, tuple[str, int, str, int, int]] = {}
     sent: dict[int, int] = {}
     factual: dict[int, bool] = {}

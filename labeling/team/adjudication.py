@@ -96,8 +96,8 @@ class DisputeView:
 def dispute_view(*, run: Run, claim_id: int | None) -> DisputeView | None:
     """The disputed claim ``claim_id`` of ``run`` (or the first one when
     ``claim_id`` is None or not disputed), ``None`` when nothing is disputed.
-    Two queries: the claim with its current labels (+ reviewers) and its
-    citations (+ passages) prefetched — three with the prefetches."""
+    Three queries: the claim (+ answer, question), its current labels (+ reviewers)
+    and its citations (+ passages); four when ``claim_id`` is no disputed claim."""
     disputes = disputed_claims(run=run).prefetch_related(
         Prefetch("labels", queryset=Label.objects.filter(is_current=True).select_related("reviewer")
                  .order_by("reviewer__username"), to_attr="current_labels"),

@@ -97,7 +97,8 @@ def agreement_labels(run: Run) -> tuple[pd.DataFrame, dict[str, str]]:
 def run_agreement(*, run: Run) -> RunAgreement:
     """Every pair's agreement and the counted reviewers' figures of ``run``'s
     cited claims (:class:`RunAgreement`). Three queries (labels, their
-    reviewers, the run's assigned reviewers).
+    reviewers, the run's assigned reviewers), one more for the name of a
+    promoted judge not loaded with the run.
 
     Pairs include judges (kind ``model``), each graded against every other
     reviewer; alpha, AC1 and the disputed claims are the humans' alone (SPEC

@@ -57,7 +57,8 @@ def run_reviewers(*, run: Run) -> RunReviewers:
     Three queries whatever the size of the run: the cited claims with their
     human label counts (aggregated), the current human labels per reviewer
     (split by whether their claim is still open), and the project's members
-    with whether each is assigned. Rows: the assigned reviewers (or, with
+    with whether each is assigned (one more when someone who labeled is no
+    longer a member). Rows: the assigned reviewers (or, with
     nobody assigned, the leads and reviewers), then anyone else who labeled,
     by name.
     """

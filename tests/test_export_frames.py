@@ -1,0 +1,61 @@
+"""The frames of one run (``labeling.exports.frames``) read in the number of queries
+their docstrings state, whatever the size of the run, on tests/counted_run.py's run:
+three answers, nine claims (six cited), 18 current labels (rev1, rev2, the judge on
+each cited claim), one citation judgment, one adjudication."""
+
+from __future__ import annotations
+
+import pytest
+
+from labeling.exports import frames
+from tests.counted_run import counted_run
+
+pytestmark = pytest.mark.django_db
+
+
+def test_each_frame_is_one_query(django_assert_num_queries):
+    world = counted_run()
+    run = world.run
+    with django_assert_num_queries(1):
+        answers = frames.answers_frame(run)
+    assert answers[["question_id", "answerable", "has_gold", "cited"]].values.tolist() == [
+        ["q01", None, False, 2], ["q02", None, False, 2], ["q03", False, True, 2]]
+    with django_assert_num_queries(1):
+        assert len(frames.labels_frame(run)) == 18
+    with django_assert_num_queries(1):
+        citations = frames.citations_frame(run)
+    assert (len(citations), citations["fabricated"].sum()) == (6, 1)
+    with django_assert_num_queries(1):
+        assert frames.judgments_frame(run)["judgment"].tolist() == ["FULL"]
+    with django_assert_num_queries(1):
+        judged = frames.resolved_judgments_frame(run, citations)
+    assert (len(judged), judged["judgment"].notna().sum()) == (6, 1)
+
+
+def test_claims_frame_reads_the_answers_for_abstention(django_assert_num_queries):
+    """q03's question is unanswerable, but its answer cites: no abstention."""
+    world = counted_run()
+    # The claims, then answers_frame for the abstaining answers.
+    with django_assert_num_queries(2):
+        claims = frames.claims_frame(world.run)
+    assert (len(claims), int((claims["n_citations"] > 0).sum()), int(claims["abstention"].sum())) == (9, 6, 0)
+
+
+def test_resolved_claims_frame_query_count(django_assert_num_queries):
+    """One disagreement left: q02's claim 2 (q02's claim 1 is adjudicated UNSUPPORTED)."""
+    world = counted_run()
+    # claims_frame's two (claims, answers), the labels, the adjudications.
+    with django_assert_num_queries(4):
+        claims, disagreements = frames.resolved_claims_frame(world.run)
+    assert disagreements == 1
+    assert claims["label"].tolist() == ["SUPPORTED", "SUPPORTED", "UNCITED", "UNSUPPORTED", None, "UNCITED",
+                                        "SUPPORTED", "SUPPORTED", "UNCITED"]
+    # One reviewer's labels: no adjudications.
+    with django_assert_num_queries(3):
+        frames.resolved_claims_frame(world.run, reviewer="rev2")
+    # A promoted judge not loaded with the run: its name is one more.
+    world.run.promoted_judge = world.judge
+    world.run.save()
+    world.run.refresh_from_db()
+    with django_assert_num_queries(5):
+        frames.resolved_claims_frame(world.run)
