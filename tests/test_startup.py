@@ -38,7 +38,8 @@ from labeling.management.commands.import_answers import Command
 Command().check(tags=Command.requires_system_checks)
 names = [check.__name__ for check in checks.registry.registry.get_checks()
          if set(check.tags) & set(Command.requires_system_checks)]
-print(json.dumps({"urlconf": "labeling.urls" in sys.modules, "checks": names}))
+print(json.dumps({"urlconf": "labeling.urls" in sys.modules, "checks": names,
+                  "loaded": sorted({m.split(".")[0] for m in sys.modules})}))
 """
 
 
@@ -58,13 +59,24 @@ def test_settings_urlconf_and_commands_import_no_heavy_library():
     assert sorted(set(HEAVY) & set(result["loaded"])) == []
 
 
-def test_a_data_command_checks_everything_but_the_urlconf():
+def test_a_data_command_checks_everything_but_the_pages():
     """import_answers runs the project's own check (storage backend) and the
-    models' checks, and leaves the URLconf, every view with it, unimported."""
+    models' and database's checks, and leaves the URLconf, every view with it,
+    unimported; the admin's and the template engines' checks are for pages."""
     result = _run(DATA_COMMAND)
 
     assert result["urlconf"] is False
-    assert {"storage_backend_installed", "check_all_models"} <= set(result["checks"])
+    assert {"storage_backend_installed", "check_all_models", "check_database_backends"} <= set(result["checks"])
+    assert {"check_dependencies", "check_admin_app", "check_setting_app_dirs_loaders"} & set(result["checks"]) == set()
+
+
+def test_a_data_command_leaves_the_http_api_unimported():
+    """django-ninja and pydantic are ~0.1 s of start-up: only the URLconf
+    (the API's routes) imports them, never a command's set-up."""
+    result = _run(DATA_COMMAND)
+
+    assert {"ninja", "pydantic", "pydantic_core"} & set(result["loaded"]) == set()
+    assert "django_q" in result["loaded"]
 
 
 def test_the_lazy_stand_in_imports_on_first_read_and_keeps_what_it_read():

@@ -25,10 +25,12 @@ from django.core.cache import cache
 from django.core.exceptions import PermissionDenied, RequestDataTooBig
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
 from django.views.decorators.http import require_GET
 from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, HttpError
 from ninja.errors import ValidationError as NinjaValidationError
+from ninja.openapi.docs import Swagger
 from ninja.security import HttpBearer
 from ninja.throttling import BaseThrottle
 
@@ -100,9 +102,22 @@ class CitelabAPI(NinjaAPI):
         return operation.view_func.__name__
 
 
+class AppSwagger(Swagger):
+    """Swagger UI from ninja's own template and files, served by the app
+    (settings.NINJA_DIR): ninja renders its CDN page unless it is an installed
+    app, and Citelab keeps it out of ``INSTALLED_APPS`` for start-up time."""
+
+    def render_page(self, request: HttpRequest, api: NinjaAPI, **kwargs: Any) -> HttpResponse:
+        self.settings["url"] = self.get_openapi_url(api, kwargs)
+        # add_csrf off: the API authenticates by bearer token, never by the session cookie.
+        return render(request, self.template, {"swagger_settings": json.dumps(self.settings, indent=1), "api": api,
+                                               "add_csrf": False})
+
+
 api = CitelabAPI(
     title="Citelab API", version="1", description=DESCRIPTION, urls_namespace="api",
-    auth=BearerToken(), throttle=[TokenRateThrottle()], docs_url="/docs", openapi_url="/openapi.json",
+    auth=BearerToken(), throttle=[TokenRateThrottle()], docs=AppSwagger(), docs_url="/docs",
+    openapi_url="/openapi.json",
     # The schema and its docs page are public and read-only.
     docs_decorator=require_GET,
 )

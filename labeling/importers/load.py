@@ -462,7 +462,8 @@ class _Writer:
 
         citations: list[tuple] = []
         labels: list[tuple] = []
-        now = timezone.now()
+        # The import's time, prepared for the database once: most labels of a file carry no labeled_at.
+        now = _created_at_cell(timezone.now())
         # (index into citations, reviewer id, judgment, evidence): written once the citations have ids.
         judged: list[tuple[int, int, str, str]] = []
         fabricated = 0
@@ -488,7 +489,8 @@ class _Writer:
                 for given in claim_record.labels:
                     # A new claim is at revision 1 (Claim.revision's default).
                     labels.append((claim_id, self.reviewer(given.reviewer or self.default_reviewer).pk,
-                                   given.label, given.justification, 1, _labeled_at(given.labeled_at, now)))
+                                   given.label, given.justification, 1,
+                                   now if given.labeled_at is None else _created_at_cell(given.labeled_at)))
         citation_ids = allocate_ids(Citation, len(citations)) if judged else None
         insert_rows(Citation, ["claim_id", "passage_id", "position", "cited_id", "span", "fabricated"], citations,
                     ids=citation_ids)
@@ -562,11 +564,11 @@ class _Writer:
         self.report.labels_created += len(created)
 
 
-def _labeled_at(moment: datetime | None, now: datetime) -> Any:
+def _created_at_cell(moment: datetime) -> Any:
     """A label's ``created_at`` as ``insert_rows`` writes it: the file's
     ``labeled_at`` (so exports and newer-label checks see when it was given),
     else the import's time."""
-    return Label._meta.get_field("created_at").get_db_prep_save(moment or now, connection)
+    return Label._meta.get_field("created_at").get_db_prep_save(moment, connection)
 
 
 def project_for_import(*, slug: str | None, name: str | None = None) -> Project:
