@@ -31,6 +31,7 @@ from django.db.models import Count
 from django.utils import timezone
 
 from labeling.audit import audit_record
+from labeling.db import analyze_after_bulk_write
 from labeling.importers.answers import AnswersSource, RecordResults, answer_records
 from labeling.importers.answers_jsonl import canonical_passage_id
 from labeling.importers.bulk import allocate_ids, insert_rows
@@ -188,6 +189,9 @@ def records_import(
                                  **({"reviewer": default_reviewer}
                                     if default_reviewer != DEFAULT_IMPORT_REVIEWER else {})})
             claims_changed(run=run)
+    analyze_after_bulk_write((Question, Answer, Passage, Claim, Citation, Label, CitationJudgment), rows=(
+        report.questions_created + report.answers_created + report.claims_created + report.citations_created
+        + report.labels_created + report.judgments_created))
     return report, writer.runs
 
 

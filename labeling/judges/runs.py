@@ -23,7 +23,7 @@ from django.db.models import Count, Exists, F, OuterRef, Q
 from django.utils import timezone
 
 from labeling.audit import audit_record
-from labeling.db import lock_claims
+from labeling.db import analyze_after_bulk_write, lock_claims
 from labeling.importers.verdicts import VerdictRecord
 from labeling.judges.protocol import (
     ClaimToJudge,
@@ -494,6 +494,7 @@ def verdicts_import(*, run: Run, reviewer_name: str, records: list[VerdictRecord
                   claim_revision=revision, judge_run=judge_run, supersedes_id=current.get(pk, (None,))[0])
             for pk, (record, revision) in changes.items()
         ], batch_size=1000)
+        analyze_after_bulk_write((Label,), rows=len(changes))
         audit_record(action=AuditAction.IMPORT_LABELS, actor=started_by, run=run,
                      target=str((details or {}).get("file") or "verdicts"),
                      detail={"judge": reviewer.username, "judge_run": judge_run.pk, "model": model,

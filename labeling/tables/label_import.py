@@ -12,7 +12,7 @@ from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 
 from labeling.audit import audit_record
-from labeling.db import lock_claims
+from labeling.db import analyze_after_bulk_write, lock_claims
 from labeling.importers.label_table import LabelTableFile
 from labeling.importers.records import ImportIssue
 from labeling.models import (
@@ -119,6 +119,8 @@ def label_table_import_apply(
                 for change in preview.changes
             ], batch_size=_BATCH)
             _apply_judgments(reviewer, preview)
+            analyze_after_bulk_write((Label, CitationJudgment),
+                                     rows=len(preview.changes) + len(preview.judgment_changes))
     except IntegrityError:
         raise ValidationError("labels of this run changed while the import was applied; preview it again") from None
     return preview
