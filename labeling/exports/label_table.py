@@ -156,10 +156,10 @@ def label_table_frame(run: Run, *, reviewer: str | None = None, with_passages: b
     ``question_id``, ``claim_index``. Text columns are object dtype, ""
     when empty; ``label``/``labeled_at`` are ``None`` when absent.
 
-    Queries: 4 (claims, answers, labels, adjudications in resolved_claims_frame;
-    3 with ``reviewer``, which leaves adjudications out) + labels with times +
-    claim revisions + citations + judgments (+ passages and sampled answers) = 8
-    or 10 (7 or 9 with ``reviewer``), whatever the number of claims; all as of one moment
+    Queries: the labels, read once + 3 (claims, answers, adjudications in
+    resolved_claims_frame; 2 with ``reviewer``, which leaves adjudications out) +
+    claim revisions + citations + judgments (+ passages and sampled answers) = 7
+    or 9 (6 or 8 with ``reviewer``), whatever the number of claims; all as of one moment
     (``labeling.db.consistent_read``), so a split or merge committed
     meanwhile is in every part or in none.
     """
@@ -168,8 +168,8 @@ def label_table_frame(run: Run, *, reviewer: str | None = None, with_passages: b
 
 
 def _label_table_frame(run: Run, *, reviewer: str | None, with_passages: bool) -> pd.DataFrame:
-    claims, _disagreements = frames.resolved_claims_frame(run, reviewer=reviewer)
     labels = frames.labels_frame(run)
+    claims, _disagreements = frames.resolved_claims_frame(run, reviewer=reviewer, labels=labels)
     revisions = dict(Claim.objects.filter(answer__run=run).values_list("id", "revision"))
     cited: dict[int, list[tuple[str, str, bool, int | None]]] = defaultdict(list)
     for claim_id, cited_id, span, fabricated, passage_pk in (
