@@ -40,6 +40,24 @@ def claims_changed(*, run: Run | int) -> None:
     Run.objects.filter(pk=getattr(run, "pk", run)).update(claims_version=F("claims_version") + 1)
 
 
+def labels_changed(*, run: Run | int) -> None:
+    """Say that something ``run``'s figures read changed (``Run.labels_version``):
+    call it inside the transaction of every write of labels, citation
+    judgments, adjudications, factual marks, gold checks, send-backs, samples
+    or a claim's text; ``tests/test_figure_cache.py`` walks every such writer
+    and fails on one that forgets. One UPDATE, which makes every figure cached
+    for the run's previous state unreachable (``labeling.scores.figure_cache``).
+    ``run`` is a Run or its id."""
+    Run.objects.filter(pk=getattr(run, "pk", run)).update(labels_version=F("labels_version") + 1)
+
+
+def project_labels_changed(*, project: Project | int) -> None:
+    """:func:`labels_changed` for every run of ``project``: for writes whose
+    effect is project-wide (memberships and roles, a question's gold or
+    answerability, shared by every run that answers it). One UPDATE."""
+    Run.objects.filter(project_id=getattr(project, "pk", project)).update(labels_version=F("labels_version") + 1)
+
+
 def run_name_clean(name: str, *, project: Project, run: Run | None = None) -> str:
     """``name`` in normal form, if it can name a run of ``project``; else ValidationError.
 

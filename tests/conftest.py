@@ -115,3 +115,14 @@ def judging_run(db, tmp_path):
     project = project_for_import(slug="judging")
     run_import(project=project, source=judging_answers(tmp_path / "answers.jsonl"))
     return Run.objects.get(project=project, name="judged")
+
+
+@pytest.fixture(autouse=True)
+def _empty_figure_cache():
+    """Each test starts with an empty cache: ids come back after a rollback
+    (SQLite), so a run of one test could meet the figures cached for another's
+    (``labeling.scores.figure_cache``); the API's rate-limit counts live there too."""
+    from django.core.cache import cache
+
+    cache.clear()
+    yield

@@ -54,7 +54,7 @@ from labeling.models import (
     Run,
 )
 from labeling.names import clean, validate_project_slug, validate_reviewer_name, validate_run_name
-from labeling.runs import claims_changed
+from labeling.runs import claims_changed, project_labels_changed
 from scoring.labels import label_problem
 from scoring.normalize import normalize_source
 
@@ -189,6 +189,8 @@ def records_import(
                                  **({"reviewer": default_reviewer}
                                     if default_reviewer != DEFAULT_IMPORT_REVIEWER else {})})
             claims_changed(run=run)
+        # Every run of the project: a question's gold and answerability are shared by the runs answering it.
+        project_labels_changed(project=project)
     analyze_after_bulk_write((Question, Answer, Passage, Claim, Citation, Label, CitationJudgment), rows=(
         report.questions_created + report.answers_created + report.claims_created + report.citations_created
         + report.labels_created + report.judgments_created))

@@ -50,6 +50,7 @@ from labeling.models import (
     Run,
 )
 from labeling.names import normalize_name, validate_reviewer_name
+from labeling.runs import labels_changed
 from scoring.labels import label_problem
 from scoring.normalize import normalize_text
 
@@ -217,6 +218,8 @@ def _write_verdicts(judge_run: JudgeRun, claims: list[Claim], reply: ParsedReply
         for label in new:
             label.supersedes_id = previous.get(label.claim_id)
         Label.objects.bulk_create(new)
+        if new:
+            labels_changed(run=judge_run.run_id)
         counts["labeled"] = len(new)
     return counts
 
@@ -495,6 +498,7 @@ def verdicts_import(*, run: Run, reviewer_name: str, records: list[VerdictRecord
             for pk, (record, revision) in changes.items()
         ], batch_size=1000)
         analyze_after_bulk_write((Label,), rows=len(changes))
+        labels_changed(run=run)
         audit_record(action=AuditAction.IMPORT_LABELS, actor=started_by, run=run,
                      target=str((details or {}).get("file") or "verdicts"),
                      detail={"judge": reviewer.username, "judge_run": judge_run.pk, "model": model,

@@ -183,6 +183,12 @@ class Run(models.Model):
     claims_version = models.PositiveIntegerField(default=0, editable=False)
     cited_claims = models.PositiveIntegerField(null=True, blank=True, editable=False)
     cited_claims_version = models.PositiveIntegerField(null=True, blank=True, editable=False)
+    # The run's label state (SPEC §7): goes up in the transaction of every write that can
+    # change a figure of the run — labels, citation judgments, adjudications, factual marks,
+    # gold checks, send-backs, samples, memberships, a claim's text (``runs.labels_changed``).
+    # With ``claims_version`` and the run's own fields it keys the figures computed once per
+    # state (``labeling.scores.figure_cache``); never trusted as a count.
+    labels_version = models.PositiveIntegerField(default=0, editable=False)
     # Reviewer quality (SPEC §4.4, ``labeling.team.quality``): the share of each assigned
     # reviewer's work the queue gives to hidden gold checks (0–1, default 5 %);
     # feedback shows a reviewer the gold label and reason once they labeled a gold

@@ -23,7 +23,7 @@ from labeling.audit import audit_record, claim_target
 from labeling.limits import MAX_JUSTIFICATION_CHARS
 from labeling.models import AuditAction, Citation, CitationJudgment, Claim, Label, Reviewer
 from labeling.review.label_writes import LabelConflict, claim_gone, label_save
-from labeling.runs import claims_changed
+from labeling.runs import claims_changed, labels_changed
 from scoring.judgments import FULL, JUDGMENTS, PARTIAL, check_judgment, proposed_label
 
 
@@ -141,6 +141,7 @@ def claim_judge(
                 claim_revision=locked.revision, is_current=True, is_stale=False))
             changed[citation.cited_id] = given[citation.pk]
         if changed:
+            labels_changed(run=run)
             audit_record(action=AuditAction.JUDGE, actor=reviewer, run=run, target=claim_target(locked),
                          claim_id=locked.pk, detail={"judgments": changed, "proposed": proposal,
                                                      "label": label.value})

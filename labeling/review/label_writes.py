@@ -31,6 +31,7 @@ from labeling.models import (
     Reviewer,
     SendBack,
 )
+from labeling.runs import labels_changed
 from scoring.labels import label_problem
 
 
@@ -179,6 +180,8 @@ def label_save(
                          target=claim_target(claim, index=index), claim_id=claim.pk,
                          detail={"resolution": Resolution.RELABEL.value, "value": value,
                                  "previous": current.value if current is not None else None})
+        # Last, so the run row stays locked for as little of the save as possible.
+        labels_changed(run=claim.answer.run_id)
         return label
 
 
@@ -211,6 +214,7 @@ def label_undo(*, claim: Claim, reviewer: Reviewer) -> Label | None:
         )
         current.is_current = False
         current.save(update_fields=["is_current"])
+        labels_changed(run=locked.answer.run_id)
         audit_record(action=AuditAction.UNDO, actor=reviewer, run=locked.answer.run, target=claim_target(locked),
                      claim_id=locked.pk,
                      detail={"undone": current.value, "restored": previous.value if previous is not None else None})
@@ -238,4 +242,5 @@ def mark_labels_stale(claim: Claim) -> int:
     SendBack.objects.filter(claim=claim, resolved_at__isnull=True).update(
         resolved_at=timezone.now(), resolution=Resolution.CLAIM_CHANGED)
     CitationJudgment.objects.filter(citation__claim=claim, is_stale=False).update(is_current=False, is_stale=True)
+    labels_changed(run=claim.answer.run_id)
     return Label.objects.filter(claim=claim, is_stale=False).update(is_current=False, is_stale=True)

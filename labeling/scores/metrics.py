@@ -21,6 +21,7 @@ from labeling.exports import frames
 from labeling.exports.frames import resolved_claims_frame
 from labeling.models import Answer, CitationJudgment, Project, Run
 from labeling.models.counted import Exclusion, run_exclusion
+from labeling.scores.figure_cache import cached_figure, run_state_of
 from scoring.citation_ids import (
     AbstentionMetrics,
     CitationIdMetrics,
@@ -213,25 +214,34 @@ def project_summary(project: Project, *, reviewer: str | None = None, rule: str 
                     confidence: float = DEFAULT_CONFIDENCE) -> list[RunSummary]:
     """Every run of ``project`` (creation order) with its pooled figures (``scoring.summary``)
     and their intervals at ``confidence`` (SPEC §4.5): the one row per run of the project
-    summary page and ``score --all-runs``. About ten queries per run (``run_scores`` without
-    gold). ``reviewer``: only that reviewer's labels count; on the runs of ``own_labels_runs``
+    summary page and ``score --all-runs``. Each row is computed once per label state of its
+    run (``labeling.scores.figure_cache``): one query for the runs, then about ten a run
+    whose state changed since its row was last computed (``run_scores`` without gold).
+    ``reviewer``: only that reviewer's labels count; on the runs of ``own_labels_runs``
     (a blind reviewer's) only ``me``'s do. Raises ValueError for an unknown rule or level."""
+    check_confidence(confidence)
     rows = []
     for run in Run.objects.filter(project=project).select_related("project").order_by("created_at", "name"):
         counted = me if run.pk in own_labels_runs else reviewer
-        scores = run_scores(run, reviewer=counted, citation_precision_rule=rule, with_gold=False,
-                            confidence=confidence)
-        c = scores.claims
-        judged = scores.judgments
-        intervals = scores.intervals()
-        intervals["citation_precision"] = intervals.get("judged_precision")
-        rows.append(RunSummary(
-            run=run.name, answers=c.answers, claims=c.claims, pending=c.pending, coverage=c.coverage,
-            support=c.support, supported_rate=c.supported_rate,
-            citation_precision=judged.precision if judged is not None else Ratio(0, 0), gap=c.gap,
-            intervals={name: intervals[name] for name in (*RATIO_COLUMNS, "gap") if intervals.get(name)},
-        ))
+        rows.append(cached_figure(
+            "summary_row", run, lambda run=run, counted=counted: _summary_row(run, counted, rule, confidence),
+            parts=(counted, rule, confidence), state=run_state_of(run)))
     return rows
+
+
+def _summary_row(run: Run, counted: str | None, rule: str, confidence: float) -> RunSummary:
+    scores = run_scores(run, reviewer=counted, citation_precision_rule=rule, with_gold=False,
+                        confidence=confidence)
+    c = scores.claims
+    judged = scores.judgments
+    intervals = scores.intervals()
+    intervals["citation_precision"] = intervals.get("judged_precision")
+    return RunSummary(
+        run=run.name, answers=c.answers, claims=c.claims, pending=c.pending, coverage=c.coverage,
+        support=c.support, supported_rate=c.supported_rate,
+        citation_precision=judged.precision if judged is not None else Ratio(0, 0), gap=c.gap,
+        intervals={name: intervals[name] for name in (*RATIO_COLUMNS, "gap") if intervals.get(name)},
+    )
 
 
 def run_has_gold(run: Run) -> bool:

@@ -33,6 +33,7 @@ from labeling.models import (
     SampleMember,
 )
 from labeling.models.counted import counted_q, counted_values
+from labeling.runs import labels_changed
 from scoring.lazy import np  # loaded on first use: keeps start-up fast (SPEC §7)
 
 # Seeds Citelab picks: small enough to type back (``--seed``) and to fit every integer column.
@@ -100,6 +101,7 @@ def sample_draw(*, run: Run, answers: int, seed: int | None = None, actor: Revie
         SampleMember.objects.bulk_create([SampleMember(sample=sample, answer_id=pk, position=last + i)
                                           for i, pk in enumerate(fresh, start=1)])
         verb = "drew" if not members else "grew"
+        labels_changed(run=run)
         audit_record(action=AuditAction.SAMPLE, actor=actor, run=run, target=f"sample of {answers} answers",
                      detail={"event": verb, "seed": sample.seed, "answers": answers, "added": len(fresh)})
     return DrawResult(sample, answers, len(fresh))
@@ -122,6 +124,7 @@ def sample_target_set(*, run: Run, half_width: float | None, actor: Reviewer | N
         before = sample.target_half_width
         sample.target_half_width = half_width
         sample.save(update_fields=["target_half_width"])
+        labels_changed(run=run)
         audit_record(action=AuditAction.SAMPLE, actor=actor, run=run,
                      target=f"target ±{half_width:g}" if half_width is not None else "no target",
                      detail={"event": "target", "target_half_width": half_width, "previous": before})

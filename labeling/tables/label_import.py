@@ -25,7 +25,7 @@ from labeling.models import (
     ReviewerKind,
     Run,
 )
-from labeling.runs import claims_changed
+from labeling.runs import claims_changed, labels_changed
 from labeling.tables.import_preview import LabelChange, LabelImportPreview, label_table_import_preview
 
 NEWER_LABELS = "newer_labels"  # ValidationError code of label_table_import_apply
@@ -101,6 +101,7 @@ def label_table_import_apply(
             _audit_import(run=run, reviewer=reviewer, preview=preview, source_name=source_name,
                           mode="adjudicate" if adjudicate else "keep_reviewers" if keep_reviewers else "own",
                           command_line=command_line)
+            labels_changed(run=run)
             if adjudicate:
                 _apply_adjudications(reviewer, preview.changes)
                 return preview

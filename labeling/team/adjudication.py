@@ -20,6 +20,7 @@ from labeling.limits import MAX_JUSTIFICATION_CHARS
 from labeling.models import Adjudication, AuditAction, Citation, Claim, Label, LabelValue, Reviewer, Run
 from labeling.models.counted import disputed_q, run_counted_q
 from labeling.review.highlight import Segment, passage_segments
+from labeling.runs import labels_changed
 
 DISPUTES_LISTED = 100
 
@@ -63,6 +64,7 @@ def adjudication_save(*, claim: Claim, lead: Reviewer, value: str, reason: str) 
                                               claim_revision=revision)
         audit_record(action=AuditAction.ADJUDICATE, actor=lead, run=claim.answer.run, target=claim_target(claim),
                      claim_id=claim.pk, detail={"value": value, "reason": reason[:300]})
+        labels_changed(run=claim.answer.run_id)
         return verdict
 
 

@@ -13,6 +13,7 @@ from django.db import transaction
 
 from labeling.models import Assignment, Membership, Project, Reviewer, ReviewerKind, Role, Run
 from labeling.permissions import LABEL, LEAD, may, roles_that_may
+from labeling.runs import labels_changed, project_labels_changed
 
 
 def role_checked(role: str) -> str:
@@ -47,6 +48,8 @@ def membership_set(*, project: Project, reviewer: Reviewer, role: str) -> Member
     with transaction.atomic():
         membership = (Membership.objects.select_for_update().select_related("reviewer")
                       .filter(project=project, reviewer=reviewer).first())
+        # Who is a member decides which runs' reviewers are counted and shown (SPEC §4.4).
+        project_labels_changed(project=project)
         if membership is None:
             return Membership.objects.create(project=project, reviewer=reviewer, role=role)
         if membership.role != role:
@@ -69,6 +72,7 @@ def membership_remove(*, project: Project, reviewer: Reviewer) -> None:
                                   code="not_member")
         _keep_a_lead(project, membership)
         membership.delete()
+        project_labels_changed(project=project)
 
 
 def project_settings_set(*, project: Project, judge_citations: bool,
@@ -83,6 +87,7 @@ def project_settings_set(*, project: Project, judge_citations: bool,
         Project.objects.filter(pk=project.pk).update(
             judge_citations=bool(judge_citations),
             require_justification_for_supported=bool(require_justification_for_supported))
+        project_labels_changed(project=project)
     project.judge_citations = bool(judge_citations)
     project.require_justification_for_supported = bool(require_justification_for_supported)
     return project
@@ -119,4 +124,6 @@ def run_assign(*, run: Run, reviewers: list[Reviewer]) -> list[Reviewer]:
     with transaction.atomic():
         Assignment.objects.filter(run=run).exclude(reviewer__in=reviewers).delete()
         Assignment.objects.bulk_create([Assignment(run=run, reviewer=r) for r in reviewers], ignore_conflicts=True)
+        # The assigned reviewers are the counted ones of the run's agreement (SPEC §4.4).
+        labels_changed(run=run)
     return reviewers

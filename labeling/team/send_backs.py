@@ -18,6 +18,7 @@ from django.utils import timezone
 from labeling.audit import audit_record, claim_target
 from labeling.limits import MAX_JUSTIFICATION_CHARS
 from labeling.models import AuditAction, Claim, Label, Resolution, Reviewer, ReviewerKind, Run, SendBack
+from labeling.runs import labels_changed
 
 
 def _text(value: str, what: str) -> str:
@@ -63,6 +64,7 @@ def send_back_create(*, run: Run, claim: Claim, reviewer: Reviewer, lead: Review
         audit_record(action=AuditAction.SEND_BACK, actor=lead, run=run, target=claim_target(claim, index=locked),
                      claim_id=claim.pk, detail={"reviewer": reviewer.username, "label": label.value,
                                                 "comment": comment[:300]})
+        labels_changed(run=run)
         return sent
 
 
@@ -83,6 +85,7 @@ def send_back_reply(*, claim: Claim, reviewer: Reviewer, reply: str) -> SendBack
                                   "resolved meanwhile).", code="not_open")
         sent.resolved_at, sent.resolution, sent.reply = timezone.now(), Resolution.REPLY, reply
         sent.save(update_fields=["resolved_at", "resolution", "reply"])
+        labels_changed(run=sent.run_id)
         audit_record(action=AuditAction.REWORK, actor=reviewer, run=sent.run, target=claim_target(claim),
                      claim_id=claim.pk, detail={"resolution": Resolution.REPLY.value, "reply": reply[:300]})
         return sent

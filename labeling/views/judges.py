@@ -27,6 +27,7 @@ from labeling.judges.runs import (
 from labeling.models import Answer, Claim, JudgeRun, Reviewer, ReviewerKind
 from labeling.names import normalize_name
 from labeling.permissions import ALL_LABELS, LEAD
+from labeling.scores.figure_cache import cached_figure
 from labeling.team.agreement import verdict
 from labeling.views.htmx import HtmxHttpRequest, page_or_partial
 from labeling.views.projects import run_for
@@ -71,9 +72,14 @@ def judge_grade_page(request: HttpRequest, project_slug: str, run_name: str, jud
     # The judge's labels beside the humans': not for a reviewer who labels the run blind.
     run = run_for(request, project_slug, run_name, ALL_LABELS)
     judge = _judge_for(judge_name)
-    claims = judge_grades.claim_texts(run)
-    grade = judge_grades.run_judge_grade(run=run, judge=judge, claims=claims)
-    self_agreement = judge_grades.judge_self_agreement(run=run, judge=judge, claims=claims)
+
+    def grades() -> tuple:
+        claims = judge_grades.claim_texts(run)
+        return (judge_grades.run_judge_grade(run=run, judge=judge, claims=claims),
+                judge_grades.judge_self_agreement(run=run, judge=judge, claims=claims))
+
+    # Computed once per label state of the run (SPEC §7).
+    grade, self_agreement = cached_figure("judge_grade", run, grades, parts=(judge.pk, judge.username, judge.kind))
     page = Paginator(grade.to_dict()["disagreements"], DISAGREEMENTS_PER_PAGE).get_page(request.GET.get("page"))
     answer_ids = dict(Claim.objects.filter(pk__in=[row["claim_id"] for row in page.object_list])
                       .values_list("pk", "answer_id"))

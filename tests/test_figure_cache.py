@@ -1,0 +1,247 @@
+"""Figures computed once per label state (``labeling.scores.figure_cache``,
+SPEC §7): a hit serves what a recompute gives, and after every write a figure
+reads, the figure served is the fresh one, never the cached one of the state
+before. The walk goes through every writer, in one world, in an order where
+each write changes something (tests/counted_run.py's run)."""
+
+from __future__ import annotations
+
+import ast
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from django.test import Client
+from django.urls import reverse
+
+from labeling.importers.label_table import read_label_table
+from labeling.importers.load import run_import
+from labeling.importers.verdicts import VerdictRecord
+from labeling.judges.protocol import JudgeEndpoint
+from labeling.judges.runs import (
+    judge_run_create,
+    judge_run_execute,
+    run_judge_promote,
+    run_queue_judge_set,
+    verdicts_import,
+)
+from labeling.models import Claim, Label, Question, Reviewer, Role, Run
+from labeling.review.citation_judgments import claim_judge, claim_set_factual
+from labeling.review.claim_edits import claim_edit, claim_merge, claim_split
+from labeling.review.label_writes import label_save, label_undo
+from labeling.runs import run_rename
+from labeling.scores import metrics
+from labeling.scores.figure_cache import figure_key
+from labeling.scores.samples import sample_draw, sample_target_set
+from labeling.tables.label_import import label_table_import_apply
+from labeling.team.adjudication import adjudication_save
+from labeling.team.gold_claims import GoldRow, gold_import, gold_mark, gold_unmark, quality_settings_set
+from labeling.team.memberships import (
+    membership_remove,
+    membership_set,
+    project_settings_set,
+    run_assign,
+    run_settings_set,
+)
+from labeling.team.send_backs import send_back_create, send_back_reply
+from tests.counted_run import CountedRun, counted_run
+from tests.factories import ReviewerFactory
+from tests.judge_server import JudgeServer
+from tests.label_table_files import csv_bytes
+
+LABELING = Path(__file__).resolve().parents[1] / "labeling"
+
+
+def _fresh(w: CountedRun) -> list:
+    """The summary rows computed now, without the cache."""
+    return [metrics._summary_row(run, None, metrics.DEFAULT_RULE, metrics.DEFAULT_CONFIDENCE)
+            for run in Run.objects.filter(project=w.project).select_related("project").order_by("created_at", "name")]
+
+
+def _claim(w: CountedRun, qid: str, k: int) -> Claim:
+    return Claim.objects.select_related("answer__run__project").get(pk=w.claims[qid][k].pk)
+
+
+def _current(reviewer: Reviewer, claim: Claim) -> int | None:
+    return Label.objects.filter(claim=claim, reviewer=reviewer, is_current=True).values_list("pk", flat=True).first()
+
+
+def _save(w: CountedRun, reviewer: Reviewer, qid: str, k: int, value: str, why: str = "") -> None:
+    claim = _claim(w, qid, k)
+    label_save(claim=claim, reviewer=reviewer, value=value, justification=why, base_revision=claim.revision,
+               base_label_id=_current(reviewer, claim))
+
+
+def _judged(w: CountedRun) -> None:
+    claim = _claim(w, "q01", 1)
+    citation = claim.citations.get()
+    claim_judge(claim=claim, reviewer=w.rev2, judgments={citation.pk: "NONE"}, base_revision=claim.revision,
+                base_label_id=_current(w.rev2, claim), justification="P1 does not say two.")
+
+
+def _judge_run(w: CountedRun) -> None:
+    verdicts = {str(pk): "UNSUPPORTED" for pk in Claim.objects.filter(answer__run=w.run).values_list("pk", flat=True)}
+    with JudgeServer(labels_by_id=verdicts) as server:
+        judge_run = judge_run_create(run=w.run, reviewer_name="judge", relabel=True,
+                                     endpoint=JudgeEndpoint(model="fake", base_url=server.base_url))
+        assert judge_run_execute(judge_run.pk, api_key="k").claims_labeled > 0
+
+
+def _label_file(w: CountedRun) -> None:
+    claim = _claim(w, "q03", 0)
+    rows = [["claim_id", "label", "justification"], [claim.pk, "UNSUPPORTED", "P1 is about another thing."]]
+    label_table_import_apply(run=w.run, reviewer=w.rev2, table_file=read_label_table(csv_bytes(rows), format="csv"))
+
+
+def _answers_file(w: CountedRun, tmp_path: Path) -> None:
+    path = tmp_path / "more.jsonl"
+    path.write_text(json.dumps({
+        "question_id": "q01", "question": Question.objects.get(project=w.project, question_id="q01").text,
+        "answer": "Four.", "run": "r2",
+        "passages": [{"id": "P1", "text": "Four."}],
+        "claims": [{"text": "Four.", "citations": ["P1"], "label": "SUPPORTED", "reviewer": "rev9"}],
+    }) + "\n")
+    run_import(project=w.project, source=path)
+
+
+# Each writer, in an order where each one changes what it writes (a send-back before its reply, a gold
+# mark before its unmark, a member added before removed).
+def _writers(w: CountedRun, tmp_path: Path) -> list[tuple[str, Callable[[], object]]]:
+    newcomer = ReviewerFactory(username="newcomer")
+    return [
+        ("label_save", lambda: _save(w, w.rev2, "q02", 1, "SUPPORTED")),
+        ("label_undo", lambda: label_undo(claim=_claim(w, "q02", 1), reviewer=w.rev2)),
+        ("claim_judge", lambda: _judged(w)),
+        ("claim_set_factual", lambda: claim_set_factual(claim=_claim(w, "q01", 2), factual=False)),
+        ("adjudication_save", lambda: adjudication_save(claim=_claim(w, "q02", 1), lead=w.lead, value="SUPPORTED",
+                                                        reason="P1 says two.")),
+        ("send_back_create", lambda: send_back_create(run=w.run, claim=_claim(w, "q01", 0), reviewer=w.rev1,
+                                                      lead=w.lead, comment="Look again.")),
+        ("send_back_reply", lambda: send_back_reply(claim=_claim(w, "q01", 0), reviewer=w.rev1,
+                                                    reply="P1 says one.")),
+        ("gold_mark", lambda: gold_mark(run=w.run, claim=_claim(w, "q02", 0), lead=w.lead, source="adjudication")),
+        ("gold_unmark", lambda: gold_unmark(run=w.run, claim=_claim(w, "q02", 0), lead=w.lead)),
+        ("gold_import", lambda: gold_import(run=w.run, rows=[GoldRow(2, "q01", 1, "SUPPORTED", "P1 says one.")],
+                                            actor=w.lead)),
+        ("quality_settings_set", lambda: quality_settings_set(run=w.run, gold_rate=0.2, feedback=True,
+                                                              min_lower=0.5, min_gold=1, exclude_unqualified=True)),
+        ("sample_draw", lambda: sample_draw(run=w.run, answers=2, seed=7, actor=w.lead)),
+        ("sample_target_set", lambda: sample_target_set(run=w.run, half_width=0.1, actor=w.lead)),
+        ("membership_set", lambda: membership_set(project=w.project, reviewer=newcomer, role=Role.REVIEWER)),
+        ("membership_remove", lambda: membership_remove(project=w.project, reviewer=newcomer)),
+        ("project_settings_set", lambda: project_settings_set(project=w.project, judge_citations=True,
+                                                              require_justification_for_supported=True)),
+        ("run_settings_set", lambda: run_settings_set(run=w.run, overlap=2)),
+        ("run_assign", lambda: run_assign(run=w.run, reviewers=[w.rev1, w.rev2])),
+        ("run_judge_promote", lambda: run_judge_promote(run=w.run, judge=w.judge)),
+        ("run_queue_judge_set", lambda: run_queue_judge_set(run=w.run, judge=w.judge)),
+        ("verdicts_import", lambda: verdicts_import(run=w.run, reviewer_name="judge", records=[
+            VerdictRecord(line=1, question_id="q03", label="UNSUPPORTED", claim_index=1)], model="m")),
+        ("judge_run_execute", lambda: _judge_run(w)),
+        ("label_table_import_apply", lambda: _label_file(w)),
+        ("claim_edit", lambda: claim_edit(claim=_claim(w, "q03", 0), text="One!")),
+        ("claim_split", lambda: claim_split(claim=_claim(w, "q02", 0), at=2)),
+        ("claim_merge", lambda: claim_merge(claim=_claim(w, "q02", 0), other=Claim.objects.get(
+            answer=_claim(w, "q02", 0).answer, index=2))),
+        ("run_import", lambda: _answers_file(w, tmp_path)),
+        ("run_rename", lambda: run_rename(run=w.run, user=w.lead, name="r1-renamed")),
+    ]
+
+
+@pytest.mark.django_db
+def test_a_hit_serves_what_a_recompute_gives(django_assert_num_queries):
+    w = counted_run()
+    first = metrics.project_summary(w.project)
+
+    # The runs, and nothing else: the row comes from the cache.
+    with django_assert_num_queries(1):
+        again = metrics.project_summary(w.project)
+
+    assert again == first == _fresh(w)
+    # Hand-checked on tests/counted_run.py: 9 claims, 6 cited; labeled cited: q01's 2, q02's claim 1
+    # (adjudicated UNSUPPORTED), q03's 2 → 5 labeled; q02's claim 2 disputed (pending).
+    row = first[0]
+    assert (row.claims, row.pending, str(row.coverage), str(row.support)) == (9, 1, "6/9 = 0.67", "4/5 = 0.80")
+
+
+@pytest.mark.django_db
+def test_every_writer_makes_the_next_read_fresh(tmp_path):
+    w = counted_run()
+    walked = []
+    for name, write in _writers(w, tmp_path):
+        served_before = metrics.project_summary(w.project)
+        key_before = figure_key("summary_row", w.run.pk, (None, metrics.DEFAULT_RULE, metrics.DEFAULT_CONFIDENCE))
+        write()
+        key_after = figure_key("summary_row", w.run.pk, (None, metrics.DEFAULT_RULE, metrics.DEFAULT_CONFIDENCE))
+
+        assert key_after != key_before, f"{name} left the run's state unchanged: its cached figures stay served"
+        assert metrics.project_summary(w.project) == _fresh(w), f"stale figures served after {name}"
+        walked.append((name, served_before != _fresh(w)))
+
+    # These writes change a figure the summary shows (worked by hand: rev2's NONE judgment makes q01's
+    # claim 2 disputed; the imported verdict counts once the judge is promoted; rev2's UNSUPPORTED from the
+    # file leaves q03's claim 1 disputed as the judge's run made it). The others change what other figures
+    # read (a send-back, a sample, gold, members, the queue judge) and the run's state moved all the same.
+    assert [name for name, changed in walked if changed] == [
+        "label_save", "label_undo", "claim_judge", "claim_set_factual", "adjudication_save", "quality_settings_set",
+        "run_judge_promote", "verdicts_import", "judge_run_execute", "claim_edit", "claim_split", "claim_merge",
+        "run_import", "run_rename"]
+
+
+# The models whose rows the cached figures read, and the functions that say a run's state moved.
+FIGURE_MODELS = {"Label", "CitationJudgment", "Adjudication", "GoldClaim", "SendBack", "Sample", "SampleMember",
+                 "Membership", "Assignment", "Claim", "Citation", "Question", "GoldPassageId", "GoldReference",
+                 "ExpectedSource"}
+BUMPS = {"labels_changed", "project_labels_changed", "claims_changed", "mark_labels_stale"}
+WRITES = {"create", "bulk_create", "update", "delete", "bulk_update", "insert_rows"}
+# Modules that write those rows without a bump, and why.
+EXEMPT = {
+    "labeling/backup/project.py": "a restore writes a new project: its runs' keys are new",
+    "labeling/team/reviewers.py": "a new reviewer's memberships: no label of theirs yet",
+    "labeling/integrations/sso.py": "a login's memberships from the identity provider: no label of theirs yet",
+    "labeling/review/queue.py": "leases only (ClaimLease): no figure reads them",
+    "labeling/review/claim_edits.py": "every write is under mark_labels_stale or claims_changed (tested above)",
+}
+
+
+def test_every_module_writing_what_a_figure_reads_bumps_the_state():
+    """A guard for the writers not yet written: a module that writes a model the
+    figures read (``Model.objects….create/update/delete``, ``insert_rows(Model``)
+    calls one of the bumps, or says here why it need not."""
+    missing = []
+    for path in sorted(LABELING.rglob("*.py")):
+        relative = path.relative_to(LABELING.parent).as_posix()
+        if "migrations" in path.parts or relative.startswith("labeling/models/") or relative in EXEMPT:
+            continue
+        tree = ast.parse(path.read_text())
+        names = {node.id for node in ast.walk(tree) if isinstance(node, ast.Name)}
+        names |= {node.attr for node in ast.walk(tree) if isinstance(node, ast.Attribute)}
+        writes = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in WRITES:
+                chain = ast.unparse(node.func)
+                writes |= {model for model in FIGURE_MODELS if chain.startswith(f"{model}.objects")}
+            if isinstance(node, ast.Call) and ast.unparse(node.func) == "insert_rows" and node.args:
+                writes |= {ast.unparse(node.args[0])} & FIGURE_MODELS
+        if writes and not names & BUMPS:
+            missing.append((relative, sorted(writes)))
+    assert missing == []
+
+
+@pytest.mark.django_db
+def test_the_grading_page_is_fresh_after_a_judge_label_changes():
+    w = counted_run()
+    client = Client()
+    client.force_login(w.lead)
+    url = reverse("judge_grade", kwargs={"project_slug": "counts", "run_name": "r1", "judge_name": "judge"})
+    before = client.get(url).context["grade"].to_dict()
+    assert client.get(url).context["grade"].to_dict() == before  # the cached grade
+
+    verdicts_import(run=w.run, reviewer_name="judge", records=[
+        VerdictRecord(line=1, question_id="q01", label="UNSUPPORTED", claim_index=1)], model="m")
+
+    after = client.get(url).context["grade"].to_dict()
+    # The judge now says UNSUPPORTED where the humans say SUPPORTED on q01's claim 1: one disagreement more.
+    assert len(after["disagreements"]) == len(before["disagreements"]) + 1
+    assert _claim(w, "q01", 0).pk in {row["claim_id"] for row in after["disagreements"]}
