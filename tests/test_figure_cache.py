@@ -245,3 +245,22 @@ def test_the_grading_page_is_fresh_after_a_judge_label_changes():
     # The judge now says UNSUPPORTED where the humans say SUPPORTED on q01's claim 1: one disagreement more.
     assert len(after["disagreements"]) == len(before["disagreements"]) + 1
     assert _claim(w, "q01", 0).pk in {row["claim_id"] for row in after["disagreements"]}
+
+
+@pytest.mark.django_db
+def test_the_agreement_and_scatter_pages_are_fresh_after_a_label():
+    w = counted_run()
+    client = Client()
+    client.force_login(w.lead)
+    run_url = {"project_slug": "counts", "run_name": "r1"}
+    agreement, scatter = reverse("run_agreement", kwargs=run_url), reverse("run_scatter", kwargs=run_url)
+    disputed = client.get(agreement).context["result"].disputed
+    points = client.get(scatter).context["chart"]
+    assert client.get(agreement).context["result"].disputed == disputed  # cached
+
+    # rev2 agrees with rev1 on q02's claim 2: its dispute ends.
+    _save(w, w.rev2, "q02", 1, "SUPPORTED")
+
+    assert client.get(agreement).context["result"].disputed == [c for c in disputed if c != w.claims["q02"][1].pk]
+    assert disputed == [w.claims["q02"][0].pk, w.claims["q02"][1].pk]  # claim 1 adjudicated, still listed
+    assert client.get(scatter).context["chart"] != points

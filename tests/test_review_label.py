@@ -301,9 +301,10 @@ def test_save_and_next_fragment_has_a_constant_query_count(alice, reviewer, djan
     # with its answer and question · label_save: 1 savepoint + 1 release (the test's transaction; BEGIN/COMMIT
     # in production), 1 claim lock that also says whether it is cited, 1 current label, 1 insert, 1 audit
     # event insert, 1 delete of the reviewer's lease on the claim, 1 update resolving a send-back of the label
-    # (SPEC §4.4), 1 update of the run's label state (runs.labels_changed) · 1: what comes before the walk (a send-back, a gold check: labeling.review.queue.priority_claim) ·
-    # 1: the next claim in the answer, in queue
-    # order (labeling.review.queue, the order's one home) · its lease (queue.lease_take): 1 conditional upsert, and on
+    # (SPEC §4.4), 1 update of the run's label state (runs.labels_changed) · 1: what comes before the walk
+    # (a send-back, a gold check: labeling.review.queue.priority_claim) · 1: the next claim in the answer, in
+    # queue order (labeling.review.queue, the order's one home) · its lease (queue.lease_take): 1 conditional
+    # upsert, and on
     # PostgreSQL 1 savepoint + 1 row lock + 1 release · review of the answer: 1 claims, 1 citations with
     # passages, 1 labels of every reviewer. The run progress bar refreshes itself in its own request.
     with django_assert_max_num_queries(19 + LEASE_LOCK_QUERIES):

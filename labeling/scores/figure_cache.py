@@ -17,10 +17,11 @@ Django's cache under a key made of the run's state:
 - the database's name, so two databases served by one process never share
   an entry.
 
-The state is read from the database on every call (one query): a run loaded
-before a write in the same request cannot serve the figure of its earlier
-state. A write committed after that read is seen by the next request: the
-figure a page shows is never older than the state at its start.
+The state is read from the database (one query), or taken from the run row
+the request has just loaded (:func:`run_state_of`: the GET pages, which
+write nothing before they read a figure). A write committed after that read
+is seen by the next request: the figure a page shows is never older than the
+state at its start.
 
 The cache is Django's default: in memory, per server process, unless
 ``CITELAB_REDIS_URL`` makes it Redis, shared by every process. Either way

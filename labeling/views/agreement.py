@@ -12,6 +12,7 @@ from django.views.decorators.http import require_GET
 
 from labeling.models import ReviewerKind
 from labeling.permissions import ALL_LABELS
+from labeling.scores.figure_cache import cached_figure, run_state_of
 from labeling.team.agreement import (
     CATEGORIES,
     disagreement_rows,
@@ -66,7 +67,8 @@ def pair_view(pair: Agreement, kinds: dict[str, str]) -> PairView:
 def run_agreement_page(request: HttpRequest, project_slug: str, run_name: str) -> HttpResponse:
     # Every reviewer's labels side by side: not for a reviewer who labels the run blind.
     run = run_for(request, project_slug, run_name, ALL_LABELS)
-    result = run_agreement(run=run)
+    # Computed once per label state of the run (SPEC §7).
+    result = cached_figure("agreement", run, lambda: run_agreement(run=run), state=run_state_of(run))
     page = Paginator(result.disputed, DISAGREEMENTS_PER_PAGE).get_page(request.GET.get("page"))
     # Every adjudication of the run, not the page's only: the count of settled disputes covers all of them.
     verdicts = run_verdicts(run=run)
@@ -74,7 +76,8 @@ def run_agreement_page(request: HttpRequest, project_slug: str, run_name: str) -
                              verdicts=verdicts)
     overall = result.overall
     # Citation judgments (SPEC §6): one query, the run's current judgments.
-    judged = run_judgment_agreement(run=run)
+    judged = cached_figure("judgment_agreement", run, lambda: run_judgment_agreement(run=run),
+                           state=run_state_of(run))
     return render(request, "labeling/run_agreement.html", {
         "judged": judged, "nominal_verdict": verdict(judged.nominal.value),
         "ordinal_verdict": verdict(judged.ordinal.value),

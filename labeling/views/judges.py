@@ -27,7 +27,7 @@ from labeling.judges.runs import (
 from labeling.models import Answer, Claim, JudgeRun, Reviewer, ReviewerKind
 from labeling.names import normalize_name
 from labeling.permissions import ALL_LABELS, LEAD
-from labeling.scores.figure_cache import cached_figure
+from labeling.scores.figure_cache import cached_figure, run_state_of
 from labeling.team.agreement import verdict
 from labeling.views.htmx import HtmxHttpRequest, page_or_partial
 from labeling.views.projects import run_for
@@ -79,7 +79,8 @@ def judge_grade_page(request: HttpRequest, project_slug: str, run_name: str, jud
                 judge_grades.judge_self_agreement(run=run, judge=judge, claims=claims))
 
     # Computed once per label state of the run (SPEC §7).
-    grade, self_agreement = cached_figure("judge_grade", run, grades, parts=(judge.pk, judge.username, judge.kind))
+    grade, self_agreement = cached_figure("judge_grade", run, grades, parts=(judge.pk, judge.username, judge.kind),
+                                             state=run_state_of(run))
     page = Paginator(grade.to_dict()["disagreements"], DISAGREEMENTS_PER_PAGE).get_page(request.GET.get("page"))
     answer_ids = dict(Claim.objects.filter(pk__in=[row["claim_id"] for row in page.object_list])
                       .values_list("pk", "answer_id"))

@@ -15,6 +15,7 @@ from labeling.models import Project, Run
 from labeling.permissions import run_manage_allowed
 from labeling.review import screen, tallies
 from labeling.scores import charts, metrics
+from labeling.scores.figure_cache import cached_figure, run_state_of
 from labeling.team import assignments, quality
 from labeling.views.htmx import HtmxHttpRequest
 from scoring.figures import figure_interval
@@ -228,8 +229,17 @@ def run_gold(request: HtmxHttpRequest, project_slug: str, run_name: str) -> Http
 def run_scatter(request: HtmxHttpRequest, project_slug: str, run_name: str) -> HttpResponse:
     """The run's coverage × support scatter alone (lazy part of the run page; a page without JS)."""
     run = run_for(request, project_slug, run_name)
-    own = metrics.run_scores(run, reviewer=request.user.username).claims if not run.sees_all_labels else None
-    context = {"project": run.project, "run": run, "chart": charts.run_scatter(run, metrics=own)}
+    # A blind reviewer's scatter comes from their own labels.
+    viewer = None if run.sees_all_labels else request.user.username
+
+    def chart() -> charts.ScatterChart:
+        own = metrics.run_scores(run, reviewer=viewer).claims if viewer is not None else None
+        return charts.run_scatter(run, metrics=own)
+
+    # Computed once per label state of the run (SPEC §7); its links name the project.
+    context = {"project": run.project, "run": run,
+               "chart": cached_figure("scatter", run, chart, parts=(viewer, run.project.slug),
+                                        state=run_state_of(run))}
     if request.htmx:
         return render(request, "labeling/run_detail.html#run-scatter", context)
     return render(request, "labeling/run_scatter.html", context)
