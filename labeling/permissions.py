@@ -21,6 +21,7 @@ from django.db.models import (
 )
 
 from labeling.models import (
+    LabelStateStamp,
     Membership,
     Project,
     Reviewer,
@@ -136,8 +137,11 @@ def visible_runs(*, user: Reviewer) -> QuerySet[Run]:
     """Runs (with their project) of the projects ``user`` may open, with ``my_role`` and
     ``works_on`` (``user`` works on the run: the queue's rule, ``review.queue.works_on``)
     annotated."""
+    # The label state too: the run's figures are keyed on it (labeling.scores.figure_cache).
     return (Run.objects.select_related("project").filter(_may_open(user, "project__"))
-            .annotate(my_role=_role(user, "project__"), works_on=works_on(OuterRef("pk"), user)))
+            .annotate(my_role=_role(user, "project__"), works_on=works_on(OuterRef("pk"), user),
+                      label_state=Subquery(LabelStateStamp.objects.filter(run=OuterRef("pk")).order_by("-id")
+                                           .values("id")[:1])))
 
 
 def may_on_run(run: Run, action: str) -> bool:

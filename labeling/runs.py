@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from django.core.exceptions import PermissionDenied, ValidationError
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.db.models import F
 
 from labeling.audit import audit_record
@@ -19,6 +19,7 @@ from labeling.models import (
     AuditAction,
     Claim,
     Label,
+    LabelStateStamp,
     LabelTableVersion,
     Project,
     Reviewer,
@@ -41,21 +42,26 @@ def claims_changed(*, run: Run | int) -> None:
 
 
 def labels_changed(*, run: Run | int) -> None:
-    """Say that something ``run``'s figures read changed (``Run.labels_version``):
+    """Say that something ``run``'s figures read changed (a ``LabelStateStamp``):
     call it inside the transaction of every write of labels, citation
-    judgments, adjudications, factual marks, gold checks, send-backs, samples
-    or a claim's text; ``tests/test_figure_cache.py`` walks every such writer
-    and fails on one that forgets. One UPDATE, which makes every figure cached
-    for the run's previous state unreachable (``labeling.scores.figure_cache``).
+    judgments, adjudications, factual marks, gold checks, send-backs, samples,
+    assignments or a claim's text; ``tests/test_figure_cache.py`` walks every
+    such writer and fails on one that forgets. One INSERT, which waits for no
+    lock and makes every figure cached for the run's previous state
+    unreachable once the write commits (``labeling.scores.figure_cache``).
     ``run`` is a Run or its id."""
-    Run.objects.filter(pk=getattr(run, "pk", run)).update(labels_version=F("labels_version") + 1)
+    LabelStateStamp.objects.create(run_id=getattr(run, "pk", run))
 
 
 def project_labels_changed(*, project: Project | int) -> None:
     """:func:`labels_changed` for every run of ``project``: for writes whose
-    effect is project-wide (memberships and roles, a question's gold or
-    answerability, shared by every run that answers it). One UPDATE."""
-    Run.objects.filter(project_id=getattr(project, "pk", project)).update(labels_version=F("labels_version") + 1)
+    effect is project-wide (memberships and roles, project settings, a
+    question's gold or answerability, shared by every run that answers it).
+    One INSERT … SELECT."""
+    table, runs = LabelStateStamp._meta.db_table, Run._meta.db_table
+    with connection.cursor() as cursor:
+        cursor.execute(f"INSERT INTO {table} (run_id) SELECT id FROM {runs} WHERE project_id = %s",
+                       [getattr(project, "pk", project)])
 
 
 def run_name_clean(name: str, *, project: Project, run: Run | None = None) -> str:

@@ -21,6 +21,7 @@ from labeling.models.content import (  # noqa: F401
     ExpectedSource,
     GoldPassageId,
     GoldReference,
+    LabelStateStamp,
     Membership,
     Passage,
     Project,

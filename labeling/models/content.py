@@ -183,12 +183,6 @@ class Run(models.Model):
     claims_version = models.PositiveIntegerField(default=0, editable=False)
     cited_claims = models.PositiveIntegerField(null=True, blank=True, editable=False)
     cited_claims_version = models.PositiveIntegerField(null=True, blank=True, editable=False)
-    # The run's label state (SPEC §7): goes up in the transaction of every write that can
-    # change a figure of the run — labels, citation judgments, adjudications, factual marks,
-    # gold checks, send-backs, samples, memberships, a claim's text (``runs.labels_changed``).
-    # With ``claims_version`` and the run's own fields it keys the figures computed once per
-    # state (``labeling.scores.figure_cache``); never trusted as a count.
-    labels_version = models.PositiveIntegerField(default=0, editable=False)
     # Reviewer quality (SPEC §4.4, ``labeling.team.quality``): the share of each assigned
     # reviewer's work the queue gives to hidden gold checks (0–1, default 5 %);
     # feedback shows a reviewer the gold label and reason once they labeled a gold
@@ -254,6 +248,31 @@ class Provenance(models.Model):
 
     def __str__(self) -> str:
         return f"{self.source} @ {self.commit[:12] or '?'} ({self.licence})"
+
+
+class LabelStateStamp(models.Model):
+    """One step of a run's label state (SPEC §7): a row is added in the
+    transaction of every write that can change a figure of the run — labels,
+    citation judgments, adjudications, factual marks, gold checks,
+    send-backs, samples, members and assignments, a claim's text
+    (``labeling.runs.labels_changed``). The run's state is its newest
+    stamp's id; with the run's own row it keys the figures computed once per
+    state (``labeling.scores.figure_cache``).
+
+    Rows added, never updated: a label save adds its stamp after locking its
+    claim while splits, merges and imports lock the run's row and then the
+    claims, and a counter updated in place (on the run's row, or a row of its
+    own) made them wait for each other in a circle. Inserting a row waits
+    for no one (its run is only key-share locked). A stamp becomes visible
+    when its write commits, with the write."""
+
+    run = models.ForeignKey("labeling.Run", on_delete=models.CASCADE, related_name="label_stamps")
+
+    class Meta:
+        indexes = [models.Index(fields=["run", "-id"], name="label_stamp_run_newest")]
+
+    def __str__(self) -> str:
+        return f"run {self.run_id} label state {self.pk}"
 
 
 class Answer(models.Model):

@@ -5,9 +5,9 @@ the scatter) rebuild its whole per-claim label table in pandas: seconds at
 50k claims. They depend only on what the run holds, so they are kept in
 Django's cache under a key made of the run's state:
 
-- ``Run.labels_version``, bumped in the transaction of every write a figure
-  reads (``labeling.runs.labels_changed``; ``tests/test_figure_cache.py``
-  walks every writer);
+- the run's label state (its newest ``LabelStateStamp``), a stamp added in
+  the transaction of every write a figure reads (``labeling.runs.labels_changed``;
+  ``tests/test_figure_cache.py`` walks every writer);
 - ``Run.claims_version``, bumped by every claim split, merge and import
   (``labeling.runs.claims_changed``);
 - every other field of the run row (promoted judge, queue judge, the
@@ -38,8 +38,9 @@ from typing import TypeVar
 
 from django.core.cache import cache
 from django.db import connection
+from django.db.models import OuterRef, Subquery
 
-from labeling.models import Run
+from labeling.models import LabelStateStamp, Run
 
 T = TypeVar("T")
 
@@ -48,21 +49,32 @@ FIGURES_VERSION = 1
 TIMEOUT_SECONDS = 24 * 3600
 
 
+def label_state() -> Subquery:
+    """The newest label state stamp of the run at ``OuterRef("pk")`` (None
+    before the first): annotate it as ``label_state`` on the runs a page
+    loads, for :func:`run_state_of`. An index probe a run."""
+    return Subquery(LabelStateStamp.objects.filter(run=OuterRef("pk")).order_by("-id").values("id")[:1])
+
+
 def run_state(run: Run | int) -> tuple:
     """The run's state as the key of its figures: every field of its row
-    (``labels_version`` and ``claims_version`` among them), in field order.
-    One query. Raises ``Run.DoesNotExist`` for a deleted run."""
-    fields = [field.attname for field in Run._meta.concrete_fields]
-    row = Run.objects.filter(pk=getattr(run, "pk", run)).values_list(*fields).first()
+    (``claims_version`` among them), in field order, then its newest label
+    state stamp. One query. Raises ``Run.DoesNotExist`` for a deleted run."""
+    row = Run.objects.filter(pk=getattr(run, "pk", run)).values_list(*_FIELDS, label_state()).first()
     if row is None:
         raise Run.DoesNotExist(f"run {getattr(run, 'pk', run)} does not exist")
     return row
 
 
 def run_state_of(run: Run) -> tuple:
-    """:func:`run_state` from a Run instance the caller has just loaded whole
-    (no query): for a page that reads many runs in one query."""
-    return tuple(getattr(run, field.attname) for field in Run._meta.concrete_fields)
+    """:func:`run_state` from a Run instance the caller has just loaded whole,
+    annotated with :func:`label_state` (no query): for a page that reads many
+    runs in one query, or the run of a GET view (``permissions.visible_runs``
+    annotates it). Raises AttributeError without the annotation."""
+    return (*(getattr(run, name) for name in _FIELDS), run.label_state)
+
+
+_FIELDS = [field.attname for field in Run._meta.concrete_fields]
 
 
 def figure_key(name: str, run: Run | int, parts: tuple[Hashable, ...] = (), *, state: tuple | None = None) -> str:

@@ -21,7 +21,7 @@ from labeling.exports import frames
 from labeling.exports.frames import resolved_claims_frame
 from labeling.models import Answer, CitationJudgment, Project, Run
 from labeling.models.counted import Exclusion, run_exclusion
-from labeling.scores.figure_cache import cached_figure, run_state_of
+from labeling.scores.figure_cache import cached_figure, label_state, run_state_of
 from scoring.citation_ids import (
     AbstentionMetrics,
     CitationIdMetrics,
@@ -221,7 +221,8 @@ def project_summary(project: Project, *, reviewer: str | None = None, rule: str 
     (a blind reviewer's) only ``me``'s do. Raises ValueError for an unknown rule or level."""
     check_confidence(confidence)
     rows = []
-    for run in Run.objects.filter(project=project).select_related("project").order_by("created_at", "name"):
+    for run in (Run.objects.filter(project=project).select_related("project").annotate(label_state=label_state())
+                .order_by("created_at", "name")):
         counted = me if run.pk in own_labels_runs else reviewer
         rows.append(cached_figure(
             "summary_row", run, lambda run=run, counted=counted: _summary_row(run, counted, rule, confidence),

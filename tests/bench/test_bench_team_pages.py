@@ -120,6 +120,9 @@ def test_bench_team_pages_on_a_50k_claim_run(team_run, monkeypatch):
         ("judges panel", reverse("run_judges", kwargs=in_run), "judge-a"),
         ("judge grading page, 40k claims", reverse("judge_grade", kwargs={**in_run, "judge_name": "judge-a"}),
          "judge-a"),
+        ("agreement page, 40k cited claims", reverse("run_agreement", kwargs=in_run), "hana"),
+        ("run's scatter, 10k answers", reverse("run_scatter", kwargs=in_run), "<svg"),
+        ("run overview", reverse("run_detail", kwargs=in_run), run.name),
     ]
     for name, url, expect in pages:
         cold, warm, queries = _time(client, url, expect, team_run["project"])
