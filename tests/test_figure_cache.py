@@ -101,8 +101,15 @@ def _answers_file(w: CountedRun, tmp_path: Path) -> None:
         "answer": "Four.", "run": "r2",
         "passages": [{"id": "P1", "text": "Four."}],
         "claims": [{"text": "Four.", "citations": ["P1"], "label": "SUPPORTED", "reviewer": "rev9"}],
+        # Gold for q01, which r1 answers too: a question's gold is every run's.
+        "gold": {"supporting_ids": ["P1"]},
     }) + "\n")
     run_import(project=w.project, source=path)
+
+
+def _answers_file_again(w: CountedRun, tmp_path: Path) -> None:
+    """The same file again: nothing changes, so no run's state moves (checked below)."""
+    run_import(project=w.project, source=tmp_path / "more.jsonl")
 
 
 # Each writer, in an order where each one changes what it writes (a send-back before its reply, a gold
@@ -264,3 +271,28 @@ def test_the_agreement_and_scatter_pages_are_fresh_after_a_label():
     assert client.get(agreement).context["result"].disputed == [c for c in disputed if c != w.claims["q02"][1].pk]
     assert disputed == [w.claims["q02"][0].pk, w.claims["q02"][1].pk]  # claim 1 adjudicated, still listed
     assert client.get(scatter).context["chart"] != points
+
+
+@pytest.mark.django_db
+def test_an_import_moves_the_state_of_the_runs_it_changes_only(tmp_path):
+    w = counted_run()
+    parts = (None, metrics.DEFAULT_RULE, metrics.DEFAULT_CONFIDENCE)
+    _answers_file(w, tmp_path)  # run r2, and gold for q01 (r1 answers it too)
+    r2 = Run.objects.get(project=w.project, name="r2")
+    keys = {run: figure_key("summary_row", run.pk, parts) for run in (w.run, r2)}
+
+    # The same file again changes nothing shared: r1's figures stay cached (r2's are recomputed once:
+    # every import of a run says its claims may have changed, runs.claims_changed).
+    _answers_file_again(w, tmp_path)
+    assert figure_key("summary_row", w.run.pk, parts) == keys[w.run]
+    keys[r2] = figure_key("summary_row", r2.pk, parts)
+
+    # A new label on r2's answer, no gold: r2 moves, r1 does not.
+    line = json.loads((tmp_path / "more.jsonl").read_text())
+    line["claims"][0]["labels"] = [{"label": "UNSUPPORTED", "reviewer": "rev8", "justification": "P1 is not four."}]
+    del line["claims"][0]["label"], line["claims"][0]["reviewer"], line["gold"]
+    (tmp_path / "more.jsonl").write_text(json.dumps(line) + "\n")
+    _answers_file_again(w, tmp_path)
+    assert figure_key("summary_row", w.run.pk, parts) == keys[w.run]
+    assert figure_key("summary_row", r2.pk, parts) != keys[r2]
+    assert metrics.project_summary(w.project) == _fresh(w)

@@ -54,7 +54,7 @@ from labeling.models import (
     Run,
 )
 from labeling.names import clean, validate_project_slug, validate_reviewer_name, validate_run_name
-from labeling.runs import claims_changed, project_labels_changed
+from labeling.runs import claims_changed, labels_changed, project_labels_changed
 from scoring.labels import label_problem
 from scoring.normalize import normalize_source
 
@@ -189,8 +189,14 @@ def records_import(
                                  **({"reviewer": default_reviewer}
                                     if default_reviewer != DEFAULT_IMPORT_REVIEWER else {})})
             claims_changed(run=run)
-        # Every run of the project: a question's gold and answerability are shared by the runs answering it.
-        project_labels_changed(project=project)
+        # What the figures read changed: the runs written, or every run of the project when a
+        # question's gold or answerability did (the runs answering it share it). A re-import changing
+        # nothing leaves every figure cached.
+        if writer.shared_changed:
+            project_labels_changed(project=project)
+        elif report.answers_created or report.labels_created or report.judgments_created:
+            for run in writer.runs.values():
+                labels_changed(run=run)
     analyze_after_bulk_write((Question, Answer, Passage, Claim, Citation, Label, CitationJudgment), rows=(
         report.questions_created + report.answers_created + report.claims_created + report.citations_created
         + report.labels_created + report.judgments_created))
@@ -325,6 +331,8 @@ class _Writer:
         self.new_runs: set[str] = set()
         self.reviewers: dict[str, Reviewer] = {}
         self.gold_written: set[str] = set()
+        # Whether a question's gold or answerability changed: every run answering it sees it.
+        self.shared_changed = False
 
     def run(self, name: str) -> Run:
         if name not in self.runs:
@@ -395,6 +403,7 @@ class _Writer:
             question._state.adding = False
         if to_update:
             Question.objects.bulk_update(to_update.values(), ["answerable"])
+            self.shared_changed = True
         self.report.questions_created += len(to_create)
         questions.update(to_create)
         self._gold(batch, questions)
@@ -422,6 +431,10 @@ class _Writer:
                 question.gold_sources_given = True
                 sources.extend(ExpectedSource(question=question, source=s) for s in gold.expected_sources)
         # Gold given again replaces what was stored: the file is the source of truth.
+        self.shared_changed |= _gold_rows(targets) != (
+            {(g.question.pk, g.passage_id) for g in ids},
+            {(g.question.pk, g.position, g.source, g.text) for g in refs},
+            {(g.question.pk, g.source) for g in sources})
         GoldPassageId.objects.filter(question__in=targets).delete()
         GoldReference.objects.filter(question__in=targets).delete()
         ExpectedSource.objects.filter(question__in=targets).delete()
@@ -568,6 +581,15 @@ class _Writer:
         Label.objects.filter(pk__in=replaced).update(is_current=False)
         Label.objects.bulk_create(created)
         self.report.labels_created += len(created)
+
+
+def _gold_rows(questions: list[Question]) -> tuple[set, set, set]:
+    """The gold stored for ``questions``, as ``_Writer._gold`` compares it
+    with a file's (ids, references, expected sources). Three queries."""
+    return (set(GoldPassageId.objects.filter(question__in=questions).values_list("question_id", "passage_id")),
+            set(GoldReference.objects.filter(question__in=questions)
+                .values_list("question_id", "position", "source", "text")),
+            set(ExpectedSource.objects.filter(question__in=questions).values_list("question_id", "source")))
 
 
 def _created_at_cell(moment: datetime) -> Any:
