@@ -35,6 +35,7 @@ from labeling.db import analyze_after_bulk_write
 from labeling.importers.answers import AnswersSource, RecordResults, answer_records
 from labeling.importers.answers_jsonl import canonical_passage_id
 from labeling.importers.bulk import allocate_ids, insert_rows
+from labeling.importers.gold import write_gold
 from labeling.importers.records import AnswerRecord, ImportFailed, ImportIssue
 from labeling.models import (
     Answer,
@@ -42,9 +43,6 @@ from labeling.models import (
     Citation,
     CitationJudgment,
     Claim,
-    ExpectedSource,
-    GoldPassageId,
-    GoldReference,
     Label,
     Passage,
     Project,
@@ -406,43 +404,8 @@ class _Writer:
             self.shared_changed = True
         self.report.questions_created += len(to_create)
         questions.update(to_create)
-        self._gold(batch, questions)
+        self.shared_changed |= write_gold(batch, questions, written=self.gold_written)
         return questions
-
-    def _gold(self, batch: list[AnswerRecord], questions: dict[str, Question]) -> None:
-        records = {}
-        for record in batch:
-            if record.gold is not None and record.question_id not in self.gold_written:
-                records[record.question_id] = record
-        if not records:
-            return
-        targets = [questions[qid] for qid in records]
-        ids, refs, sources = [], [], []
-        for qid, record in records.items():
-            question, gold = questions[qid], record.gold
-            if gold.supporting_ids is not None:
-                question.gold_ids_given = True
-                ids.extend(GoldPassageId(question=question, passage_id=i) for i in gold.supporting_ids)
-            if gold.references is not None:
-                question.gold_references_given = True
-                refs.extend(GoldReference(question=question, position=k, source=s, text=t)
-                            for k, (s, t) in enumerate(gold.references))
-            if gold.expected_sources is not None:
-                question.gold_sources_given = True
-                sources.extend(ExpectedSource(question=question, source=s) for s in gold.expected_sources)
-        # Gold given again replaces what was stored: the file is the source of truth.
-        self.shared_changed |= _gold_rows(targets) != (
-            {(g.question.pk, g.passage_id) for g in ids},
-            {(g.question.pk, g.position, g.source, g.text) for g in refs},
-            {(g.question.pk, g.source) for g in sources})
-        GoldPassageId.objects.filter(question__in=targets).delete()
-        GoldReference.objects.filter(question__in=targets).delete()
-        ExpectedSource.objects.filter(question__in=targets).delete()
-        GoldPassageId.objects.bulk_create(ids)
-        GoldReference.objects.bulk_create(refs)
-        ExpectedSource.objects.bulk_create(sources)
-        Question.objects.bulk_update(targets, ["gold_ids_given", "gold_references_given", "gold_sources_given"])
-        self.gold_written.update(records)
 
     def _create_answers(self, records: list[AnswerRecord], questions: dict[str, Question]) -> None:
         """Insert the batch's new answers with their passages, claims, citations and
@@ -581,15 +544,6 @@ class _Writer:
         Label.objects.filter(pk__in=replaced).update(is_current=False)
         Label.objects.bulk_create(created)
         self.report.labels_created += len(created)
-
-
-def _gold_rows(questions: list[Question]) -> tuple[set, set, set]:
-    """The gold stored for ``questions``, as ``_Writer._gold`` compares it
-    with a file's (ids, references, expected sources). Three queries."""
-    return (set(GoldPassageId.objects.filter(question__in=questions).values_list("question_id", "passage_id")),
-            set(GoldReference.objects.filter(question__in=questions)
-                .values_list("question_id", "position", "source", "text")),
-            set(ExpectedSource.objects.filter(question__in=questions).values_list("question_id", "source")))
 
 
 def _created_at_cell(moment: datetime) -> Any:
