@@ -13,7 +13,7 @@ from labeling.views import docs as docs_views
 from labeling.views import judges as judge_views
 from labeling.views import label_tables as label_table_views
 from labeling.views import members as member_views
-from labeling.views import projects, sso
+from labeling.views import projects, review_edits, sso
 from labeling.views import quality as quality_views
 from labeling.views import review as review_views
 from labeling.views import runs as run_views
@@ -62,9 +62,9 @@ run_urlpatterns = [
     path("claims/<id:claim_id>/label/", review_views.claim_label, name="claim_label"),
     path("claims/<id:claim_id>/judge/", review_views.claim_judge, name="claim_judge"),
     path("claims/<id:claim_id>/factual/", review_views.claim_factual, name="claim_factual"),
-    path("claims/<id:claim_id>/split/", review_views.claim_split, name="claim_split"),
-    path("claims/<id:claim_id>/merge/", review_views.claim_merge, name="claim_merge"),
-    path("claims/<id:claim_id>/edit/", review_views.claim_edit, name="claim_edit"),
+    path("claims/<id:claim_id>/split/", review_edits.claim_split, name="claim_split"),
+    path("claims/<id:claim_id>/merge/", review_edits.claim_merge, name="claim_merge"),
+    path("claims/<id:claim_id>/edit/", review_edits.claim_edit, name="claim_edit"),
     # Label table versions, exports and imports
     path("versions/", label_table_views.version_list, name="version_list"),
     path("versions/new/", label_table_views.version_create, name="version_create"),

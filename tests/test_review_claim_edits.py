@@ -1,4 +1,4 @@
-"""Split, merge and edit a claim from the review page (labeling.views.review:
+"""Split, merge and edit a claim from the review page (labeling.views.review_edits:
 claim_split, claim_merge, claim_edit): the prefilled split form, with and without
 htmx, errors shown again in the form, and split parts that stay located in the
 answer text. The services themselves: test_claim_edits.py."""

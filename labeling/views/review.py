@@ -30,8 +30,7 @@ from labeling import permissions
 from labeling.models import Answer, Claim, GoldClaim, LabelValue, Run
 from labeling.permissions import LABEL
 from labeling.review import citation_judgments as judging
-from labeling.review import claim_edits, label_writes, queue, screen, tallies
-from labeling.review.highlight import suggest_split
+from labeling.review import label_writes, queue, screen, tallies
 from labeling.scores import estimates
 from labeling.team import guidelines, send_backs
 from labeling.views.htmx import HtmxHttpRequest
@@ -59,24 +58,7 @@ class LabelForm(forms.Form):
     base_label = IdField(required=False)
 
 
-class SplitForm(forms.Form):
-    at = IdField(required=False)
-    first = forms.CharField(required=False, max_length=10_000)
-    second = forms.CharField(required=False, max_length=10_000)
-    revision = IdField()
-
-
-class MergeForm(forms.Form):
-    other = IdField()
-    revision = IdField()
-
-
-class EditForm(forms.Form):
-    text = forms.CharField(required=False, max_length=10_000)
-    revision = IdField()
-
-
-def _claim_write_view(*methods: str) -> Callable[[ClaimWriteView], Callable[..., HttpResponse]]:
+def claim_write_view(*methods: str) -> Callable[[ClaimWriteView], Callable[..., HttpResponse]]:
     """A claim-changing view (label, split, merge, edit) on ``methods``: the
     reviewer must be logged in and may label the run (403 otherwise); a claim
     that is not in the run is a plain-text 404 saying nothing was saved. The
@@ -186,7 +168,7 @@ def _fragment(request: HtmxHttpRequest, context: dict[str, Any], *, whole_review
     return render(request, f"{TEMPLATE}#claim-swap", context)
 
 
-def _show(request: HtmxHttpRequest, run: Run, answer: Answer, claim_id: int | None, *, came_from: int | None,
+def show_review(request: HtmxHttpRequest, run: Run, answer: Answer, claim_id: int | None, *, came_from: int | None,
           saved: bool = False, labeled: int | None = None, **extra: Any) -> HttpResponse:
     """Respond with the review of ``answer`` on ``claim_id``: a fragment for htmx
     (``came_from`` is the answer the page showed), else the full page. ``saved``
@@ -202,7 +184,7 @@ def _show(request: HtmxHttpRequest, run: Run, answer: Answer, claim_id: int | No
     return response
 
 
-def _after_write(request: HtmxHttpRequest, run: Run, claim: Claim, *, show: Claim | None, notice: str,
+def after_write(request: HtmxHttpRequest, run: Run, claim: Claim, *, show: Claim | None, notice: str,
                  saved: bool = True, labeled: int | None = None, **extra: Any) -> HttpResponse:
     """After a successful write: show ``show`` (or ``claim``) with ``notice``;
     without JS, redirect there with the notice as a message."""
@@ -210,8 +192,8 @@ def _after_write(request: HtmxHttpRequest, run: Run, claim: Claim, *, show: Clai
     if not request.htmx:
         messages.success(request, notice)
         return redirect(review_url(run, target.answer_id, target.pk))
-    return _show(request, run, _answer_of(run, target), target.pk, came_from=claim.answer_id, saved=saved,
-                 labeled=labeled, notice=notice, **extra)
+    return show_review(request, run, _answer_of(run, target), target.pk, came_from=claim.answer_id, saved=saved,
+                       labeled=labeled, notice=notice, **extra)
 
 
 def conflicted(response: HttpResponse, error: ValidationError | None = None) -> HttpResponse:
@@ -246,9 +228,9 @@ def answer_review(request: HtmxHttpRequest, project_slug: str, run_name: str, an
         raise Http404(f"Run {run.name!r} has no answer {answer_id}")
     claim_id = int_param(request.GET.get("claim"))
     if request.htmx and request.htmx.target == "claim-panel":
-        return _show(request, run, answer, claim_id, came_from=answer.pk)
+        return show_review(request, run, answer, claim_id, came_from=answer.pk)
     if request.htmx:
-        return _show(request, run, answer, claim_id, came_from=None)
+        return show_review(request, run, answer, claim_id, came_from=None)
     return _page(request, _context(request, run, answer, claim_id))
 
 
@@ -276,7 +258,7 @@ def run_next(request: HtmxHttpRequest, project_slug: str, run_name: str) -> Http
             notice = (f"Every cited claim of run {run.name} carries your label or already has its "
                       f"{run.overlap} reviewers: nothing left to do.")
         if request.htmx and after is not None:
-            return _show(request, run, after.answer, after.pk, came_from=after.answer_id, notice=notice)
+            return show_review(request, run, after.answer, after.pk, came_from=after.answer_id, notice=notice)
         messages.success(request, notice)
         if request.htmx:
             # The claim the page showed is gone (merged in another tab): leave the page, do not swap a page in.
@@ -284,8 +266,8 @@ def run_next(request: HtmxHttpRequest, project_slug: str, run_name: str) -> Http
         return redirect(run.get_absolute_url())
     if not request.htmx:
         return redirect(review_url(run, claim.answer_id, claim.pk))
-    return _show(request, run, _answer_of(run, claim), claim.pk,
-                 came_from=after.answer_id if after is not None else None)
+    return show_review(request, run, _answer_of(run, claim), claim.pk,
+                       came_from=after.answer_id if after is not None else None)
 
 
 @login_required
@@ -297,14 +279,15 @@ def run_progress(request: HttpRequest, project_slug: str, run_name: str) -> Http
     return render(request, f"{TEMPLATE}#run-progress", context)
 
 
-@_claim_write_view("POST")
+@claim_write_view("POST")
 def claim_label(request: HtmxHttpRequest, run: Run, claim: Claim) -> HttpResponse:
     form = LabelForm(request.POST)
     typed = request.POST.get("justification", "")
 
     def again(**extra: Any) -> HttpResponse:
         # The same claim again, with what the reviewer typed and why nothing was saved.
-        return _show(request, run, claim.answer, claim.pk, came_from=claim.answer_id, justification=typed, **extra)
+        return show_review(request, run, claim.answer, claim.pk, came_from=claim.answer_id, justification=typed,
+                           **extra)
 
     if not form.is_valid():
         missing = ", ".join(sorted(form.errors))
@@ -364,7 +347,7 @@ def _after_label(request: HtmxHttpRequest, run: Run, claim: Claim, label: Any, *
         notice += (" Every cited claim of this run now carries your label." if run.overlap == 1 else
                    f" Nothing is left in your queue: every cited claim of this run carries your label or has "
                    f"its {run.overlap} reviewers.")
-        return _after_write(request, run, claim, show=None, notice=notice, labeled=labeled, feedback=feedback)
+        return after_write(request, run, claim, show=None, notice=notice, labeled=labeled, feedback=feedback)
     answer = following.answer
     answer.run = run
     notice = (f"Saved {label.value} on claim {claim.index} of {claim.answer.question.question_id}, "
@@ -372,8 +355,8 @@ def _after_label(request: HtmxHttpRequest, run: Run, claim: Claim, label: Any, *
     if not request.htmx:
         messages.success(request, notice)
         return redirect(review_url(run, answer.pk, following.pk))
-    return _show(request, run, answer, following.pk, came_from=claim.answer_id, saved=True, labeled=labeled,
-                 notice=notice, feedback=feedback)
+    return show_review(request, run, answer, following.pk, came_from=claim.answer_id, saved=True, labeled=labeled,
+                       notice=notice, feedback=feedback)
 
 
 def gold_feedback(run: Run, claim: Claim, label: Any) -> dict[str, Any] | None:
@@ -396,16 +379,17 @@ class ReplyForm(forms.Form):
     reply = forms.CharField(max_length=10_000)
 
 
-@_claim_write_view("POST")
+@claim_write_view("POST")
 def claim_reply(request: HtmxHttpRequest, run: Run, claim: Claim) -> HttpResponse:
     """The reviewer answers a lead's send-back with a reply and keeps their label (SPEC §4.4)."""
     try:
         send_backs.send_back_reply(claim=claim, reviewer=request.user, reply=request.POST.get("reply", ""))
     except ValidationError as exc:
-        return _show(request, run, _answer_of(run, claim), claim.pk, came_from=_came_from(request, claim.answer_id),
-                     error=exc.messages[0], reply_text=request.POST.get("reply", ""))
-    return _after_write(request, run, claim, show=claim, saved=False,
-                        notice=f"Replied to the lead about claim {claim.index}: your label stays.")
+        return show_review(request, run, _answer_of(run, claim), claim.pk,
+                           came_from=_came_from(request, claim.answer_id), error=exc.messages[0],
+                           reply_text=request.POST.get("reply", ""))
+    return after_write(request, run, claim, show=claim, saved=False,
+                       notice=f"Replied to the lead about claim {claim.index}: your label stays.")
 
 
 class JudgeForm(forms.Form):
@@ -418,7 +402,7 @@ class JudgeForm(forms.Form):
     base_label = IdField(required=False)
 
 
-@_claim_write_view("POST")
+@claim_write_view("POST")
 def claim_judge(request: HtmxHttpRequest, run: Run, claim: Claim) -> HttpResponse:
     """Judge each citation of the claim and confirm (or overrule) the proposed label (SPEC §4.3b)."""
     form = JudgeForm(request.POST)
@@ -429,7 +413,7 @@ def claim_judge(request: HtmxHttpRequest, run: Run, claim: Claim) -> HttpRespons
              "typed_evidence": evidence, "typed_partials_enough": request.POST.get("partials_enough") == "on"}
 
     def again(**extra: Any) -> HttpResponse:
-        return _show(request, run, claim.answer, claim.pk, came_from=claim.answer_id, **typed, **extra)
+        return show_review(request, run, claim.answer, claim.pk, came_from=claim.answer_id, **typed, **extra)
 
     if not form.is_valid() or form.cleaned_data["claim"] != claim.pk:
         return again(error="The judging form came back incomplete or for another claim: nothing was saved. "
@@ -447,7 +431,7 @@ def claim_judge(request: HtmxHttpRequest, run: Run, claim: Claim) -> HttpRespons
     return _after_label(request, run, claim, judged.label, first=data["base_label"] is None)
 
 
-@_claim_write_view("POST")
+@claim_write_view("POST")
 def claim_factual(request: HtmxHttpRequest, run: Run, claim: Claim) -> HttpResponse:
     """Mark the claim "not a factual claim", or factual again (key ``0``, SPEC §4.3b)."""
     factual = request.POST.get("factual") == "1"
@@ -455,11 +439,11 @@ def claim_factual(request: HtmxHttpRequest, run: Run, claim: Claim) -> HttpRespo
         changed = judging.claim_set_factual(claim=claim, factual=factual, actor=request.user,
                                             base_revision=int_param(request.POST.get("revision")))
     except ValidationError as exc:
-        return conflicted(_show(request, run, claim.answer, claim.pk, came_from=claim.answer_id,
-                                error=exc.messages[0]), exc)
+        return conflicted(show_review(request, run, claim.answer, claim.pk, came_from=claim.answer_id,
+                                      error=exc.messages[0]), exc)
     notice = (f"Claim {changed.index} is a factual claim again." if changed.factual else
               f"Claim {changed.index} marked not a factual claim: it leaves every count (0 undoes).")
-    return _after_write(request, run, changed, show=changed, notice=notice)
+    return after_write(request, run, changed, show=changed, notice=notice)
 
 
 @login_required
@@ -477,8 +461,8 @@ def label_undo(request: HtmxHttpRequest, project_slug: str, run_name: str) -> Ht
         claim = screen.claim_in_run(run=run, claim_id=shown) if shown is not None else None
         if claim is None:
             return HttpResponse(status=204)
-        return _show(request, run, claim.answer, claim.pk, came_from=_came_from(request, claim.answer_id),
-                     notice=notice)
+        return show_review(request, run, claim.answer, claim.pk, came_from=_came_from(request, claim.answer_id),
+                           notice=notice)
     restored = label_writes.label_undo(claim=last.claim, reviewer=request.user)
     notice = f"Undid your {last.value} on claim {last.claim.index}"
     notice += (f"; your earlier {restored.value} is current again." if restored is not None
@@ -489,95 +473,5 @@ def label_undo(request: HtmxHttpRequest, project_slug: str, run_name: str) -> Ht
     answer = _answer_of(run, last.claim)
     # Undoing a first label takes one off the bar; restoring an earlier one leaves it.
     labeled = -1 if restored is None and last.value != LabelValue.UNCITED else 0
-    return _show(request, run, answer, last.claim.pk, came_from=_came_from(request, answer.pk), saved=True,
-                 labeled=labeled, notice=notice)
-
-
-def _ids(values: list[str]) -> list[int]:
-    return [number for number in map(int_param, values) if number is not None]
-
-
-def _citation_choices(claim: Claim) -> list[dict[str, Any]]:
-    return [{"id": c.pk, "label": c.cited_id, "fabricated": c.fabricated} for c in claim.citations.order_by("position")]
-
-
-@_claim_write_view("GET", "POST")
-def claim_split(request: HtmxHttpRequest, run: Run, claim: Claim) -> HttpResponse:
-    answer = claim.answer
-    choices = _citation_choices(claim)
-    if request.method == "GET":
-        first, second = suggest_split(claim.text)
-        every = [c["id"] for c in choices]
-        return _show(request, run, answer, claim.pk, came_from=answer.pk, mode="split",
-                     split={"first": first, "second": second, "at": "", "choices": choices,
-                            "first_ids": every, "second_ids": every})
-    form = SplitForm(request.POST)
-    first_ids = _ids(request.POST.getlist("first_citations"))
-    second_ids = _ids(request.POST.getlist("second_citations"))
-    split = {"first": request.POST.get("first", ""), "second": request.POST.get("second", ""),
-             "at": request.POST.get("at", ""), "choices": choices, "first_ids": first_ids,
-             "second_ids": second_ids}
-    if not form.is_valid():
-        return _show(request, run, answer, claim.pk, came_from=answer.pk, mode="split", split=split,
-                     error="Give the text of each part, or a character offset to split at.")
-    data = form.cleaned_data
-    try:
-        first, second = claim_edits.claim_split(
-            claim=claim, at=data["at"], first_text=data["first"], second_text=data["second"],
-            first_citation_ids=first_ids, second_citation_ids=second_ids, base_revision=data["revision"],
-            actor=request.user,
-        )
-    except ValidationError as exc:
-        return conflicted(_show(request, run, answer, claim.pk, came_from=answer.pk, mode="split", split=split,
-                                error=exc.messages[0]), exc)
-    notice = f"Split claim {first.index} into claims {first.index} and {second.index}: label each part."
-    unplaced = [str(part.index) for part in (first, second) if part.start is None]
-    if unplaced:
-        notice += (f" Claim {' and '.join(unplaced)} is not word for word in the answer, so the answer text "
-                   "no longer marks it (the claim list says “not in text”).")
-    return _after_write(request, run, first, show=first, notice=notice)
-
-
-@_claim_write_view("POST")
-def claim_merge(request: HtmxHttpRequest, run: Run, claim: Claim) -> HttpResponse:
-    form = MergeForm(request.POST)
-    try:
-        if not form.is_valid():
-            raise ValidationError("The merge form came back incomplete (it names the neighbouring claim and the "
-                                  "revision you saw): nothing was merged. Reload and try again.")
-        other = screen.claim_in_run(run=run, claim_id=form.cleaned_data["other"])
-        if other is None:
-            raise ValidationError("Choose the neighbouring claim to merge with.")
-        merged = claim_edits.claim_merge(claim=claim, other=other, base_revision=form.cleaned_data["revision"],
-                                      actor=request.user)
-    except ValidationError as exc:
-        return conflicted(_show(request, run, claim.answer, claim.pk, came_from=claim.answer_id,
-                                error=exc.messages[0]), exc)
-    notice = f"Merged into claim {merged.index}: label it again (the old labels are kept as stale)."
-    return _after_write(request, run, merged, show=merged, notice=notice)
-
-
-@_claim_write_view("GET", "POST")
-def claim_edit(request: HtmxHttpRequest, run: Run, claim: Claim) -> HttpResponse:
-    answer = claim.answer
-    if request.method == "GET":
-        return _show(request, run, answer, claim.pk, came_from=answer.pk, mode="edit", edit_text=claim.text)
-    form = EditForm(request.POST)
-    text = request.POST.get("text", "")
-    if not form.is_valid():
-        return _show(request, run, answer, claim.pk, came_from=answer.pk, mode="edit", edit_text=text,
-                     error="The edit form came back incomplete: nothing was changed. Reload and try again.")
-    try:
-        edited = claim_edits.claim_edit(claim=claim, text=form.cleaned_data["text"],
-                                     base_revision=form.cleaned_data["revision"], actor=request.user)
-    except ValidationError as exc:
-        return conflicted(_show(request, run, answer, claim.pk, came_from=answer.pk, mode="edit", edit_text=text,
-                                error=exc.messages[0]), exc)
-    if edited.revision == claim.revision:
-        notice = f"Claim {edited.index} is unchanged."
-    else:
-        notice = f"Claim {edited.index} reworded: label it again (the old labels are kept as stale)."
-        if edited.start is None:
-            notice += (" It is no longer word for word in the answer, so the answer text no longer marks it "
-                       "(the claim list says “not in text”).")
-    return _after_write(request, run, edited, show=edited, notice=notice)
+    return show_review(request, run, answer, last.claim.pk, came_from=_came_from(request, answer.pk), saved=True,
+                       labeled=labeled, notice=notice)
