@@ -60,6 +60,7 @@ run_urlpatterns = [
     path("undo/", review_views.label_undo, name="label_undo"),
     path("answers/<id:answer_id>/", review_views.answer_review, name="answer_review"),
     path("claims/<id:claim_id>/label/", review_views.claim_label, name="claim_label"),
+    path("claims/<id:claim_id>/next/", review_views.claim_next, name="claim_next"),
     path("claims/<id:claim_id>/judge/", review_views.claim_judge, name="claim_judge"),
     path("claims/<id:claim_id>/factual/", review_views.claim_factual, name="claim_factual"),
     path("claims/<id:claim_id>/split/", review_edits.claim_split, name="claim_split"),

@@ -327,6 +327,8 @@ RULES = {
     "answer_review": {"GET": TEAM_READ, "HX": True, "POST": POST_ONLY},
     "claim_label": {"GET": GET_ONLY, "POST": "L 404 404 404 404 R R 403 R",
                     "data": lambda w: _claim_bodies(w)["claim_label"]},
+    # The next claim held ready for the page (nothing reserved): those who may label the run.
+    "claim_next": {"GET": "L 404 404 404 404 200 200 403 200", "POST": POST_ONLY},
     "claim_split": {"GET": "L 404 404 404 404 200 200 403 200", "HX": True,
                     "POST": "L 404 404 404 404 R R 403 R", "data": lambda w: _claim_bodies(w)["claim_split"]},
     "claim_merge": {

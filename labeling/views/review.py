@@ -44,6 +44,8 @@ TEMPLATE = "labeling/answer_review.html"
 JUDGMENT_CHOICES = [("FULL", "f", "Full"), ("PARTIAL", "p", "Partial"), ("NONE", "x", "None"),
                     ("UNJUDGEABLE", "c", "Unjudgeable")]
 LABEL_SAVED = "labelSaved"
+# Says that a label saved while the page showed the next claim it held ready was taken (claim_next).
+ACK_HEADER = "Citelab-Ack"
 
 
 class LabelForm(forms.Form):
@@ -331,32 +333,114 @@ def _after_label(request: HtmxHttpRequest, run: Run, claim: Claim, label: Any, *
     following = None
     if request.POST.get("more_in_answer") != "0":
         following = queue.next_claim_in_answer(run=run, reviewer=request.user, after=claim, lease=True)
-    if following is not None:
+    if following is None:
+        following = queue.claim_in_next_answers(run=run, reviewer=request.user, after=claim.answer, lease=True)
+    # The page showed the next claim it held ready (claim_next) while this saved: when the queue
+    # hands out that very claim, unchanged, the page keeps it and takes the rest out of band.
+    if following is not None and following.answer_id != claim.answer_id:
+        notice = (f"Saved {label.value} on claim {claim.index} of {claim.answer.question.question_id}, "
+                  f"the last one to label there: this is the next answer.")
+    shown_ahead = int_param(request.POST.get("prefetched")) if request.htmx else None
+    moved_on = ""
+    if shown_ahead is not None:
+        if (following is not None and following.pk == shown_ahead
+                and following.revision == int_param(request.POST.get("prefetched_revision"))):
+            return _acknowledged(request, run, claim, following, notice=notice, labeled=labeled, feedback=feedback)
+        moved_on = (" The claim shown while it saved is no longer the next one in your queue (another reviewer "
+                    "took it, or it changed meanwhile).")
+    if following is not None and following.answer_id == claim.answer_id:
         review = screen.review_context(answer=claim.answer, reviewer=request.user, claim_id=following.pk,
                                           with_gold=run.may_lead)
         if not request.htmx:
             messages.success(request, notice)
             return redirect(review_url(run, claim.answer_id, following.pk))
-        response = _fragment(request, _context(request, run, claim.answer, None, review=review, notice=notice,
-                                               feedback=feedback), whole_review=False)
+        response = _fragment(request, _context(request, run, claim.answer, None, review=review,
+                                               notice=notice + moved_on, feedback=feedback), whole_review=False)
         push_url(response, review_url(run, claim.answer_id, following.pk))
         return trigger_client_event(response, LABEL_SAVED, {"labeled": labeled})
     # Else the next answer with work left, on its first claim to label.
-    following = queue.claim_in_next_answers(run=run, reviewer=request.user, after=claim.answer, lease=True)
     if following is None:
         notice += (" Every cited claim of this run now carries your label." if run.overlap == 1 else
                    f" Nothing is left in your queue: every cited claim of this run carries your label or has "
                    f"its {run.overlap} reviewers.")
+        notice += moved_on
         return after_write(request, run, claim, show=None, notice=notice, labeled=labeled, feedback=feedback)
     answer = following.answer
     answer.run = run
-    notice = (f"Saved {label.value} on claim {claim.index} of {claim.answer.question.question_id}, "
-              f"the last one to label there: this is the next answer.")
+    notice += moved_on
     if not request.htmx:
         messages.success(request, notice)
         return redirect(review_url(run, answer.pk, following.pk))
     return show_review(request, run, answer, following.pk, came_from=claim.answer_id, saved=True, labeled=labeled,
                        notice=notice, feedback=feedback)
+
+
+def _acknowledged(request: HtmxHttpRequest, run: Run, claim: Claim, following: Claim, *, notice: str,
+                  labeled: int, feedback: dict[str, Any] | None) -> HttpResponse:
+    """The answer to a label saved while the page already showed ``following``, the claim
+    the queue handed out after ``claim`` (static/js/app.js put it on screen from
+    ``claim_next``): nothing is swapped but the partial ``claim-ack`` out of band (the
+    save's notice; in the same answer, its text, claim list, progress and figures with
+    ``following`` current), with the header ``Citelab-Ack: <claim id>`` that tells the
+    page its claim stays. Two queries fewer than a fragment in another answer; the same
+    as one in this answer (the answer's review is read for its claim list)."""
+    whole = following.answer_id != claim.answer_id
+    if whole:
+        answer = _answer_of(run, following)
+        context: dict[str, Any] = {"project": run.project, "run": run, "question": answer.question,
+                                   "notice": notice, "feedback": feedback, "whole": True}
+    else:
+        review = screen.review_context(answer=claim.answer, reviewer=request.user, claim_id=following.pk,
+                                       with_gold=run.may_lead)
+        context = _context(request, run, claim.answer, None, review=review, notice=notice, feedback=feedback)
+    response = reswap(render(request, f"{TEMPLATE}#claim-ack", context), "none")
+    response[ACK_HEADER] = str(claim.pk)
+    push_url(response, review_url(run, following.answer_id, following.pk))
+    return trigger_client_event(response, LABEL_SAVED, {"labeled": labeled})
+
+
+@login_required
+@require_GET
+def claim_next(request: HtmxHttpRequest, project_slug: str, run_name: str, claim_id: int) -> HttpResponse:
+    """The review of the claim the reviewer's queue would hand out once ``claim_id``
+    carries their label, for the page to hold ready: static/js/app.js shows it the
+    moment a label key is pressed, while the save goes on behind it (``_after_label``
+    then checks that the queue hands out that very claim, unchanged, else the page
+    gets the claim it does hand out).
+
+    The fragment is the partial ``claim-swap`` (the next claim is in the same answer)
+    or ``review-swap`` (another answer), with the headers ``Citelab-Next-Claim``
+    (its id), ``Citelab-Next-Revision`` and ``Citelab-Next-Swap`` (``claim-panel`` or
+    ``review``). Nothing is reserved: the save takes the lease. 204 when nothing
+    would follow, and on a project that judges citations (its saves go through
+    ``claim_judge``). Reviewers and leads who may label the run (403 otherwise); a
+    claim not in the run is a 404. The queue's peek (up to five small queries) and
+    the answer's review: the queries of a save without the write."""
+    run = run_for(request, project_slug, run_name, LABEL)
+    claim = screen.claim_in_run(run=run, claim_id=claim_id)
+    if claim is None:
+        raise Http404(f"Run {run.name!r} has no claim {claim_id}")
+    if run.project.judge_citations:
+        return HttpResponse(status=204)
+    following = queue.next_claim_in_answer(run=run, reviewer=request.user, after=claim)
+    if following is None:
+        following = queue.claim_in_next_answers(run=run, reviewer=request.user, after=claim.answer, skip=claim)
+    if following is None or following.pk == claim.pk:
+        return HttpResponse(status=204)
+    answer = _answer_of(run, following)
+    review = screen.review_context(answer=answer, reviewer=request.user, claim_id=following.pk,
+                                   with_gold=run.may_lead)
+    context = _context(request, run, answer, None, review=review)
+    whole = following.answer_id != claim.answer_id
+    if whole:
+        context["neighbours"] = queue.answer_neighbours(answer=answer)
+        context["target_reached"] = _target_reached(run, context["neighbours"])
+    response = render(request, f"{TEMPLATE}#{'review-swap' if whole else 'claim-swap'}", context)
+    response["Citelab-Next-Claim"] = str(following.pk)
+    response["Citelab-Next-Revision"] = str(following.revision)
+    response["Citelab-Next-Swap"] = "review" if whole else "claim-panel"
+    response["Cache-Control"] = "no-store"
+    return response
 
 
 def gold_feedback(run: Run, claim: Claim, label: Any) -> dict[str, Any] | None:

@@ -11,6 +11,16 @@
 // page says so. Keys are never queued for later: while a request of the review is
 // in flight, and until the claim that answers it has been painted, the claim a key
 // would land on is one the reviewer has not seen.
+//
+// The next claim held ready: once a claim is shown, the page fetches the review of
+// the claim the queue would hand out after it (claim_next, nothing reserved). A label
+// saved then shows that claim at once and the save goes on behind it, sent from
+// #save-channel (outside #review, so the swap leaves it in place). The server answers
+// "Citelab-Ack: <claim>" when its queue handed out that very claim, unchanged (the rest
+// comes out of band); any other answer, an error or no answer puts the claim saved back
+// on screen first, and then goes as without the claim held ready: the server's claim
+// (a conflict, the claim it does hand out) or the reason it was not saved. Until the
+// answer, the claim shown says it is saving and keys on it are ignored.
 (function () {
   "use strict";
   // A 409 (the claim or label changed since the page was rendered) carries the
@@ -25,6 +35,9 @@
   var requesting = null;  // the same, until its response is in (clicks wait only for this)
   var shown = false;      // the claim panel has been painted since it last changed
   var statusTimer = null;
+  var ahead = null;       // the next claim held ready: {after, claim, revision, swap, html}
+  var aheadAsked = null;  // the claim whose next claim is being fetched
+  var saving = null;      // a save sent with the next claim shown: {xhr, claim, undo: [[shown, taken back]], title}
 
   // <main aria-busy="true"> while keys would be ignored: assistive technology (and tests)
   // can tell when the claim on screen takes keys again.
@@ -125,7 +138,98 @@
     if (!button) { return; }
     // Acknowledged: the pressed button shows it is saving until the answer comes.
     button.classList.add("sending");
+    if (form.id === "label-form" && saveAhead(form, button)) { return; }
     button.click();
+  }
+
+  // ---- The next claim held ready (see the top of this file) ----
+  function fetchAhead() {
+    ahead = null;
+    var panel = document.getElementById("claim-panel");
+    var url = panel && panel.dataset.nextUrl;
+    if (!url || !window.fetch || !window.htmx) { aheadAsked = null; return; }
+    var after = panel.dataset.claim;
+    aheadAsked = after;
+    fetch(url, { credentials: "same-origin" }).then(function (response) {
+      if (response.status !== 200) { return null; }
+      return response.text().then(function (html) {
+        return { after: after, html: html, claim: response.headers.get("Citelab-Next-Claim"),
+                 revision: response.headers.get("Citelab-Next-Revision"),
+                 swap: response.headers.get("Citelab-Next-Swap") };
+      });
+    }).then(function (ready) {
+      // Kept only while the claim it follows is still the one shown, and no save is on its way.
+      if (ready && aheadAsked === after && shownId() === after && !busy) {
+        ahead = ready;
+        // Says which claim is held ready (tests, and anyone reading the page's markup).
+        document.getElementById("claim-panel").dataset.ahead = ready.claim;
+      }
+    }).catch(function () { /* offline: the save takes the usual path */ });
+  }
+
+  function shownId() {
+    var panel = document.getElementById("claim-panel");
+    return panel ? panel.dataset.claim || "" : "";
+  }
+
+  // Puts the claim held ready on screen; returns the swaps to take back.
+  function showAhead(ready) {
+    var holder = document.createElement("template");
+    holder.innerHTML = ready.html;
+    var undo = [];
+    Array.prototype.slice.call(holder.content.children).forEach(function (node) {
+      var old = node.id && document.getElementById(node.id);
+      if (!old) { return; }  // the <title>: the answer to the save brings it
+      node.removeAttribute("hx-swap-oob");
+      old.replaceWith(node);
+      undo.push([node, old]);
+      window.htmx.process(node);
+    });
+    return undo;
+  }
+
+  function takeBack() {
+    if (!saving) { return; }
+    saving.undo.slice().reverse().forEach(function (pair) { pair[0].replaceWith(pair[1]); });
+    saving = null;
+  }
+
+  function saveAhead(form, button) {
+    var panel = document.getElementById("claim-panel");
+    if (!ahead || !panel || ahead.after !== panel.dataset.claim || busy || !shown) { return false; }
+    // A save the server would refuse for its text alone, or one answering a conflict, shows its reason here.
+    var text = (justificationOf(form) || {}).value || "";
+    var needsText = button.value === "UNSUPPORTED" || form.dataset.requireSupported === "true";
+    if (form.querySelector(".conflict") || (needsText && !text.trim())) { return false; }
+    var values = {};
+    new FormData(form).forEach(function (value, key) { values[key] = value; });
+    values.value = button.value;
+    values.prefetched = ahead.claim;
+    values.prefetched_revision = ahead.revision;
+    var ready = ahead;
+    ahead = null;
+    var saved = { claim: panel.dataset.claim, index: panel.dataset.claimIndex, value: button.value };
+    var sent = window.htmx.ajax("POST", form.getAttribute("hx-post"),
+      { source: document.getElementById("save-channel"), target: panel, swap: "outerHTML", values: values });
+    // Its promise fails with the request: failed() has said why on the page by then.
+    if (sent && sent.catch) { sent.catch(function () {}); }
+    if (!busy) { return true; }  // htmx did not send it: the claim saved stays, and says why
+    saving = { xhr: busy, claim: saved.claim, undo: showAhead(ready) };
+    var notice = document.getElementById("claim-notice");
+    if (notice) {
+      var line = document.createElement("p");
+      line.className = "notice saving";
+      line.setAttribute("role", "status");
+      line.textContent = "Saving " + saved.value + " on claim " + saved.index + "…";
+      notice.replaceChildren(line);
+    }
+    whenPainted();
+    settle(document.getElementById(ready.swap === "review" ? "review" : "claim-panel"));
+    return true;
+  }
+
+  function acknowledged(xhr) {
+    return Boolean(saving && saving.xhr === xhr && xhr.getResponseHeader("Citelab-Ack") === saving.claim);
   }
 
   function saveArmed(form) {
@@ -402,7 +506,7 @@
     if (!form.dataset.armed && chosenValue(form)) { arm(form, chosenValue(form), false); }
   });
 
-  function inReview(element) { return element && element.closest && element.closest("#review"); }
+  function inReview(element) { return element && element.closest && element.closest("#review, #save-channel"); }
 
   function free() {
     busy = requesting = null;
@@ -420,12 +524,24 @@
       return;
     }
     busy = requesting = event.detail.xhr;
+    ahead = aheadAsked = null;
     markBusy();
+  });
+  // The answer to a save sent with the next claim shown: anything but its acknowledgement
+  // puts the claim saved back first, so htmx swaps the answer where it belongs.
+  document.addEventListener("htmx:beforeOnLoad", function (event) {
+    if (saving && event.detail.xhr === saving.xhr && !acknowledged(event.detail.xhr)) { takeBack(); }
   });
   document.addEventListener("htmx:afterRequest", function (event) {
     if (event.detail.xhr !== busy) { return; }
     // htmx has swapped the response in by now (or will not).
     requesting = null;
+    if (acknowledged(event.detail.xhr)) {
+      saving = null;
+      free();
+      fetchAhead();
+      return;
+    }
     if (!event.detail.successful || event.detail.xhr.status === 204) { free(); }
   });
   document.addEventListener("htmx:afterSwap", function (event) {
@@ -434,6 +550,7 @@
   function failed(event) {
     var xhr = event.detail.xhr;
     if (!inReview(event.detail.elt)) { return; }
+    takeBack();
     var type = xhr && xhr.getResponseHeader ? xhr.getResponseHeader("Content-Type") || "" : "";
     var text = xhr && xhr.status && type.indexOf("text/plain") === 0 && xhr.responseText.length < 400
       ? xhr.responseText : "";
@@ -520,8 +637,9 @@
     if (id !== "claim-panel" && id !== "review") { return; }
     free();
     settle(event.detail.elt);
+    fetchAhead();
   });
-  document.addEventListener("DOMContentLoaded", function () { settle(document.body); });
+  document.addEventListener("DOMContentLoaded", function () { settle(document.body); fetchAhead(); });
   document.addEventListener("click", function (event) {
     if (event.target.closest && event.target.closest('button[data-shortcut="?"]')) { toggleHelp(); }
   });
