@@ -78,7 +78,10 @@
     var node = document.getElementById("key-status");
     if (node) { node.dataset.ignored = String(Number(node.dataset.ignored || 0) + 1); }
     var what = key === "Enter" ? "Enter" : "“" + key + "”";
-    status(busy
+    status(saving
+      ? "Key " + what + " ignored: the label of claim " + saving.index + " is still being saved. " +
+        "Press it again on claim " + shownClaim() + " in a moment."
+      : busy
       ? "Key " + what + " ignored: claim " + shownClaim() + " is still being saved or loaded. " +
         "Press it again on the claim shown next."
       : "Key " + what + " ignored: the next claim was still appearing. Press it again now that it is shown.");
@@ -214,7 +217,7 @@
     // Its promise fails with the request: failed() has said why on the page by then.
     if (sent && sent.catch) { sent.catch(function () {}); }
     if (!busy) { return true; }  // htmx did not send it: the claim saved stays, and says why
-    saving = { xhr: busy, claim: saved.claim, undo: showAhead(ready) };
+    saving = { xhr: busy, claim: saved.claim, index: saved.index, undo: showAhead(ready) };
     var notice = document.getElementById("claim-notice");
     if (notice) {
       var line = document.createElement("p");
