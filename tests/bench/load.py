@@ -28,6 +28,11 @@ What it does, in order:
    justification), follow the claim the response pushes, and fetch what the page
    would fetch after it (the progress fragment when the ``labelSaved`` event
    carries no delta). A *label step* is that save plus whatever followed it.
+   As the page does since issue 24, each claim shown first has the claim after it
+   fetched (``claim_next``, timed as "next claim held ready (fetch)", not part of
+   the step: the reviewer is reading meanwhile), the save names it, and an
+   acknowledged save (``Citelab-Ack``) goes on with it; ``--without-ahead`` labels
+   as the page did before (the save answers with the next claim's fragment).
    ``--think`` seconds pass between steps (0: as fast as the server answers),
    and reviewers start spread over one think time.
 4. Afterwards every label a 2xx response acknowledged ("Saved …") is looked up
@@ -179,15 +184,35 @@ def form_of(html: str) -> tuple[str, dict[str, str]] | None:
     return (action.group(1) if action else ""), dict(_HIDDEN.findall(form.split("</form>", 1)[0]))
 
 
-def label_step(browser: Browser, username: str, url: str, fields: dict[str, str], n: int
+def held_ready(browser: Browser, url: str) -> tuple[dict[str, str], str] | None:
+    """What the page fetches once it shows the claim whose label form posts to ``url``: the
+    claim the queue hands out after it (``claim_next``), as ``(headers, html)``; None when
+    nothing follows."""
+    status, headers, html, _ms = browser.request("next claim held ready (fetch)", "GET",
+                                                 url.replace("/label/", "/next/"))
+    return (headers, html) if status == 200 else None
+
+
+def label_step(browser: Browser, username: str, url: str, fields: dict[str, str], n: int, *, ahead: bool = True
                ) -> tuple[str, dict[str, str]] | None:
-    """One key press: POST the label, then whatever the page fetches after it. Returns the
-    next claim's form, or None when the queue is done or something failed."""
+    """One key press: POST the label, then whatever the page fetches after it. With
+    ``ahead`` (the page since issue 24), the save names the claim the page fetched
+    ahead and shows meanwhile, and the page then fetches the claim after that one.
+    Returns the next claim's form, or None when the queue is done or something failed."""
     value = {"value": "UNSUPPORTED", "justification": "only part of it"} if n % 4 == 3 else {"value": "SUPPORTED"}
     body = {**fields, **value, "csrfmiddlewaretoken": browser.cookies.get("csrftoken", "")}
+    ready = held_ready(browser, url) if ahead else None
+    if ready is not None:
+        body.update(prefetched=ready[0]["citelab-next-claim"], prefetched_revision=ready[0]["citelab-next-revision"])
     status, headers, html, step = browser.request("label save", "POST", url, body, htmx=True)
     if status != 200:
         return None
+    if ready is not None and headers.get("citelab-ack") == fields["claim"]:
+        # Acknowledged: the page keeps the claim it showed at the key press.
+        with browser.stats.lock:
+            browser.stats.acked.append((username, int(fields["claim"]), value["value"]))
+        browser.stats.steps.append(step)
+        return form_of(ready[1])
     if "Saved " in html and "Not saved." not in html:
         with browser.stats.lock:
             browser.stats.acked.append((username, int(fields["claim"]), value["value"]))
@@ -205,7 +230,7 @@ def label_step(browser: Browser, username: str, url: str, fields: dict[str, str]
 
 
 def reviewer_loop(browser: Browser, username: str, start: threading.Event, stop_at: list[float], think: float,
-                  max_steps: int | None, min_steps: int = 0) -> None:
+                  max_steps: int | None, min_steps: int = 0, ahead: bool = True) -> None:
     start.wait()
     # People do not press their first key in the same millisecond: starts spread over one think time.
     time.sleep(random.uniform(0, think))
@@ -217,7 +242,7 @@ def reviewer_loop(browser: Browser, username: str, start: threading.Event, stop_
             if max_steps is not None and n >= max_steps:
                 return
             url, fields = current
-            current = label_step(browser, username, url, fields, n)
+            current = label_step(browser, username, url, fields, n, ahead=ahead)
             n += 1
             if current is None and (n < min_steps or time.perf_counter() < stop_at[0]):
                 current = open_next(browser)  # the queue went on elsewhere, or a save failed: start again
@@ -375,6 +400,9 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--label-step", action="store_true",
                         help="one reviewer, no think time, 300 steps and 30 answer openings")
     parser.add_argument("--keep", action="store_true", help="keep the database")
+    parser.add_argument("--without-ahead", action="store_true",
+                        help="label as a page without the next claim held ready (each save answers with the "
+                             "next claim's fragment, nothing fetched ahead)")
     parser.add_argument("--json", type=Path, help="also write the figures here")
     args = parser.parse_args(argv)
     if args.label_step:
@@ -409,7 +437,8 @@ def main(argv: list[str] | None = None) -> dict:
         stop_at = [float("inf")]
         max_steps = 300 if args.label_step else None
         threads = [threading.Thread(target=reviewer_loop,
-                                    args=(b, n, start, stop_at, args.think, max_steps, args.min_steps))
+                                    args=(b, n, start, stop_at, args.think, max_steps, args.min_steps,
+                                          not args.without_ahead))
                    for b, n in browsers]
         for thread in threads:
             thread.start()
