@@ -2,7 +2,8 @@
 factual claim the reviewer has not labeled, with fewer current human labels plus other
 reviewers' unexpired leases than the run's overlap, on a run the reviewer works on. Its
 ORM form (``unlabeled_claims``, ``works_on``) and its SQL form (the walk of
-``next_answer_to_label``, ``lease_take``, the gold check of ``priority_claim``) on one
+``next_answer_to_label``, the queue within an answer, ``lease_take``, the gold check of
+``priority_claim``) on one
 hand-built run, against each other and against values worked out by hand."""
 
 from __future__ import annotations
@@ -110,6 +111,41 @@ def test_the_walk_and_the_queue_agree_for_every_member(world, overlap):
 
     for person in people.values():
         assert _walk(run, person) == _answers_of(run, person, claims), (person.username, overlap)
+
+
+def _in_answers(run, reviewer, answers, claims) -> list[int]:
+    """The SQL form within each answer (``queue._in_answer``, from the answer's first claim on):
+    claim indexes of ``reviewer``'s queue, answer by answer."""
+    index = {claim.pk: n for n, claim in claims.items()}
+    return sorted(index[claim.pk] for answer in answers.values()
+                  for claim in queue._in_answer(run, reviewer, answer, after_index=0, limit=10))
+
+
+@pytest.mark.parametrize("overlap", [1, 2, 3])
+def test_the_queue_within_an_answer_is_the_orm_queue(world, overlap):
+    """For each member and overlap, the claims the in-answer statement hands out (SQL) are
+    the ORM queue's claims; by hand at overlap 1: ann 2, bob 2 and 6 (as above)."""
+    run, people, claims, answers = world
+    run_settings_set(run=run, overlap=overlap)
+
+    for person in people.values():
+        assert _in_answers(run, person, answers, claims) == _queue(run, person, claims), (person.username, overlap)
+    if overlap == 1:
+        assert (_in_answers(run, people["ann"], answers, claims),
+                _in_answers(run, people["bob"], answers, claims)) == ([2], [2, 6])
+    # After claim 1 only claim 2 is left in q1 for bob; nothing after claim 2.
+    bob = people["bob"]
+    assert [c.pk for c in queue._in_answer(run, bob, answers["q1"], after_index=1, limit=10)] == [claims[2].pk]
+    assert queue._in_answer(run, bob, answers["q1"], after_index=2, limit=10) == []
+
+
+def test_the_queue_within_an_answer_follows_assignments(world):
+    """ann assigned: bob's in-answer queue is empty, ann's unchanged (the ORM form's works_on)."""
+    run, people, claims, answers = world
+    Assignment.objects.create(run=run, reviewer=people["ann"])
+
+    assert _in_answers(run, people["bob"], answers, claims) == _queue(run, people["bob"], claims) == []
+    assert _in_answers(run, people["ann"], answers, claims) == [2]
 
 
 def test_a_lease_is_taken_exactly_on_the_claims_the_queue_holds(world):

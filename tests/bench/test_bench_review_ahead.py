@@ -71,7 +71,7 @@ def label_ahead_through_the_run(client: Client, run: Run, reviewer: Reviewer, sa
 
 
 @pytest.mark.django_db
-def test_bench_label_step_with_the_next_claim_held_ready(dataset, server_rendering):
+def test_bench_label_step_with_the_next_claim_held_ready(dataset, server_rendering):  # noqa: F811 (fixtures)
     print(f"\n[bench-review] reference: 1M-addition loop {reference_ms():.1f} ms, load average "
           f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     reviewer = dataset["reviewer"]
