@@ -1,4 +1,4 @@
-"""The reviewer's queue through a run, and where an answer sits in its run.
+"""The reviewer's queue through a run (where an answer sits in its run: ``labeling.review.neighbours``).
 
 A reviewer's queue in a run: the cited claims without their current label
 that still need a reviewer — fewer current labels from human reviewers (kind
@@ -67,7 +67,6 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -584,46 +583,3 @@ def next_unlabeled_claim(*, run: Run, reviewer: Reviewer, after: Claim | None = 
             return in_answer
     return claim_in_next_answers(run=run, reviewer=reviewer, after=after.answer if after is not None else None,
                                  lease=lease, skip=after)
-
-
-_NEIGHBOURS_SQL = """
-SELECT
-  (SELECT id FROM {answer} WHERE run_id = %s AND question_key < %s ORDER BY question_key DESC LIMIT 1),
-  (SELECT id FROM {answer} WHERE run_id = %s AND question_key > %s ORDER BY question_key LIMIT 1),
-  (SELECT COUNT(*) FROM {answer} WHERE run_id = %s AND question_key < %s),
-  (SELECT COUNT(*) FROM {answer} WHERE run_id = %s),
-  (SELECT m.position FROM {member} m JOIN {sample} sa ON sa.id = m.sample_id
-   WHERE sa.run_id = %s AND m.answer_id = %s),
-  (SELECT COUNT(*) FROM {member} m JOIN {sample} sa ON sa.id = m.sample_id WHERE sa.run_id = %s),
-  (SELECT sa.target_half_width FROM {sample} sa WHERE sa.run_id = %s)
-"""
-
-
-@dataclass(frozen=True)
-class AnswerNeighbours:
-    """Where an answer sits in its run: the ids of the answers before and after
-    it (``None`` at either end), its 1-based ``position`` and the run's answer
-    count ``total``; in the run's probability sample (SPEC §4.6): its
-    ``sample_position`` (``None`` when not sampled), the sample's size
-    ``sample_size`` (0 without one) and target half-width ``sample_target``."""
-
-    previous_id: int | None
-    next_id: int | None
-    position: int
-    total: int
-    sample_position: int | None = None
-    sample_size: int = 0
-    sample_target: float | None = None
-
-
-def answer_neighbours(*, answer: Answer) -> AnswerNeighbours:
-    """The answers before and after ``answer`` in its run (``question_id``
-    order), its position and the run's answer count, and its place in the run's
-    sample. One query: two index lookups and two index-only counts on ``(run,
-    question_key)``, and three lookups in the sample."""
-    run_id, key = answer.run_id, answer.question_key
-    with connection.cursor() as cursor:
-        cursor.execute(_NEIGHBOURS_SQL.format(**_tables()),
-                       [run_id, key, run_id, key, run_id, key, run_id, run_id, answer.pk, run_id, run_id])
-        previous_id, next_id, before, total, sample_position, sample_size, target = cursor.fetchone()
-    return AnswerNeighbours(previous_id, next_id, before + 1, total, sample_position, sample_size, target)

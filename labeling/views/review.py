@@ -31,6 +31,7 @@ from labeling.models import Answer, Claim, GoldClaim, LabelValue, Run
 from labeling.permissions import LABEL
 from labeling.review import citation_judgments as judging
 from labeling.review import label_writes, queue, screen, tallies
+from labeling.review.neighbours import AnswerNeighbours, answer_neighbours
 from labeling.scores import estimates
 from labeling.team import guidelines, send_backs
 from labeling.views.htmx import HtmxHttpRequest
@@ -143,7 +144,7 @@ def _page(request: HttpRequest, context: dict[str, Any]) -> HttpResponse:
     answer: Answer = context["answer"]
     if not context["read_only"]:
         context["progress"] = tallies.run_progress(run=run, reviewer=request.user)
-    context["neighbours"] = queue.answer_neighbours(answer=answer)
+    context["neighbours"] = answer_neighbours(answer=answer)
     context["target_reached"] = _target_reached(run, context["neighbours"])
     # The project's guidelines behind the g key and in the ? help (SPEC §4.4): the page's
     # dialogs are outside #review, so fragments never carry them again.
@@ -153,7 +154,7 @@ def _page(request: HttpRequest, context: dict[str, Any]) -> HttpResponse:
     return render(request, TEMPLATE, context)
 
 
-def _target_reached(run: Run, neighbours: queue.AnswerNeighbours) -> bool | None:
+def _target_reached(run: Run, neighbours: AnswerNeighbours) -> bool | None:
     """The queue's "target reached" (SPEC §4.6), only asked when a lead set a target."""
     return estimates.target_reached(run) if neighbours.sample_target is not None else None
 
@@ -164,7 +165,7 @@ def _fragment(request: HtmxHttpRequest, context: dict[str, Any], *, whole_review
     retargeted, led by the new ``<title>`` and followed by the breadcrumb's
     question out of band (``review-swap``; the template says why the title leads)."""
     if whole_review:
-        context["neighbours"] = queue.answer_neighbours(answer=context["answer"])
+        context["neighbours"] = answer_neighbours(answer=context["answer"])
         context["target_reached"] = _target_reached(context["run"], context["neighbours"])
         return reswap(retarget(render(request, f"{TEMPLATE}#review-swap", context), "#review"), "outerHTML")
     return render(request, f"{TEMPLATE}#claim-swap", context)
@@ -433,7 +434,7 @@ def claim_next(request: HtmxHttpRequest, project_slug: str, run_name: str, claim
     context = _context(request, run, answer, None, review=review)
     whole = following.answer_id != claim.answer_id
     if whole:
-        context["neighbours"] = queue.answer_neighbours(answer=answer)
+        context["neighbours"] = answer_neighbours(answer=answer)
         context["target_reached"] = _target_reached(run, context["neighbours"])
     response = render(request, f"{TEMPLATE}#{'review-swap' if whole else 'claim-swap'}", context)
     response["Citelab-Next-Claim"] = str(following.pk)
