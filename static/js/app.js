@@ -218,6 +218,7 @@
     if (sent && sent.catch) { sent.catch(function () {}); }
     if (!busy) { return true; }  // htmx did not send it: the claim saved stays, and says why
     saving = { xhr: busy, claim: saved.claim, index: saved.index, undo: showAhead(ready) };
+    button.classList.remove("sending");  // the claim saved leaves the screen (and is what the back button shows)
     var notice = document.getElementById("claim-notice");
     if (notice) {
       var line = document.createElement("p");
@@ -234,6 +235,34 @@
   function acknowledged(xhr) {
     return Boolean(saving && saving.xhr === xhr && xhr.getResponseHeader("Citelab-Ack") === saving.claim);
   }
+
+  function swapPairs(pairs, back) {
+    (back ? pairs.slice().reverse() : pairs).forEach(function (pair) {
+      (back ? pair[0] : pair[1]).replaceWith(back ? pair[1] : pair[0]);
+    });
+  }
+
+  // Just before it takes in the acknowledgement, htmx keeps a copy of the page for the back
+  // button under the URL of the claim saved: let that copy show the claim saved, not the one
+  // shown ahead. The claim ahead is back before the acknowledgement's out-of-band parts go in,
+  // in the same task, so nothing of it is painted.
+  document.addEventListener("htmx:beforeHistorySave", function () {
+    if (!saving || !saving.acked || saving.inCopy) { return; }
+    swapPairs(saving.undo, true);
+    saving.inCopy = true;
+  });
+  function afterCopy() {
+    if (saving && saving.inCopy) { swapPairs(saving.undo, false); saving.inCopy = false; }
+  }
+  document.addEventListener("htmx:pushedIntoHistory", afterCopy);
+  document.addEventListener("htmx:replacedInHistory", afterCopy);
+  // A page brought back by the back button takes keys and holds its next claim ready again.
+  document.addEventListener("htmx:historyRestore", function () {
+    saving = null;
+    free();
+    settle(document.body);
+    fetchAhead();
+  });
 
   function saveArmed(form) {
     if (form.dataset.armed) { save(form, form.dataset.armed); }
@@ -533,13 +562,15 @@
   // The answer to a save sent with the next claim shown: anything but its acknowledgement
   // puts the claim saved back first, so htmx swaps the answer where it belongs.
   document.addEventListener("htmx:beforeOnLoad", function (event) {
-    if (saving && event.detail.xhr === saving.xhr && !acknowledged(event.detail.xhr)) { takeBack(); }
+    if (!saving || event.detail.xhr !== saving.xhr) { return; }
+    if (acknowledged(event.detail.xhr)) { saving.acked = true; } else { takeBack(); }
   });
   document.addEventListener("htmx:afterRequest", function (event) {
     if (event.detail.xhr !== busy) { return; }
     // htmx has swapped the response in by now (or will not).
     requesting = null;
     if (acknowledged(event.detail.xhr)) {
+      afterCopy();
       saving = null;
       free();
       fetchAhead();
