@@ -140,7 +140,7 @@ def test_a_claim_changed_since_it_was_held_ready_is_shown_again_as_it_is_now(ali
     assert panel_claim(html) == site.c3.pk
     assert "The Seine flows through Paris and Rouen." in html
     assert ("Saved SUPPORTED on claim 1. The claim shown while it saved is no longer the next one in your queue "
-            "(another reviewer took it, or it changed meanwhile).") in html
+            "(another reviewer may have taken it, or it changed): this is the next one.") in html
     assert my_labels(reviewer) == [("Paris is the capital of France.", "SUPPORTED", "")]
 
 

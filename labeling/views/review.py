@@ -347,8 +347,10 @@ def _after_label(request: HtmxHttpRequest, run: Run, claim: Claim, label: Any, *
         if (following is not None and following.pk == shown_ahead
                 and following.revision == int_param(request.POST.get("prefetched_revision"))):
             return _acknowledged(request, run, claim, following, notice=notice, labeled=labeled, feedback=feedback)
+        # Neutral on purpose: a gold check coming due also changes the claim handed out, and
+        # nothing may tell a check from any other claim (labeling.review.queue).
         moved_on = (" The claim shown while it saved is no longer the next one in your queue (another reviewer "
-                    "took it, or it changed meanwhile).")
+                    "may have taken it, or it changed): this is the next one.")
     if following is not None and following.answer_id == claim.answer_id:
         review = screen.review_context(answer=claim.answer, reviewer=request.user, claim_id=following.pk,
                                           with_gold=run.may_lead)
