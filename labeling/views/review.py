@@ -172,7 +172,7 @@ def _fragment(request: HtmxHttpRequest, context: dict[str, Any], *, whole_review
 
 
 def show_review(request: HtmxHttpRequest, run: Run, answer: Answer, claim_id: int | None, *, came_from: int | None,
-          saved: bool = False, labeled: int | None = None, **extra: Any) -> HttpResponse:
+                saved: bool = False, labeled: int | None = None, **extra: Any) -> HttpResponse:
     """Respond with the review of ``answer`` on ``claim_id``: a fragment for htmx
     (``came_from`` is the answer the page showed), else the full page. ``saved``
     sends ``labelSaved``, with ``{"labeled": labeled}`` when that is known."""
@@ -188,7 +188,7 @@ def show_review(request: HtmxHttpRequest, run: Run, answer: Answer, claim_id: in
 
 
 def after_write(request: HtmxHttpRequest, run: Run, claim: Claim, *, show: Claim | None, notice: str,
-                 saved: bool = True, labeled: int | None = None, **extra: Any) -> HttpResponse:
+                saved: bool = True, labeled: int | None = None, **extra: Any) -> HttpResponse:
     """After a successful write: show ``show`` (or ``claim``) with ``notice``;
     without JS, redirect there with the notice as a message."""
     target = show or claim
