@@ -65,7 +65,6 @@ first hit, whatever the statistics say.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterable
 from datetime import datetime, timedelta
 from typing import Any
@@ -92,6 +91,7 @@ from labeling.models import (
     SampleMember,
     SendBack,
 )
+from labeling.review.gold_pace import after_labeling, gold_due, gold_offset
 
 # Claims (or answers) a hand-out tries before it gives up: each failed try is a claim
 # another reviewer leased between the queue's read and the take.
@@ -384,27 +384,16 @@ WHERE l.reviewer_id = %s AND l.is_current AND a.run_id = %s AND c.factual
 """
 
 
-def gold_offset(run_id: int, reviewer_id: int, k: int) -> float:
-    """``uₖ`` of the module docstring: a number in [0, 1) fixed by (run, reviewer, k),
-    where in its stretch of ``1 / rate`` labels the reviewer's gold check k comes."""
-    digest = hashlib.sha256(f"gold:{run_id}:{reviewer_id}:{k}".encode()).digest()
-    return int.from_bytes(digest[:8], "big") / 2 ** 64
-
-
-def gold_due(*, rate: float, labeled: int, gold_labeled: int, offset: float) -> bool:
-    """Whether the next claim handed to a reviewer who has ``labeled`` claims of the run,
-    ``gold_labeled`` of them gold, is a gold check at ``rate`` (module docstring):
-    ``gold_labeled + offset < rate · (labeled + 1)``. At rate 0.5 with offsets 0.3
-    and 0.7: check 0 comes first (0.3 < 0.5), check 1 fourth ((1 + 0.7) < 0.5 · 4)."""
-    return rate > 0 and gold_labeled + offset < rate * (labeled + 1)
-
-
-def priority_claim(*, run: Run, reviewer: Reviewer, skip: Claim | None = None) -> Claim | None:
+def priority_claim(*, run: Run, reviewer: Reviewer, skip: Claim | None = None,
+                   skip_labeled: bool = False) -> Claim | None:
     """The claim that comes before the walk for ``reviewer`` in ``run`` (module
     docstring), with its answer and question, unleased; ``None`` when nothing comes
     first. ``skip`` (the claim the reviewer passes over with ``n``) is not handed
-    back. One query, two more when a gold check may be due, one more
-    for the claim."""
+    back. With ``skip_labeled``, ``skip`` counts as labeled by the reviewer, as it
+    will be once the label on screen is saved: the page's look ahead
+    (``views.review.claim_next``) then meets the gold check the save will meet.
+    One query, two more when a gold check may be due (two more with
+    ``skip_labeled``), one more for the claim."""
     now_skip = skip.pk if skip is not None else 0
     with connection.cursor() as cursor:
         cursor.execute(_PRIORITY_SQL.format(**_tables()), [
@@ -418,6 +407,10 @@ def priority_claim(*, run: Run, reviewer: Reviewer, skip: Claim | None = None) -
     with connection.cursor() as cursor:
         cursor.execute(_GOLD_PACE_SQL.format(fence=exists_fence(), **_tables()), [reviewer.pk, run.pk])
         labeled, gold_labeled = cursor.fetchone()
+    if skip_labeled and skip is not None:
+        labeled, gold_labeled, gold_open = after_labeling(reviewer, skip, labeled, gold_labeled, gold_open)
+        if not gold_open:
+            return None
     if not gold_due(rate=run.gold_rate, labeled=labeled, gold_labeled=gold_labeled,
                     offset=gold_offset(run.pk, reviewer.pk, gold_labeled)):
         return None
@@ -429,8 +422,9 @@ def priority_claim(*, run: Run, reviewer: Reviewer, skip: Claim | None = None) -
     return claims.filter(pk=gold).first() if gold is not None else None
 
 
-def _priority(run: Run, reviewer: Reviewer, *, lease: bool, skip: Claim | None = None) -> Claim | None:
-    claim = priority_claim(run=run, reviewer=reviewer, skip=skip)
+def _priority(run: Run, reviewer: Reviewer, *, lease: bool, skip: Claim | None = None,
+              skip_labeled: bool = False) -> Claim | None:
+    claim = priority_claim(run=run, reviewer=reviewer, skip=skip, skip_labeled=skip_labeled)
     if claim is not None and lease:
         lease_force(run=run, reviewer=reviewer, claim=claim)
     return claim
@@ -491,14 +485,17 @@ def _first(run: Run, reviewer: Reviewer, candidates: QuerySet[Claim], *, lease: 
     return _hand_out(run, reviewer, candidates) if lease else candidates.first()
 
 
-def next_claim_in_answer(*, run: Run, reviewer: Reviewer, after: Claim, lease: bool = False) -> Claim | None:
+def next_claim_in_answer(*, run: Run, reviewer: Reviewer, after: Claim, lease: bool = False,
+                         ahead: bool = False) -> Claim | None:
     """The first claim of the reviewer's queue after ``after`` in its answer
     (with its answer and question), or ``None``. A claim that comes before the
     walk (``priority_claim``: a send-back, a gold check) comes first: it is the
     answer when it is in this answer, else ``None`` (the next answers bring it).
     Two queries (three with a queue judge: where ``after`` stands in the judge's
-    order). With ``lease``, the first one ``lease_take`` reserves for the reviewer."""
-    first = priority_claim(run=run, reviewer=reviewer, skip=after)
+    order). With ``lease``, the first one ``lease_take`` reserves for the reviewer. ``ahead``:
+    ``after`` is the claim on screen, counted as labeled (the page's look ahead,
+    ``priority_claim``'s ``skip_labeled``)."""
+    first = priority_claim(run=run, reviewer=reviewer, skip=after, skip_labeled=ahead)
     if first is not None:
         if first.answer_id != after.answer_id:
             return None
@@ -538,7 +535,7 @@ def first_claim_in_answer(*, run: Run, reviewer: Reviewer, answer: Answer, lease
 
 
 def claim_in_next_answers(*, run: Run, reviewer: Reviewer, after: Answer | None = None,
-                          lease: bool = False, skip: Claim | None = None) -> Claim | None:
+                          lease: bool = False, skip: Claim | None = None, ahead: bool = False) -> Claim | None:
     """The first claim of the reviewer's queue in the next answer with work left
     (``next_answer_to_label``: after ``after``, wrapping around), with its answer
     and question; ``None`` when the queue is empty. With ``lease``, reserved for
@@ -546,8 +543,9 @@ def claim_in_next_answers(*, run: Run, reviewer: Reviewer, after: Answer | None 
     the two reads, the answer after it is tried (``LEASE_TRIES`` answers at most).
     A claim that comes before the walk (``priority_claim``: a send-back, a gold
     check) comes first, wherever it is; ``skip`` is a claim not to hand back as a
-    send-back (the one the reviewer passes over)."""
-    first = _priority(run, reviewer, lease=lease, skip=skip)
+    send-back (the one the reviewer passes over). ``ahead``: ``skip`` is the claim on
+    screen, counted as labeled (``priority_claim``'s ``skip_labeled``: the page's look ahead)."""
+    first = _priority(run, reviewer, lease=lease, skip=skip, skip_labeled=ahead)
     if first is not None:
         return first
     for _ in range(LEASE_TRIES if lease else 1):
