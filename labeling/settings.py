@@ -194,6 +194,14 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
         "transaction_mode": "IMMEDIATE",
         "timeout": 20,
     })
+elif DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+    _options = DATABASES["default"].setdefault("OPTIONS", {})
+    # No JIT (set at connect, no statement more): PostgreSQL compiles a query whose cost
+    # estimate passes jit_above_cost, 10–50 ms that a label step's few-row queries never
+    # win back when a fresh run's missing statistics inflate their estimates. A
+    # DATABASE_URL that sets jit itself (?options=-c jit=on) keeps its choice.
+    if "jit" not in _options.get("options", ""):
+        _options["options"] = f"{_options.get('options', '')} -c jit=off".strip()
 
 AUTH_USER_MODEL = "labeling.Reviewer"
 # Django's four validators: every password set by add_reviewer, the admin or
