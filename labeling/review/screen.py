@@ -315,12 +315,37 @@ def review_answer(*, run: Run, answer_id: int) -> Answer | None:
     return answer
 
 
+# Claim %s with its answer and question, when the answer is in run %s.
+_CLAIM_IN_RUN_SQL = """
+SELECT {claim_cols}, {answer_cols}, {question_cols}
+FROM {claim} c JOIN {answer} a ON a.id = c.answer_id JOIN {question} q ON q.id = a.question_id
+WHERE c.id = %s AND a.run_id = %s
+"""
+
+
 def claim_in_run(*, run: Run, claim_id: int) -> Claim | None:
-    """Claim ``claim_id`` when it belongs to ``run`` (else ``None``: the URL names another run)."""
-    claim = Claim.objects.select_related("answer__question").filter(answer__run=run, pk=claim_id).first()
-    if claim is not None:
-        claim.answer.run = run
-    return claim
+    """Claim ``claim_id`` with its answer (its ``run`` set to ``run``) and question when it
+    belongs to ``run`` (else ``None``: the URL names another run). One query, in SQL: every
+    claim write (a label step) starts with it, and the ORM took longer to build it than
+    the database to run it."""
+    if not 0 < claim_id < 2 ** 63:  # no such id (SQLite refuses a number past its integers)
+        return None
+    claim, answer, question = columns(Claim, "c"), columns(Answer, "a"), columns(Question, "q")
+    quote = connection.ops.quote_name
+    sql = _CLAIM_IN_RUN_SQL.format(
+        claim_cols=claim.select, answer_cols=answer.select, question_cols=question.select,
+        claim=quote(Claim._meta.db_table), answer=quote(Answer._meta.db_table),
+        question=quote(Question._meta.db_table))
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [claim_id, run.pk])
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    found = instance(claim, row, 0)
+    found.answer = instance(answer, row, claim.width)
+    found.answer.question = instance(question, row, claim.width + answer.width)
+    found.answer.run = run
+    return found
 
 
 def review_context(*, answer: Answer, reviewer: Reviewer, claim_id: int | None = None,
