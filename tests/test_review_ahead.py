@@ -199,15 +199,16 @@ def test_the_claim_held_ready_has_a_constant_query_count(alice, reviewer, django
     claims = budget_run(reviewer, answers)
 
     # 2: session, user · 1: run with its project and the role · 1: the claim in the run with its answer
-    # and question · 1: what comes before the walk (queue.priority_claim) · 1: the next claim in the answer
+    # and question · 1: what comes before the walk (queue.priority_claim) and the next claim in the answer
     # in queue order · review of the answer: 1 (its claims with their citations, passages and labels).
-    with django_assert_num_queries(7):
+    with django_assert_num_queries(6):
         response = alice.get(budget_url("claim_next", claims[0]))
     assert response["Citelab-Next-Claim"] == str(claims[1].pk)
 
-    # Across answers: 1 priority · 1 next claim in the answer (none) · 1 priority again (claim_in_next_answers)
-    # · 2: the next answer with work, then that answer · 1 its first claim · 1 the review · 1 its neighbours.
-    with django_assert_num_queries(12):
+    # Across answers: 1 priority with the next claim in the answer (none) · 1 priority again
+    # (claim_in_next_answers) · 2: the next answer with work, then that answer · 1 its first claim · 1 the
+    # review · 1 its neighbours.
+    with django_assert_num_queries(11):
         response = alice.get(budget_url("claim_next", claims[1]))
     assert response["Citelab-Next-Claim"] == str(claims[2].pk)
 
@@ -220,9 +221,9 @@ def test_an_acknowledged_save_costs_no_more_than_the_fragment_it_replaces(alice,
             "prefetched": claims[1].pk, "prefetched_revision": 1}
 
     # The save of tests/test_review_label.py's budget (2 session and user, 1 run, 1 claim, 9 label_save with
-    # its savepoint, 1 priority, 1 next claim, 1 lease upsert (+3 on PostgreSQL), 1 the answer's review): the
-    # same queries, only the panel is not rendered.
-    with django_assert_num_queries(17 + LEASE_LOCK_QUERIES):
+    # its savepoint, 1 priority with the next claim, 1 lease upsert (+3 on PostgreSQL), 1 the answer's review):
+    # the same queries, only the panel is not rendered.
+    with django_assert_num_queries(16 + LEASE_LOCK_QUERIES):
         response = alice.post(budget_url("claim_label", claims[0]), data, **HX)
     assert response["Citelab-Ack"] == str(claims[0].pk)
 

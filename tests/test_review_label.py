@@ -302,13 +302,13 @@ def test_save_and_next_fragment_has_a_constant_query_count(alice, reviewer, djan
     # in production), 1 claim lock that also says whether it is cited, 1 current label, 1 insert, 1 audit
     # event insert, 1 delete of the reviewer's lease on the claim, 1 update resolving a send-back of the label
     # (SPEC §4.4), 1 update of the run's label state (runs.labels_changed) · 1: what comes before the walk
-    # (a send-back, a gold check: labeling.review.queue.priority_claim) · 1: the next claim in the answer, in
+    # (a send-back, a gold check: labeling.review.queue.priority_claim) with the next claim in the answer, in
     # queue order (labeling.review.queue, the order's one home) · its lease (queue.lease_take): 1 conditional
     # upsert, and on
     # PostgreSQL 1 savepoint + 1 row lock + 1 release · review of the answer: 1 for its claims with their
     # citations, passages and the labels of every reviewer (screen._answer_claims). The run progress bar
     # refreshes itself in its own request.
-    with django_assert_max_num_queries(17 + LEASE_LOCK_QUERIES):
+    with django_assert_max_num_queries(16 + LEASE_LOCK_QUERIES):
         response = alice.post(url, {"claim": rows[0].pk, "value": "SUPPORTED", "revision": 1, "base_label": "",
                                     "more_in_answer": 1},
                               **HX)

@@ -352,8 +352,8 @@ def test_review_context_query_count(django_assert_num_queries):
     with django_assert_num_queries(1):
         context = screen.review_context(answer=answer, reviewer=world.lead, claim_id=first.pk)
     assert (context.current.claim, context.gold) == (first, None)
-    # Without a claim: the queue's first claim of the answer (priority_claim, then the walk).
-    with django_assert_num_queries(3):
+    # Without a claim: the queue's first claim of the answer (priority_claim and the walk in one).
+    with django_assert_num_queries(2):
         assert screen.review_context(answer=answer, reviewer=world.lead).current.claim == first
     # The current claim sent back to the reviewer: the send-back (+ lead).
     second = world.claims["q01"][1]

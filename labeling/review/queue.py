@@ -32,7 +32,10 @@ statements with the ORM took 3–6 ms of Python each against 0.3–2 ms of
 database time (``tests/bench/test_bench_review.py``, PostgreSQL, 10k-answer
 run; the queue within an answer 5.7 ms to build, 0.3 ms to run on SQLite). A
 run with a queue judge orders each answer by the judge's calls and keeps the
-ORM form there. The queue rule thus has two forms, both here and nowhere else: the ORM's
+ORM form there. Within an answer, what comes before the walk (:func:`priority_claim`)
+and the queue there are one statement (``_PRIORITY_IN_ANSWER_SQL``): a save that moves
+on in its answer asks the database once for the next claim, then leases it. The
+queue rule thus has two forms, both here and nowhere else: the ORM's
 (:func:`unlabeled_claims` from :func:`works_on`, :func:`awaits` and
 :func:`human_label_count`) and the SQL fragments every statement below is built
 from (``_WORKS_ON_SQL``, ``_AWAITS_SQL``, ``_NEEDS_REVIEWER_SQL``);
@@ -93,6 +96,7 @@ from labeling.models import (
     SampleMember,
     SendBack,
 )
+from labeling.review.rows import columns, instance
 
 # Claims (or answers) a hand-out tries before it gives up: each failed try is a claim
 # another reviewer leased between the queue's read and the take.
@@ -258,9 +262,9 @@ def _first_answer_id(run: Run, reviewer: Reviewer, op: str = "", key: str = "",
 
 # The claims of answer %s in reviewer %s's queue (unlabeled_claims) with an index above %s, in
 # index order: the queue of a run without a queue judge within one answer. {index} is the
-# quoted column name; params: _in_answer_params.
+# quoted column name, {select} the columns; params: _in_answer_params.
 _IN_ANSWER_SQL = f"""
-SELECT c.* FROM {{claim}} c JOIN {{answer}} a ON a.id = c.answer_id
+SELECT {{select}} FROM {{claim}} c JOIN {{answer}} a ON a.id = c.answer_id
 WHERE c.answer_id = %s AND c.{{index}} > %s
   AND {_fragment(_WORKS_ON_SQL, run_id="a.run_id")}
   AND {_AWAITS_SQL}
@@ -274,13 +278,17 @@ def _in_answer(run: Run, reviewer: Reviewer, answer: Answer, *, after_index: int
     """The first ``limit`` claims of ``answer`` (loaded, with its question) after
     ``after_index`` in the reviewer's queue, in index order (a run without a queue judge),
     each with ``answer`` set: one statement, no ORM to build (module docstring)."""
-    now = connection.ops.adapt_datetimefield_value(timezone.now())
-    sql = _IN_ANSWER_SQL.format(index=connection.ops.quote_name("index"), **_tables())
-    claims = list(Claim.objects.raw(sql, [answer.pk, after_index, reviewer.pk, reviewer.pk, OVERLAP_KIND.value,
-                                          reviewer.pk, now, run.overlap, limit]))
+    sql = _IN_ANSWER_SQL.format(select="c.*", index=connection.ops.quote_name("index"), **_tables())
+    claims = list(Claim.objects.raw(sql, _in_answer_params(run, reviewer, answer, after_index, limit)))
     for claim in claims:
         claim.answer = answer
     return claims
+
+
+def _in_answer_params(run: Run, reviewer: Reviewer, answer: Answer, after_index: int, limit: int) -> list[Any]:
+    now = connection.ops.adapt_datetimefield_value(timezone.now())
+    return [answer.pk, after_index, reviewer.pk, reviewer.pk, OVERLAP_KIND.value, reviewer.pk, now, run.overlap,
+            limit]
 
 
 def _first_in_answer(run: Run, reviewer: Reviewer, answer: Answer, *, after_index: int,
@@ -288,9 +296,54 @@ def _first_in_answer(run: Run, reviewer: Reviewer, answer: Answer, *, after_inde
     """The first claim of :func:`_in_answer`, or with ``lease`` the first of up to
     ``LEASE_TRIES`` that ``lease_take`` reserves for the reviewer."""
     candidates = _in_answer(run, reviewer, answer, after_index=after_index, limit=LEASE_TRIES if lease else 1)
+    return _take_first(run, reviewer, candidates, lease=lease)
+
+
+def _take_first(run: Run, reviewer: Reviewer, candidates: list[Claim], *, lease: bool) -> Claim | None:
     if not lease:
         return candidates[0] if candidates else None
     return next((claim for claim in candidates if lease_take(run=run, reviewer=reviewer, claim=claim)), None)
+
+
+# What comes before the walk (_PRIORITY_SQL) and the claims of one answer in the queue
+# (_IN_ANSWER_SQL) in one round trip: the one row of the first beside each claim of the
+# second (NULLs when there is none). {priority} and {in_answer} are those statements.
+_PRIORITY_IN_ANSWER_SQL = """
+SELECT p.sent_back, p.gold_open, q.* FROM ({priority}) p LEFT JOIN ({in_answer}) q ON 1 = 1
+ORDER BY q.{index}
+"""
+
+
+def _priority_and_first_in_answer(run: Run, reviewer: Reviewer, answer: Answer, *, after_index: int,
+                                  lease: bool, skip: Claim | None, elsewhere_stops: bool) -> Claim | None:
+    """:func:`priority_claim` when a claim of ``answer`` comes before the walk, else
+    :func:`_first_in_answer` (or, with ``elsewhere_stops``, ``None`` when the claim that
+    comes first is in another answer); with ``lease``, the claim handed out is reserved.
+    One statement for both (more for a priority claim, as :func:`priority_claim` says),
+    then the lease."""
+    claim = columns(Claim, "c")
+    index = connection.ops.quote_name("index")
+    tables = _tables()
+    sql = _PRIORITY_IN_ANSWER_SQL.format(
+        priority=_PRIORITY_SQL.format(**tables), index=index,
+        in_answer=_IN_ANSWER_SQL.format(select=claim.select, index=index, **tables))
+    limit = LEASE_TRIES if lease else 1
+    with connection.cursor() as cursor:
+        cursor.execute(sql, _priority_params(run, reviewer, skip)
+                       + _in_answer_params(run, reviewer, answer, after_index, limit))
+        rows = cursor.fetchall()
+    sent_back, gold_open = rows[0][:2]
+    first = _priority_from(run, reviewer, skip, sent_back=sent_back, gold_open=gold_open)
+    if first is not None and (first.answer_id == answer.pk or elsewhere_stops):
+        if first.answer_id != answer.pk:
+            return None
+        if lease:
+            lease_force(run=run, reviewer=reviewer, claim=first)
+        return first
+    candidates = [found for found in (instance(claim, row, 2) for row in rows) if found is not None]
+    for found in candidates:
+        found.answer = answer
+    return _take_first(run, reviewer, candidates, lease=lease)
 
 
 # Lease ``claim`` to a reviewer when it still exists (a merge may have deleted it since
@@ -372,12 +425,12 @@ _PRIORITY_SQL = f"""
 SELECT
   (SELECT sb.claim_id FROM {{send_back}} sb
    WHERE sb.run_id = %s AND sb.reviewer_id = %s AND sb.resolved_at IS NULL AND sb.claim_id <> %s
-   ORDER BY sb.created_at, sb.id LIMIT 1),
+   ORDER BY sb.created_at, sb.id LIMIT 1) AS sent_back,
   CASE WHEN {_fragment(_WORKS_ON_SQL, run_id="%s")}
   THEN (SELECT COUNT(*) FROM {{gold}} g JOIN {{claim}} c ON c.id = g.claim_id
         WHERE g.run_id = %s AND g.is_current AND (g.lead_id IS NULL OR g.lead_id <> %s)
           AND {_AWAITS_SQL})
-  ELSE 0 END
+  ELSE 0 END AS gold_open
 """
 
 # The reviewer's current labels on the cited factual claims of the run, and how many of
@@ -412,11 +465,23 @@ def priority_claim(*, run: Run, reviewer: Reviewer, skip: Claim | None = None) -
     first. ``skip`` (the claim the reviewer passes over with ``n``) is not handed
     back. One query, two more when a gold check may be due, one more
     for the claim."""
-    now_skip = skip.pk if skip is not None else 0
     with connection.cursor() as cursor:
-        cursor.execute(_PRIORITY_SQL.format(**_tables()), [
-            run.pk, reviewer.pk, now_skip, run.pk, run.pk, reviewer.pk, run.pk, reviewer.pk, reviewer.pk])
+        cursor.execute(_PRIORITY_SQL.format(**_tables()), _priority_params(run, reviewer, skip))
         sent_back, gold_open = cursor.fetchone()
+    return _priority_from(run, reviewer, skip, sent_back=sent_back, gold_open=gold_open)
+
+
+def _priority_params(run: Run, reviewer: Reviewer, skip: Claim | None) -> list[Any]:
+    """The parameters of ``_PRIORITY_SQL``, in order."""
+    skip_id = skip.pk if skip is not None else 0
+    return [run.pk, reviewer.pk, skip_id, run.pk, run.pk, reviewer.pk, run.pk, reviewer.pk, reviewer.pk]
+
+
+def _priority_from(run: Run, reviewer: Reviewer, skip: Claim | None, *, sent_back: int | None,
+                   gold_open: int) -> Claim | None:
+    """:func:`priority_claim` once ``_PRIORITY_SQL`` said which send-back comes first
+    (``sent_back``) and how many gold checks are open (``gold_open``)."""
+    now_skip = skip.pk if skip is not None else 0
     claims = Claim.objects.select_related("answer__question")
     if sent_back is not None:
         return claims.filter(pk=sent_back).first()
@@ -503,8 +568,12 @@ def next_claim_in_answer(*, run: Run, reviewer: Reviewer, after: Claim, lease: b
     (with its answer and question), or ``None``. A claim that comes before the
     walk (``priority_claim``: a send-back, a gold check) comes first: it is the
     answer when it is in this answer, else ``None`` (the next answers bring it).
-    Two queries (three with a queue judge: where ``after`` stands in the judge's
-    order). With ``lease``, the first one ``lease_take`` reserves for the reviewer."""
+    One query (three with a queue judge: what comes first, where ``after`` stands in the
+    judge's order, the queue; two when ``after`` comes without its answer and question).
+    With ``lease``, the first one ``lease_take`` reserves for the reviewer."""
+    if run.queue_judge_id is None and Claim.answer.is_cached(after) and Answer.question.is_cached(after.answer):
+        return _priority_and_first_in_answer(run, reviewer, after.answer, after_index=after.index, lease=lease,
+                                             skip=after, elsewhere_stops=True)
     first = priority_claim(run=run, reviewer=reviewer, skip=after)
     if first is not None:
         if first.answer_id != after.answer_id:
@@ -512,8 +581,6 @@ def next_claim_in_answer(*, run: Run, reviewer: Reviewer, after: Claim, lease: b
         if lease:
             lease_force(run=run, reviewer=reviewer, claim=first)
         return first
-    if run.queue_judge_id is None and Claim.answer.is_cached(after) and Answer.question.is_cached(after.answer):
-        return _first_in_answer(run, reviewer, after.answer, after_index=after.index, lease=lease)
     queue = unlabeled_claims(reviewer, run).filter(answer_id=after.answer_id)
     if run.queue_judge_id is None:
         return _first(run, reviewer, queue.filter(index__gt=after.index).order_by("index")
@@ -530,8 +597,11 @@ def first_claim_in_answer(*, run: Run, reviewer: Reviewer, answer: Answer, lease
     """The first claim of ``answer`` in the reviewer's queue, in queue order
     (``claims_in_queue_order``), or ``None``: a claim of the answer that comes
     before the walk (``priority_claim``) first, unless ``priority`` is off (the
-    caller asked already). Two queries (one without ``priority``). With ``lease``, the first one
-    ``lease_take`` reserves for the reviewer."""
+    caller asked already). One query (two with a queue judge and ``priority``). With ``lease``,
+    the first one ``lease_take`` reserves for the reviewer."""
+    if priority and run.queue_judge_id is None:
+        return _priority_and_first_in_answer(run, reviewer, answer, after_index=0, lease=lease, skip=None,
+                                             elsewhere_stops=False)
     if priority:
         first = priority_claim(run=run, reviewer=reviewer)
         if first is not None and first.answer_id == answer.pk:

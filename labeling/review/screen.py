@@ -366,7 +366,7 @@ def review_context(*, answer: Answer, reviewer: Reviewer, claim_id: int | None =
     holds their own labels only (its role is one more query when the run was not loaded
     with it). The current claim is ``claim_id`` when it is one
     of the answer's claims; else the first claim of the answer in the reviewer's
-    queue, in the queue's order (``queue.first_claim_in_answer``, two queries: the
+    queue, in the queue's order (``queue.first_claim_in_answer``, one query: the
     order has one home), else the first claim. With ``lease`` that first claim of
     the queue is reserved for the reviewer (``queue.lease_take``: the page hands it
     to them to label), or the next one no other reviewer took meanwhile.
