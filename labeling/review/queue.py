@@ -89,6 +89,7 @@ from labeling.models import (
     GoldClaim,
     Label,
     LabelValue,
+    Question,
     Reviewer,
     ReviewerKind,
     Run,
@@ -170,7 +171,7 @@ def _tables() -> dict[str, str]:
             for name, model in (("answer", Answer), ("claim", Claim), ("citation", Citation), ("label", Label),
                                 ("reviewer", Reviewer), ("assignment", Assignment), ("lease", ClaimLease),
                                 ("sample", Sample), ("member", SampleMember), ("gold", GoldClaim),
-                                ("send_back", SendBack))}
+                                ("send_back", SendBack), ("question", Question))}
 
 
 # The queue rule in SQL (the twins of works_on, awaits and unlabeled_claims), as fragments
@@ -238,10 +239,11 @@ def _queue_params(run: Run, reviewer: Reviewer, now: Any) -> list[Any]:
     return [reviewer.pk, reviewer.pk, OVERLAP_KIND.value, reviewer.pk, now, run.overlap]
 
 
-def _first_answer_id(run: Run, reviewer: Reviewer, op: str = "", key: str = "",
-                     sampled: tuple[tuple[str, int | None], ...] = ()) -> int | None:
-    """The first answer of the walk ``op``/``key``; with ``sampled``, the sample's
-    walks (``(op, after answer id)``) are tried first, in the same statement."""
+def _walk_sql(run: Run, reviewer: Reviewer, op: str = "", key: str = "",
+              sampled: tuple[tuple[str, int | None], ...] = ()) -> tuple[str, list[Any]]:
+    """The statement of the first answer's id of the walk ``op``/``key``, and its
+    parameters; with ``sampled``, the sample's walks (``(op, after answer id)``) are
+    tried first, in the same statement."""
     tables = _tables()
     now = connection.ops.adapt_datetimefield_value(timezone.now())
     queue_params = _queue_params(run, reviewer, now)
@@ -252,12 +254,43 @@ def _first_answer_id(run: Run, reviewer: Reviewer, op: str = "", key: str = "",
         params += [run.pk, *([after_id] if sample_op else []), *queue_params]
     parts.append(_NEXT_ANSWER_SQL.format(where=_KEY_CONDITIONS[op], fence=exists_fence(), **tables))
     params += [run.pk, *([key] if op else []), *queue_params]
-    # One round trip: COALESCE stops at the first walk that finds an answer.
+    # COALESCE stops at the first walk that finds an answer.
     sql = parts[0] if len(parts) == 1 else "SELECT COALESCE(" + ", ".join(f"({p})" for p in parts) + ")"
+    return sql, params
+
+
+# The answer the walks {walks} (statements of _walk_sql, tried in turn: _first_of) find, with its
+# question.
+_WALK_ANSWER_SQL = """
+SELECT {answer_cols}, {question_cols}
+FROM {answer} a JOIN {question} q ON q.id = a.question_id
+WHERE a.id = {walks}
+"""
+
+
+def _first_of(statements: list[str]) -> str:
+    """The first non-NULL value of the scalar ``statements``, taken in turn (SQLite's
+    COALESCE wants two arguments at least)."""
+    inner = ", ".join(f"({statement})" for statement in statements)
+    return f"COALESCE({inner})" if len(statements) > 1 else inner
+
+
+def _first_answer(run: Run, reviewer: Reviewer, *walks: tuple[str, list[Any]]) -> Answer | None:
+    """The answer (with its question and ``run``) that the first of ``walks`` to find one
+    finds, else ``None``: one statement, whatever the number of walks."""
+    answer, question = columns(Answer, "a"), columns(Question, "q")
+    tables = _tables()
+    sql = _WALK_ANSWER_SQL.format(answer_cols=answer.select, question_cols=question.select,
+                                  walks=_first_of([walk for walk, _params in walks]), **tables)
     with connection.cursor() as cursor:
-        cursor.execute(sql, params)
+        cursor.execute(sql, [param for _walk, params in walks for param in params])
         row = cursor.fetchone()
-    return row[0] if row is not None else None
+    if row is None:
+        return None
+    found = instance(answer, row, 0)
+    found.question = instance(question, row, answer.width)
+    found.run = run
+    return found
 
 
 # The claims of answer %s in reviewer %s's queue (unlabeled_claims) with an index above %s, in
@@ -525,21 +558,16 @@ def next_answer_to_label(*, run: Run, reviewer: Reviewer, after: Answer | None =
 
     With ``after``, the search starts at the answer after it and wraps around
     to the start of the run (``after`` itself comes last); in the sample, at the
-    sampled answer after it, else at the sample's start. Two queries (three on wrap-around): the answer's id,
-    walking the sample, then the ``(run, question_key)`` index and stopping at
-    the first answer with a claim to label; then the answer.
+    sampled answer after it, else at the sample's start. One query: the answer with
+    its question, found by walking the sample, then the ``(run, question_key)``
+    index and stopping at the first answer with a claim to label (the wrap-around's
+    walk runs only when those find none).
     """
     if after is None:
-        answer_id = _first_answer_id(run, reviewer, sampled=(("", None),))
-    else:
-        answer_id = (_first_answer_id(run, reviewer, "gt", after.question_key,
-                                      sampled=(("gt", after.pk), ("", None)))
-                     or _first_answer_id(run, reviewer, "lte", after.question_key))
-    if answer_id is None:
-        return None
-    answer = Answer.objects.select_related("question").get(pk=answer_id)
-    answer.run = run
-    return answer
+        return _first_answer(run, reviewer, _walk_sql(run, reviewer, sampled=(("", None),)))
+    return _first_answer(run, reviewer,
+                         _walk_sql(run, reviewer, "gt", after.question_key, sampled=(("gt", after.pk), ("", None))),
+                         _walk_sql(run, reviewer, "lte", after.question_key))
 
 
 def judge_flag(run: Run) -> Case:
