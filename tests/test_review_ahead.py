@@ -205,10 +205,10 @@ def test_the_claim_held_ready_has_a_constant_query_count(alice, reviewer, django
         response = alice.get(budget_url("claim_next", claims[0]))
     assert response["Citelab-Next-Claim"] == str(claims[1].pk)
 
-    # Across answers: 1 priority with the next claim in the answer (none) · 1 priority again
-    # (claim_in_next_answers) · 1: the next answer with work, with its question · 1 its first claim · 1 the
-    # review · 1 its neighbours.
-    with django_assert_num_queries(10):
+    # Across answers: 1 priority with the next claim in the answer (none) · 1 priority again with the next
+    # answer with work and its question (claim_in_next_answers) · 1 its first claim · 1 the review · 1 its
+    # neighbours.
+    with django_assert_num_queries(9):
         response = alice.get(budget_url("claim_next", claims[1]))
     assert response["Citelab-Next-Claim"] == str(claims[2].pk)
 
@@ -227,11 +227,11 @@ def test_an_acknowledged_save_costs_no_more_than_the_fragment_it_replaces(alice,
         response = alice.post(budget_url("claim_label", claims[0]), data, **HX)
     assert response["Citelab-Ack"] == str(claims[0].pk)
 
-    # Across answers: 2 + 1 + 1 + 9 as above · 1 priority · 1 the next answer with work, with its question
+    # Across answers: 2 + 1 + 1 + 9 as above · 1 priority with the next answer with work and its question
     # · 1 its first claim · 1 lease upsert (+3): no review of the next answer is read (the page holds it),
-    # where a save without the claim held ready reads it and its neighbours (19 + 3).
+    # where a save without the claim held ready reads it and its neighbours (18 + 3).
     data = {"claim": claims[1].pk, "value": "SUPPORTED", "revision": 1, "base_label": "", "more_in_answer": 0,
             "prefetched": claims[2].pk, "prefetched_revision": 1}
-    with django_assert_num_queries(17 + LEASE_LOCK_QUERIES):
+    with django_assert_num_queries(16 + LEASE_LOCK_QUERIES):
         response = alice.post(budget_url("claim_label", claims[1]), data, **HX)
     assert response["Citelab-Ack"] == str(claims[1].pk)

@@ -335,11 +335,11 @@ def test_save_moving_to_the_next_answer_has_a_constant_query_count(alice, review
     # 2: session, user · 1: run · 1: the claim · label_save: 2 savepoint/release, 1 lock, 1 current label,
     # 1 insert, 1 audit event insert, 1 lease delete, 1 send-back update (SPEC §4.4), 1 label state update
     # (runs.labels_changed) · 1: what comes before the
-    # walk (labeling.review.queue.priority_claim) · 1: the next answer with a claim to label, with its
+    # walk (labeling.review.queue.priority_claim) with the next answer with a claim to label and its
     # question · 1: its first claim in queue order (labeling.review.queue) · its lease: 1 upsert
     # (+ 3 on PostgreSQL: savepoint, row lock, release) · review of that answer: 1 for its claims with
     # their citations and labels · 1: its neighbours and position (four index lookups).
-    with django_assert_max_num_queries(19 + LEASE_LOCK_QUERIES):
+    with django_assert_max_num_queries(18 + LEASE_LOCK_QUERIES):
         response = alice.post(url, {"claim": claims[5].pk, "value": "SUPPORTED", "revision": 1, "base_label": "",
                                     "more_in_answer": 0},
                               **HX)

@@ -275,22 +275,43 @@ def _first_of(statements: list[str]) -> str:
     return f"COALESCE({inner})" if len(statements) > 1 else inner
 
 
-def _first_answer(run: Run, reviewer: Reviewer, *walks: tuple[str, list[Any]]) -> Answer | None:
+# What comes before the walk (_PRIORITY_SQL, {priority}) beside the answer the walks {walks}
+# find (_WALK_ANSWER_SQL; NULLs when they find none), in one round trip.
+_PRIORITY_WALK_SQL = """
+SELECT p.sent_back, p.gold_open, {answer_cols}, {question_cols}
+FROM ({priority}) p LEFT JOIN {answer} a ON a.id = {walks} LEFT JOIN {question} q ON q.id = a.question_id
+"""
+
+
+def _first_answer(run: Run, reviewer: Reviewer, walks: list[tuple[str, list[Any]]], *,
+                  priority: Claim | bool = False) -> tuple[tuple[int | None, int] | None, Answer | None]:
     """The answer (with its question and ``run``) that the first of ``walks`` to find one
-    finds, else ``None``: one statement, whatever the number of walks."""
+    finds, else ``None``: one statement, whatever the number of walks. With ``priority``
+    (``True``, or the claim to skip), ``_PRIORITY_SQL``'s ``(sent_back, gold_open)``
+    from the same statement comes first; else ``None``."""
     answer, question = columns(Answer, "a"), columns(Question, "q")
     tables = _tables()
-    sql = _WALK_ANSWER_SQL.format(answer_cols=answer.select, question_cols=question.select,
-                                  walks=_first_of([walk for walk, _params in walks]), **tables)
+    template = _WALK_ANSWER_SQL if priority is False else _PRIORITY_WALK_SQL
+    sql = template.format(answer_cols=answer.select, question_cols=question.select,
+                          walks=_first_of([walk for walk, _params in walks]),
+                          priority=_PRIORITY_SQL.format(**tables), **tables)
+    params = [param for _walk, params in walks for param in params]
+    if priority is not False:
+        params = _priority_params(run, reviewer, priority if isinstance(priority, Claim) else None) + params
     with connection.cursor() as cursor:
-        cursor.execute(sql, [param for _walk, params in walks for param in params])
+        cursor.execute(sql, params)
         row = cursor.fetchone()
+    marks = None
+    if priority is not False:
+        marks, row = row[:2], row[2:]
     if row is None:
-        return None
+        return marks, None
     found = instance(answer, row, 0)
+    if found is None:
+        return marks, None
     found.question = instance(question, row, answer.width)
     found.run = run
-    return found
+    return marks, found
 
 
 # The claims of answer %s in reviewer %s's queue (unlabeled_claims) with an index above %s, in
@@ -534,13 +555,6 @@ def _priority_from(run: Run, reviewer: Reviewer, skip: Claim | None, *, sent_bac
     return claims.filter(pk=gold).first() if gold is not None else None
 
 
-def _priority(run: Run, reviewer: Reviewer, *, lease: bool, skip: Claim | None = None) -> Claim | None:
-    claim = priority_claim(run=run, reviewer=reviewer, skip=skip)
-    if claim is not None and lease:
-        lease_force(run=run, reviewer=reviewer, claim=claim)
-    return claim
-
-
 def _hand_out(run: Run, reviewer: Reviewer, candidates: QuerySet[Claim]) -> Claim | None:
     """The first of ``candidates`` (ordered) that ``lease_take`` reserves for ``reviewer``,
     trying at most ``LEASE_TRIES``; ``None`` when every one tried was taken meanwhile."""
@@ -563,11 +577,15 @@ def next_answer_to_label(*, run: Run, reviewer: Reviewer, after: Answer | None =
     index and stopping at the first answer with a claim to label (the wrap-around's
     walk runs only when those find none).
     """
+    return _first_answer(run, reviewer, _walks(run, reviewer, after))[1]
+
+
+def _walks(run: Run, reviewer: Reviewer, after: Answer | None) -> list[tuple[str, list[Any]]]:
+    """The walks of :func:`next_answer_to_label` (statements and parameters), in turn."""
     if after is None:
-        return _first_answer(run, reviewer, _walk_sql(run, reviewer, sampled=(("", None),)))
-    return _first_answer(run, reviewer,
-                         _walk_sql(run, reviewer, "gt", after.question_key, sampled=(("gt", after.pk), ("", None))),
-                         _walk_sql(run, reviewer, "lte", after.question_key))
+        return [_walk_sql(run, reviewer, sampled=(("", None),))]
+    return [_walk_sql(run, reviewer, "gt", after.question_key, sampled=(("gt", after.pk), ("", None))),
+            _walk_sql(run, reviewer, "lte", after.question_key)]
 
 
 def judge_flag(run: Run) -> Case:
@@ -651,12 +669,18 @@ def claim_in_next_answers(*, run: Run, reviewer: Reviewer, after: Answer | None 
     the two reads, the answer after it is tried (``LEASE_TRIES`` answers at most).
     A claim that comes before the walk (``priority_claim``: a send-back, a gold
     check) comes first, wherever it is; ``skip`` is a claim not to hand back as a
-    send-back (the one the reviewer passes over)."""
-    first = _priority(run, reviewer, lease=lease, skip=skip)
+    send-back (the one the reviewer passes over). What comes first and the next answer
+    with its question are one statement; then its first claim (and the lease)."""
+    marks, answer = _first_answer(run, reviewer, _walks(run, reviewer, after), priority=skip or True)
+    sent_back, gold_open = marks
+    first = _priority_from(run, reviewer, skip, sent_back=sent_back, gold_open=gold_open)
     if first is not None:
+        if lease:
+            lease_force(run=run, reviewer=reviewer, claim=first)
         return first
-    for _ in range(LEASE_TRIES if lease else 1):
-        answer = next_answer_to_label(run=run, reviewer=reviewer, after=after)
+    for tried in range(LEASE_TRIES if lease else 1):
+        if tried:
+            answer = next_answer_to_label(run=run, reviewer=reviewer, after=after)
         if answer is None:
             return None
         claim = first_claim_in_answer(run=run, reviewer=reviewer, answer=answer, lease=lease, priority=False)
