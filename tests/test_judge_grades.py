@@ -168,11 +168,36 @@ def test_reference_labels_query_count(django_assert_num_queries):
 
 
 @pytest.mark.django_db
+def test_claim_texts_counts_the_cited_characters_as_the_citations_frame_gives_them():
+    """A span counts its characters, else the passage's text; a fabricated citation and an
+    uncited claim count 0. By hand: "capital of France" 17, "Paris is the capital of France
+    since 508." 41, a fabricated "P9" 0; summed in the database as from citations_frame."""
+    from labeling.exports.frames import citations_frame
+    from tests.factories import AnswerFactory, CitationFactory, ClaimFactory, PassageFactory, RunFactory
+
+    run = RunFactory()
+    answer = AnswerFactory(run=run)
+    passage = PassageFactory(answer=answer, passage_id="P1", text="Paris is the capital of France since 508.")
+    both, plain, fabricated, uncited = (ClaimFactory(answer=answer, index=n, text=f"Claim {n}.") for n in (1, 2, 3, 4))
+    CitationFactory(claim=both, passage=passage, position=0, cited_id="P1", span="capital of France")
+    CitationFactory(claim=both, passage=passage, position=1, cited_id="P1")
+    CitationFactory(claim=plain, passage=passage, position=0, cited_id="P1")
+    CitationFactory(claim=fabricated, passage=None, position=0, cited_id="P9", fabricated=True)
+
+    chars = dict(claim_texts(run)[["claim_id", "cited_chars"]].itertuples(index=False))
+
+    assert chars == {both.pk: 17 + 41, plain.pk: 41, fabricated.pk: 0, uncited.pk: 0}
+    frame = citations_frame(run)
+    by_frame = frame.assign(n=frame["text"].str.len()).groupby("claim_id")["n"].sum().to_dict()
+    assert {k: v for k, v in chars.items() if v} == {k: v for k, v in by_frame.items() if v}
+
+
+@pytest.mark.django_db
 def test_judge_labels_claim_texts_and_run_judges_query_counts(django_assert_num_queries):
     world = counted_run()
     with django_assert_num_queries(1):
         assert len(judge_labels(world.run, world.judge)) == 6
-    # Citations, then the claims.
+    # The cited characters summed by the database, then the claims' texts.
     with django_assert_num_queries(2):
         assert len(claim_texts(world.run)) == 9
     # The judge labeled without a judge run (imported labels): its reviewer row is one more query.

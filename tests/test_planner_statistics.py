@@ -61,3 +61,18 @@ def test_the_threshold_counts_rows_and_sqlite_never_analyzes():
 
     assert ran is (connection.vendor == "postgresql")
     assert labeling.db.analyze_after_bulk_write((Claim,), rows=labeling.db.ANALYZE_AFTER_ROWS - 1) is False
+
+
+@pytest.mark.django_db
+def test_postgresql_connections_run_without_jit():
+    """PostgreSQL's JIT compiles any query whose cost estimate passes ``jit_above_cost``
+    (10–50 ms each), which a label step's few-row queries never win back; the settings
+    turn it off at connect (``-c jit=off``). SQLite has no such option and gets none."""
+    options = connection.settings_dict.get("OPTIONS", {})
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SHOW jit")
+            assert cursor.fetchone()[0] == "off"
+        assert "-c jit=off" in options["options"]
+    else:
+        assert "options" not in options

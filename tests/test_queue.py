@@ -8,6 +8,7 @@ import pytest
 
 from labeling.models import Answer, GoldClaim, GoldSource
 from labeling.review import queue
+from labeling.review.neighbours import answer_neighbours
 from labeling.team.send_backs import send_back_create
 from tests.counted_run import counted_run
 from tests.factories import LabelFactory, ReviewerFactory
@@ -23,8 +24,8 @@ def site(reviewer):
 
 
 def test_answer_neighbours_give_position_and_both_sides(site):
-    first = queue.answer_neighbours(answer=site.a1)
-    second = queue.answer_neighbours(answer=site.a2)
+    first = answer_neighbours(answer=site.a1)
+    second = answer_neighbours(answer=site.a2)
 
     assert (first.previous_id, first.next_id, first.position, first.total) == (None, site.a2.pk, 1, 2)
     assert (second.previous_id, second.next_id, second.position, second.total) == (site.a1.pk, None, 2, 2)
@@ -167,5 +168,5 @@ def test_queue_walk_query_counts(world, django_assert_num_queries):
         assert queue.next_claim_in_answer(run=world.run, reviewer=world.lead, after=claim_1) == claim_2
     # The neighbours, the position and the sample's place in one statement.
     with django_assert_num_queries(1):
-        neighbours = queue.answer_neighbours(answer=first)
+        neighbours = answer_neighbours(answer=first)
     assert (neighbours.previous_id, neighbours.position, neighbours.total, neighbours.sample_size) == (None, 1, 3, 0)

@@ -29,12 +29,19 @@ def next_url(site, claim):
     return site.url("claim_next", claim_id=claim.pk)
 
 
-def save(client, site, claim, *, ahead=None, revision=1, **extra):
-    """POST SUPPORTED on ``claim`` as the page does with htmx, saying it shows ``ahead`` meanwhile."""
+def held_ready(client, site, claim) -> tuple[int, str]:
+    """What the page holds ready after ``claim`` (``claim_next``): the claim's id and state."""
+    response = client.get(next_url(site, claim))
+    return int(response["Citelab-Next-Claim"]), response["Citelab-Next-State"]
+
+
+def save(client, site, claim, *, ahead=None, **extra):
+    """POST SUPPORTED on ``claim`` as the page does with htmx, saying it shows the claim
+    ``ahead`` (``held_ready``'s pair) meanwhile."""
     data = {"value": "SUPPORTED", "justification": "", "revision": claim.revision, "base_label": "",
             "claim": claim.pk, **extra}
     if ahead is not None:
-        data.update(prefetched=ahead.pk, prefetched_revision=revision)
+        data.update(prefetched=ahead[0], prefetched_state=ahead[1])
     return client.post(site.label_url(claim), data, **HX)
 
 
@@ -44,8 +51,9 @@ def test_the_next_claim_in_the_answer_is_rendered_and_nothing_is_reserved(alice,
     html = response.content.decode()
     # Claim 2 has no citation: the queue's next claim after claim 1 is claim 3, in the same answer.
     assert response.status_code == 200
-    assert (response["Citelab-Next-Claim"], response["Citelab-Next-Revision"],
-            response["Citelab-Next-Swap"]) == (str(site.c3.pk), "1", "claim-panel")
+    # Its state: revision 1, the run's claims version, no label on it yet.
+    assert (response["Citelab-Next-Claim"], response["Citelab-Next-State"],
+            response["Citelab-Next-Swap"]) == (str(site.c3.pk), f"1.{site.run.claims_version}.0", "claim-panel")
     assert response["Cache-Control"] == "no-store"
     assert panel_claim(html) == site.c3.pk
     assert '<div id="claim-list" hx-swap-oob="true">' in html
@@ -95,7 +103,10 @@ def test_a_claim_of_another_run_is_not_found(alice, site):
 
 
 def test_a_save_made_with_the_next_claim_shown_is_acknowledged_out_of_band(alice, site, reviewer):
-    response = save(alice, site, site.c1, ahead=site.c3)
+    ahead = held_ready(alice, site, site.c1)
+    assert ahead[0] == site.c3.pk
+
+    response = save(alice, site, site.c1, ahead=ahead)
 
     html = response.content.decode()
     assert response.status_code == 200
@@ -116,8 +127,10 @@ def test_a_save_made_with_the_next_claim_shown_is_acknowledged_out_of_band(alice
 
 def test_a_save_acknowledged_across_answers_brings_the_title_and_breadcrumb(alice, site, reviewer):
     LabelFactory(claim=site.c1, reviewer=reviewer)
+    ahead = held_ready(alice, site, site.c3)
+    assert ahead[0] == site.d1.pk
 
-    response = save(alice, site, site.c3, ahead=site.d1, more_in_answer=0)
+    response = save(alice, site, site.c3, ahead=ahead, more_in_answer=0)
 
     html = response.content.decode()
     assert response["Citelab-Ack"] == str(site.c3.pk)
@@ -129,10 +142,11 @@ def test_a_save_acknowledged_across_answers_brings_the_title_and_breadcrumb(alic
 
 
 def test_a_claim_changed_since_it_was_held_ready_is_shown_again_as_it_is_now(alice, site, reviewer):
+    ahead = held_ready(alice, site, site.c1)
     claim_edits.claim_edit(claim=site.c3, text="The Seine flows through Paris and Rouen.", base_revision=1,
                            actor=reviewer)
 
-    response = save(alice, site, site.c1, ahead=site.c3, revision=1)
+    response = save(alice, site, site.c1, ahead=ahead)
 
     html = response.content.decode()
     assert "Citelab-Ack" not in response
@@ -140,17 +154,18 @@ def test_a_claim_changed_since_it_was_held_ready_is_shown_again_as_it_is_now(ali
     assert panel_claim(html) == site.c3.pk
     assert "The Seine flows through Paris and Rouen." in html
     assert ("Saved SUPPORTED on claim 1. The claim shown while it saved is no longer the next one in your queue "
-            "(another reviewer took it, or it changed meanwhile).") in html
+            "(another reviewer may have taken it, or it changed): this is the next one.") in html
     assert my_labels(reviewer) == [("Paris is the capital of France.", "SUPPORTED", "")]
 
 
 def test_a_claim_another_reviewer_took_gives_way_to_the_next_one(alice, site, reviewer):
+    ahead = held_ready(alice, site, site.c1)
     bob = Reviewer.objects.create_user(username="bob", password="pw-for-tests-1")
     site.project.members.add(bob)
     label_writes.label_save(claim=site.c3, reviewer=bob, value="SUPPORTED", justification="", base_revision=1,
                             base_label_id=None)
 
-    response = save(alice, site, site.c1, ahead=site.c3)
+    response = save(alice, site, site.c1, ahead=ahead)
 
     html = response.content.decode()
     # Overlap 1: claim 3 has its reviewer, so the queue hands out q2's claim 1, the whole review swapped.
@@ -164,7 +179,7 @@ def test_a_claim_another_reviewer_took_gives_way_to_the_next_one(alice, site, re
 def test_without_htmx_a_save_naming_a_claim_shown_redirects_as_always(alice, site, reviewer):
     response = alice.post(site.label_url(site.c1), {"value": "SUPPORTED", "revision": 1, "base_label": "",
                                                     "claim": site.c1.pk, "prefetched": site.c3.pk,
-                                                    "prefetched_revision": 1})
+                                                    "prefetched_state": "1.0.0"})
 
     assert response.status_code == 302 and response.url == site.review(site.a1, site.c3)
     assert my_labels(reviewer) == [("Paris is the capital of France.", "SUPPORTED", "")]
@@ -217,21 +232,24 @@ def test_the_claim_held_ready_has_a_constant_query_count(alice, reviewer, django
 def test_an_acknowledged_save_costs_no_more_than_the_fragment_it_replaces(alice, reviewer,
                                                                           django_assert_num_queries, answers):
     claims = budget_run(reviewer, answers)
+    state = alice.get(budget_url("claim_next", claims[0]))["Citelab-Next-State"]
     data = {"claim": claims[0].pk, "value": "SUPPORTED", "revision": 1, "base_label": "",
-            "prefetched": claims[1].pk, "prefetched_revision": 1}
+            "prefetched": claims[1].pk, "prefetched_state": state}
 
     # The save of tests/test_review_label.py's budget (2 session and user, 1 run, 1 claim, 9 label_save with
-    # its savepoint, 1 priority with the next claim, 1 lease upsert (+3 on PostgreSQL), 1 the answer's review):
-    # the same queries, only the panel is not rendered.
-    with django_assert_num_queries(16 + LEASE_LOCK_QUERIES):
+    # its savepoint, 1 priority with the next claim, 1 lease upsert (+3 on PostgreSQL), 1 the answer's
+    # review), the panel not rendered, and 1: the newest label on the claim shown (views.review.ahead_state).
+    with django_assert_num_queries(17 + LEASE_LOCK_QUERIES):
         response = alice.post(budget_url("claim_label", claims[0]), data, **HX)
     assert response["Citelab-Ack"] == str(claims[0].pk)
 
     # Across answers: 2 + 1 + 1 + 9 as above · 1 priority with the next answer with work and its question
-    # · 1 its first claim · 1 lease upsert (+3): no review of the next answer is read (the page holds it),
-    # where a save without the claim held ready reads it and its neighbours (18 + 3).
+    # · 1 its first claim · 1 lease upsert (+3) · 1 the newest label on it: no review of the next answer is
+    # read (the page holds it), where a save without the claim held ready reads it and its neighbours
+    # (18 + 3).
+    state = alice.get(budget_url("claim_next", claims[1]))["Citelab-Next-State"]
     data = {"claim": claims[1].pk, "value": "SUPPORTED", "revision": 1, "base_label": "", "more_in_answer": 0,
-            "prefetched": claims[2].pk, "prefetched_revision": 1}
-    with django_assert_num_queries(16 + LEASE_LOCK_QUERIES):
+            "prefetched": claims[2].pk, "prefetched_state": state}
+    with django_assert_num_queries(17 + LEASE_LOCK_QUERIES):
         response = alice.post(budget_url("claim_label", claims[1]), data, **HX)
     assert response["Citelab-Ack"] == str(claims[1].pk)

@@ -85,14 +85,15 @@ def labels_frame(run: Run, *, details: bool = True) -> pd.DataFrame:
     return pd.DataFrame.from_records(list(rows), columns=columns)
 
 
-def claims_frame(run: Run) -> pd.DataFrame:
+def claims_frame(run: Run, *, answers: pd.DataFrame | None = None) -> pd.DataFrame:
     """One row per claim of ``run`` without labels.
 
     Columns: ``claim_id``, ``answer_id`` (int), ``question_id`` (str),
     ``claim_index`` (int, 1-based), ``claim`` (text), ``n_citations`` (int),
     ``factual`` (bool: False for a claim marked "not a factual claim", SPEC
     §4.3b), ``abstention`` (bool: the answer is to an unanswerable question and
-    cites nothing, SPEC §4.2). Two queries (the answers for ``abstention``).
+    cites nothing, SPEC §4.2). Two queries (the answers for ``abstention``); one
+    when the caller passes the run's :func:`answers_frame` as ``answers``.
     """
     rows = (
         Claim.objects.filter(answer__run=run)
@@ -105,28 +106,31 @@ def claims_frame(run: Run) -> pd.DataFrame:
         columns=["claim_id", "answer_id", "question_id", "claim_index", "claim", "n_citations", "factual"],
     )
     frame["factual"] = frame["factual"].astype(bool)
-    answers = answers_frame(run)
+    if answers is None:
+        answers = answers_frame(run)
     abstained = answers.loc[(answers["answerable"] == False) & (answers["cited"] == 0), "answer_id"]  # noqa: E712
     frame["abstention"] = frame["answer_id"].isin(set(abstained))
     return frame
 
 
-def citations_frame(run: Run) -> pd.DataFrame:
+def citations_frame(run: Run, *, text: bool = True) -> pd.DataFrame:
     """One row per citation of any claim of ``run``.
 
     Columns: ``citation_id`` (int), ``claim_id``, ``answer_id``,
     ``passage_id`` (str as cited), ``fabricated`` (bool), ``source`` (the
-    passage's source, "" when fabricated), ``text`` (the span if given, else the
-    passage text; "" when fabricated). One query.
+    passage's source, "" when fabricated), and with ``text`` (what the gold
+    metrics compare) ``text`` (the span if given, else the passage text; ""
+    when fabricated): the passages' texts are most of what this reads. One query.
     """
-    rows = Citation.objects.filter(claim__answer__run=run).values_list(
-        "id", "claim_id", "claim__answer_id", "cited_id", "fabricated", "passage__source", "span",
-        "passage__text",
-    )
-    frame = pd.DataFrame.from_records(
-        list(rows),
-        columns=["citation_id", "claim_id", "answer_id", "passage_id", "fabricated", "source", "span", "passage_text"],
-    )
+    columns = ["citation_id", "claim_id", "answer_id", "passage_id", "fabricated", "source"]
+    fields = ["id", "claim_id", "claim__answer_id", "cited_id", "fabricated", "passage__source"]
+    if not text:
+        frame = pd.DataFrame.from_records(
+            list(Citation.objects.filter(claim__answer__run=run).values_list(*fields)), columns=columns)
+        frame["source"] = frame["source"].fillna("")
+        return frame
+    rows = Citation.objects.filter(claim__answer__run=run).values_list(*fields, "span", "passage__text")
+    frame = pd.DataFrame.from_records(list(rows), columns=[*columns, "span", "passage_text"])
     frame["source"] = frame["source"].fillna("")
     frame["text"] = frame["span"].where(frame["span"].fillna("") != "", frame["passage_text"].fillna(""))
     return frame.drop(columns=["span", "passage_text"])
@@ -190,7 +194,8 @@ def expected_sources_frame(run: Run) -> pd.DataFrame:
 
 
 def resolved_claims_frame(run: Run, *, reviewer: str | None = None, humans_only: bool = False,
-                          labels: pd.DataFrame | None = None) -> tuple[pd.DataFrame, int]:
+                          labels: pd.DataFrame | None = None,
+                          answers: pd.DataFrame | None = None) -> tuple[pd.DataFrame, int]:
     """Claims of ``run`` with the label that counts (SPEC §4.4).
 
     Returns ``(frame, disagreements)``: the claims frame of
@@ -208,13 +213,14 @@ def resolved_claims_frame(run: Run, *, reviewer: str | None = None, humans_only:
     ``Run.exclude_unqualified``, SPEC §4.4). A lead's
     current adjudication is the claim's label (``scoring.labels.apply_adjudications``);
     with ``reviewer`` (one reviewer's labels) adjudications are left out.
-    ``labels``: the run's :func:`labels_frame`, when the caller already read it.
-    Four queries: :func:`claims_frame`'s two (claims, answers), the labels (none
+    ``labels``: the run's :func:`labels_frame`, ``answers`` its :func:`answers_frame`,
+    when the caller already read them.
+    Four queries: :func:`claims_frame`'s two (claims, answers: none when given), the labels (none
     when given) and the adjudications (none with ``reviewer``); one more for the
     name of a promoted judge not loaded with the run, and ``run_exclusion``'s when
     the run leaves labels out.
     """
-    claims = claims_frame(run)
+    claims = claims_frame(run, answers=answers)
     if labels is None:
         labels = labels_frame(run, details=False)
     if reviewer is None:

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from django.db.models import Count, Q
+from django.db.models import Case, Count, Q, Sum, Value, When
+from django.db.models.functions import Coalesce, Length
 
-from labeling.exports.frames import citations_frame, resolved_claims_frame
+from labeling.exports.frames import resolved_claims_frame
 from labeling.models import Adjudication, JudgeRun, JudgeRunStatus, Label, Reviewer, ReviewerKind, Run
 from labeling.models.counted import counted_q
 from scoring.judge_grading import CATEGORIES, JudgeGrade, grade_judge
@@ -61,11 +62,14 @@ def judge_labels(run: Run, judge: Reviewer, *, judge_run: JudgeRun | None = None
 
 def claim_texts(run: Run) -> pd.DataFrame:
     """``claim_id``, ``claim`` (text) and ``cited_chars`` (characters of its cited
-    texts: spans, else passages) of every claim of ``run``. Two queries."""
-    citations = citations_frame(run)
-    chars = citations.assign(chars=citations["text"].str.len()).groupby("claim_id")["chars"].sum()
-    from labeling.models import Claim
+    texts: spans, else passages; a fabricated citation has none) of every claim of
+    ``run``. Two queries; the characters are summed by the database, so no passage
+    text is read (the texts of ``citations_frame``, whose ``text`` column they count)."""
+    from labeling.models import Citation, Claim
 
+    each = Case(When(~Q(span=""), then=Length("span")), default=Coalesce(Length("passage__text"), Value(0)))
+    chars = dict(Citation.objects.filter(claim__answer__run=run).values("claim_id")
+                 .annotate(chars=Sum(each)).values_list("claim_id", "chars"))
     rows = Claim.objects.filter(answer__run=run).values_list("pk", "text")
     frame = pd.DataFrame.from_records(list(rows), columns=["claim_id", "claim"])
     frame["cited_chars"] = frame["claim_id"].map(chars).fillna(0).astype("int64")

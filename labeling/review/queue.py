@@ -1,4 +1,4 @@
-"""The reviewer's queue through a run, and where an answer sits in its run.
+"""The reviewer's queue through a run (where an answer sits in its run: ``labeling.review.neighbours``).
 
 A reviewer's queue in a run: the cited claims without their current label
 that still need a reviewer — fewer current labels from human reviewers (kind
@@ -38,7 +38,7 @@ on in its answer asks the database once for the next claim, then leases it. The
 queue rule thus has two forms, both here and nowhere else: the ORM's
 (:func:`unlabeled_claims` from :func:`works_on`, :func:`awaits` and
 :func:`human_label_count`) and the SQL fragments every statement below is built
-from (``_WORKS_ON_SQL``, ``_AWAITS_SQL``, ``_NEEDS_REVIEWER_SQL``);
+from (``_WORKS_ON_SQL``, ``_AWAITS_SQL``, ``_NEEDS_REVIEWER_SQL``, in ``labeling.review.queue_sql``);
 ``tests/test_queue_rule.py`` holds the two together. Both walks use the ``(run,
 question_key)`` index (``Answer.question_key``), so their cost does not grow with
 the number of runs or labels.
@@ -68,9 +68,7 @@ first hit, whatever the statistics say.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterable
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -96,6 +94,22 @@ from labeling.models import (
     Sample,
     SampleMember,
     SendBack,
+)
+from labeling.review.gold_pace import after_labeling, gold_due, gold_offset
+from labeling.review.queue_sql import (
+    _GOLD_PACE_SQL,
+    _IN_ANSWER_SQL,
+    _KEY_CONDITIONS,
+    _LEASE_FORCE_SQL,
+    _LEASE_SQL,
+    _LOCK_SQL,
+    _NEXT_ANSWER_SQL,
+    _NEXT_SAMPLED_SQL,
+    _POSITION_CONDITIONS,
+    _PRIORITY_IN_ANSWER_SQL,
+    _PRIORITY_SQL,
+    _PRIORITY_WALK_SQL,
+    _WALK_ANSWER_SQL,
 )
 from labeling.review.rows import columns, instance
 
@@ -174,66 +188,6 @@ def _tables() -> dict[str, str]:
                                 ("send_back", SendBack), ("question", Question))}
 
 
-# The queue rule in SQL (the twins of works_on, awaits and unlabeled_claims), as fragments
-# the statements below share. {run_id} and {claim_id} are SQL expressions of this module,
-# never user input. Whether reviewer %s works on the run {run_id}:
-_WORKS_ON_SQL = """(NOT EXISTS (SELECT 1 FROM {assignment} s WHERE s.run_id = {run_id})
-       OR EXISTS (SELECT 1 FROM {assignment} s WHERE s.run_id = {run_id} AND s.reviewer_id = %s))"""
-# Whether claim c awaits reviewer %s: factual, cited, no current label of theirs.
-_AWAITS_SQL = """c.factual
-      AND EXISTS (SELECT 1 FROM {citation} ci WHERE ci.claim_id = c.id)
-      AND NOT EXISTS (SELECT 1 FROM {label} l WHERE l.claim_id = c.id AND l.reviewer_id = %s AND l.is_current)"""
-# Whether claim {claim_id} still needs a reviewer: its current labels of kind %s plus the
-# unexpired leases of reviewers other than %s (at %s) are fewer than the overlap %s.
-_NEEDS_REVIEWER_SQL = """(SELECT COUNT(*) FROM {label} h JOIN {reviewer} r ON r.id = h.reviewer_id
-           WHERE h.claim_id = {claim_id} AND h.is_current AND r.kind = %s)
-        + (SELECT COUNT(*) FROM {lease} e WHERE e.claim_id = {claim_id} AND e.reviewer_id <> %s AND e.expires_at > %s)
-        < %s"""
-
-
-def _fragment(sql: str, **expressions: str) -> str:
-    """``sql`` with its ``{run_id}``/``{claim_id}`` expressions filled in, table names left
-    for ``str.format``."""
-    for name, value in expressions.items():
-        sql = sql.replace("{" + name + "}", value)
-    return sql
-
-
-# Answer a's run has a claim of reviewer %s's queue (unlabeled_claims); params: _queue_params.
-_IN_QUEUE_SQL = f"""{_fragment(_WORKS_ON_SQL, run_id="a.run_id")}
-  AND EXISTS (
-    SELECT 1 FROM {{claim}} c
-    WHERE c.answer_id = a.id AND {_AWAITS_SQL}
-      AND {_fragment(_NEEDS_REVIEWER_SQL, claim_id="c.id")}
-    {{fence}})"""
-
-# The first answer of a run, in question order from a key on, with a claim of the
-# reviewer's queue. {where} is one of _KEY_CONDITIONS, never user input.
-_NEXT_ANSWER_SQL = f"""
-SELECT a.id FROM {{answer}} a
-WHERE a.run_id = %s {{where}}
-  AND {_IN_QUEUE_SQL}
-ORDER BY a.question_key
-LIMIT 1
-"""
-_KEY_CONDITIONS = {"": "", "gt": "AND a.question_key > %s", "lte": "AND a.question_key <= %s"}
-
-
-# The first answer of the run's probability sample (SPEC §4.6), in sample order,
-# with a claim of the reviewer's queue (the test of _NEXT_ANSWER_SQL): sampled
-# answers are served first. {where} is one of _POSITION_CONDITIONS: from the
-# start, or after the sampled answer %s (none when it is not sampled).
-_NEXT_SAMPLED_SQL = f"""
-SELECT a.id FROM {{member}} m JOIN {{sample}} sa ON sa.id = m.sample_id JOIN {{answer}} a ON a.id = m.answer_id
-WHERE sa.run_id = %s {{where}}
-  AND {_IN_QUEUE_SQL}
-ORDER BY m.position
-LIMIT 1
-"""
-_AFTER_POSITION = "(SELECT p.position FROM {member} p WHERE p.sample_id = sa.id AND p.answer_id = %s)"
-_POSITION_CONDITIONS = {"": "", "gt": f"AND m.position > {_AFTER_POSITION}"}
-
-
 def _queue_params(run: Run, reviewer: Reviewer, now: Any) -> list[Any]:
     """The parameters of ``_IN_QUEUE_SQL``, in order."""
     return [reviewer.pk, reviewer.pk, OVERLAP_KIND.value, reviewer.pk, now, run.overlap]
@@ -259,28 +213,11 @@ def _walk_sql(run: Run, reviewer: Reviewer, op: str = "", key: str = "",
     return sql, params
 
 
-# The answer the walks {walks} (statements of _walk_sql, tried in turn: _first_of) find, with its
-# question.
-_WALK_ANSWER_SQL = """
-SELECT {answer_cols}, {question_cols}
-FROM {answer} a JOIN {question} q ON q.id = a.question_id
-WHERE a.id = {walks}
-"""
-
-
 def _first_of(statements: list[str]) -> str:
     """The first non-NULL value of the scalar ``statements``, taken in turn (SQLite's
     COALESCE wants two arguments at least)."""
     inner = ", ".join(f"({statement})" for statement in statements)
     return f"COALESCE({inner})" if len(statements) > 1 else inner
-
-
-# What comes before the walk (_PRIORITY_SQL, {priority}) beside the answer the walks {walks}
-# find (_WALK_ANSWER_SQL; NULLs when they find none), in one round trip.
-_PRIORITY_WALK_SQL = """
-SELECT p.sent_back, p.gold_open, {answer_cols}, {question_cols}
-FROM ({priority}) p LEFT JOIN {answer} a ON a.id = {walks} LEFT JOIN {question} q ON q.id = a.question_id
-"""
 
 
 def _first_answer(run: Run, reviewer: Reviewer, walks: list[tuple[str, list[Any]]], *,
@@ -314,20 +251,6 @@ def _first_answer(run: Run, reviewer: Reviewer, walks: list[tuple[str, list[Any]
     return marks, found
 
 
-# The claims of answer %s in reviewer %s's queue (unlabeled_claims) with an index above %s, in
-# index order: the queue of a run without a queue judge within one answer. {index} is the
-# quoted column name, {select} the columns; params: _in_answer_params.
-_IN_ANSWER_SQL = f"""
-SELECT {{select}} FROM {{claim}} c JOIN {{answer}} a ON a.id = c.answer_id
-WHERE c.answer_id = %s AND c.{{index}} > %s
-  AND {_fragment(_WORKS_ON_SQL, run_id="a.run_id")}
-  AND {_AWAITS_SQL}
-  AND {_fragment(_NEEDS_REVIEWER_SQL, claim_id="c.id")}
-ORDER BY c.{{index}}
-LIMIT %s
-"""
-
-
 def _in_answer(run: Run, reviewer: Reviewer, answer: Answer, *, after_index: int, limit: int) -> list[Claim]:
     """The first ``limit`` claims of ``answer`` (loaded, with its question) after
     ``after_index`` in the reviewer's queue, in index order (a run without a queue judge),
@@ -359,17 +282,9 @@ def _take_first(run: Run, reviewer: Reviewer, candidates: list[Claim], *, lease:
     return next((claim for claim in candidates if lease_take(run=run, reviewer=reviewer, claim=claim)), None)
 
 
-# What comes before the walk (_PRIORITY_SQL) and the claims of one answer in the queue
-# (_IN_ANSWER_SQL) in one round trip: the one row of the first beside each claim of the
-# second (NULLs when there is none). {priority} and {in_answer} are those statements.
-_PRIORITY_IN_ANSWER_SQL = """
-SELECT p.sent_back, p.gold_open, q.* FROM ({priority}) p LEFT JOIN ({in_answer}) q ON 1 = 1
-ORDER BY q.{index}
-"""
-
-
 def _priority_and_first_in_answer(run: Run, reviewer: Reviewer, answer: Answer, *, after_index: int,
-                                  lease: bool, skip: Claim | None, elsewhere_stops: bool) -> Claim | None:
+                                  lease: bool, skip: Claim | None, elsewhere_stops: bool,
+                                  skip_labeled: bool = False) -> Claim | None:
     """:func:`priority_claim` when a claim of ``answer`` comes before the walk, else
     :func:`_first_in_answer` (or, with ``elsewhere_stops``, ``None`` when the claim that
     comes first is in another answer); with ``lease``, the claim handed out is reserved.
@@ -387,7 +302,8 @@ def _priority_and_first_in_answer(run: Run, reviewer: Reviewer, answer: Answer, 
                        + _in_answer_params(run, reviewer, answer, after_index, limit))
         rows = cursor.fetchall()
     sent_back, gold_open = rows[0][:2]
-    first = _priority_from(run, reviewer, skip, sent_back=sent_back, gold_open=gold_open)
+    first = _priority_from(run, reviewer, skip, sent_back=sent_back, gold_open=gold_open,
+                           skip_labeled=skip_labeled)
     if first is not None and (first.answer_id == answer.pk or elsewhere_stops):
         if first.answer_id != answer.pk:
             return None
@@ -398,19 +314,6 @@ def _priority_and_first_in_answer(run: Run, reviewer: Reviewer, answer: Answer, 
     for found in candidates:
         found.answer = answer
     return _take_first(run, reviewer, candidates, lease=lease)
-
-
-# Lease ``claim`` to a reviewer when it still exists (a merge may have deleted it since
-# the queue read it) and its human labels plus other reviewers' unexpired leases are
-# below the overlap; else write nothing. One lease per reviewer and run: taking one
-# moves it (the last claim is released).
-_LEASE_SQL = f"""
-INSERT INTO {{lease}} (run_id, reviewer_id, claim_id, expires_at)
-SELECT %s, %s, %s, %s
-WHERE EXISTS (SELECT 1 FROM {{claim}} c WHERE c.id = %s)
-  AND {_fragment(_NEEDS_REVIEWER_SQL, claim_id="%s")}
-ON CONFLICT (run_id, reviewer_id) DO UPDATE SET claim_id = excluded.claim_id, expires_at = excluded.expires_at
-"""
 
 
 def lease_take(*, run: Run, reviewer: Reviewer, claim: Claim) -> bool:
@@ -437,10 +340,6 @@ def lease_take(*, run: Run, reviewer: Reviewer, claim: Claim) -> bool:
         return locked is not None and _lease_upsert(run, reviewer, claim)
 
 
-# The row lock of lease_take on PostgreSQL: a claim another transaction holds is skipped.
-_LOCK_SQL = "SELECT c.id FROM {claim} c WHERE c.id = %s FOR NO KEY UPDATE SKIP LOCKED"
-
-
 def _lease_upsert(run: Run, reviewer: Reviewer, claim: Claim) -> bool:
     now = timezone.now()
     expires = now + timedelta(seconds=settings.CITELAB_LEASE_SECONDS)
@@ -450,14 +349,6 @@ def _lease_upsert(run: Run, reviewer: Reviewer, claim: Claim) -> bool:
             run.pk, reviewer.pk, claim.pk, adapt(expires), claim.pk,
             claim.pk, OVERLAP_KIND.value, claim.pk, reviewer.pk, adapt(now), run.overlap])
         return cursor.rowcount == 1
-
-
-# A lease taken whatever the claim's overlap: a claim sent back to the reviewer, or a
-# gold check (module docstring). One per reviewer and run, as every lease.
-_LEASE_FORCE_SQL = """
-INSERT INTO {lease} (run_id, reviewer_id, claim_id, expires_at) VALUES (%s, %s, %s, %s)
-ON CONFLICT (run_id, reviewer_id) DO UPDATE SET claim_id = excluded.claim_id, expires_at = excluded.expires_at
-"""
 
 
 def lease_force(*, run: Run, reviewer: Reviewer, claim: Claim) -> None:
@@ -471,58 +362,20 @@ def lease_force(*, run: Run, reviewer: Reviewer, claim: Claim) -> None:
                        [run.pk, reviewer.pk, claim.pk, connection.ops.adapt_datetimefield_value(expires)])
 
 
-# What may come before the walk, in one round trip: the reviewer's oldest open
-# send-back in the run (but the claim they skip), and how many gold claims of the run
-# are still checks for them (cited, factual, not theirs, not labeled by them), when
-# they work on the run.
-_PRIORITY_SQL = f"""
-SELECT
-  (SELECT sb.claim_id FROM {{send_back}} sb
-   WHERE sb.run_id = %s AND sb.reviewer_id = %s AND sb.resolved_at IS NULL AND sb.claim_id <> %s
-   ORDER BY sb.created_at, sb.id LIMIT 1) AS sent_back,
-  CASE WHEN {_fragment(_WORKS_ON_SQL, run_id="%s")}
-  THEN (SELECT COUNT(*) FROM {{gold}} g JOIN {{claim}} c ON c.id = g.claim_id
-        WHERE g.run_id = %s AND g.is_current AND (g.lead_id IS NULL OR g.lead_id <> %s)
-          AND {_AWAITS_SQL})
-  ELSE 0 END AS gold_open
-"""
-
-# The reviewer's current labels on the cited factual claims of the run, and how many of
-# them are on current gold claims: how far their gold checks are behind the rate.
-_GOLD_PACE_SQL = """
-SELECT COUNT(*), COUNT(g.id)
-FROM {label} l JOIN {claim} c ON c.id = l.claim_id JOIN {answer} a ON a.id = c.answer_id
-LEFT JOIN {gold} g ON g.claim_id = c.id AND g.is_current
-WHERE l.reviewer_id = %s AND l.is_current AND a.run_id = %s AND c.factual
-  AND EXISTS (SELECT 1 FROM {citation} ci WHERE ci.claim_id = c.id {fence})
-"""
-
-
-def gold_offset(run_id: int, reviewer_id: int, k: int) -> float:
-    """``uₖ`` of the module docstring: a number in [0, 1) fixed by (run, reviewer, k),
-    where in its stretch of ``1 / rate`` labels the reviewer's gold check k comes."""
-    digest = hashlib.sha256(f"gold:{run_id}:{reviewer_id}:{k}".encode()).digest()
-    return int.from_bytes(digest[:8], "big") / 2 ** 64
-
-
-def gold_due(*, rate: float, labeled: int, gold_labeled: int, offset: float) -> bool:
-    """Whether the next claim handed to a reviewer who has ``labeled`` claims of the run,
-    ``gold_labeled`` of them gold, is a gold check at ``rate`` (module docstring):
-    ``gold_labeled + offset < rate · (labeled + 1)``. At rate 0.5 with offsets 0.3
-    and 0.7: check 0 comes first (0.3 < 0.5), check 1 fourth ((1 + 0.7) < 0.5 · 4)."""
-    return rate > 0 and gold_labeled + offset < rate * (labeled + 1)
-
-
-def priority_claim(*, run: Run, reviewer: Reviewer, skip: Claim | None = None) -> Claim | None:
+def priority_claim(*, run: Run, reviewer: Reviewer, skip: Claim | None = None,
+                   skip_labeled: bool = False) -> Claim | None:
     """The claim that comes before the walk for ``reviewer`` in ``run`` (module
     docstring), with its answer and question, unleased; ``None`` when nothing comes
     first. ``skip`` (the claim the reviewer passes over with ``n``) is not handed
-    back. One query, two more when a gold check may be due, one more
-    for the claim."""
+    back. With ``skip_labeled``, ``skip`` counts as labeled by the reviewer, as it
+    will be once the label on screen is saved: the page's look ahead
+    (``views.review.claim_next``) then meets the gold check the save will meet.
+    One query, two more when a gold check may be due (two more with
+    ``skip_labeled``), one more for the claim."""
     with connection.cursor() as cursor:
         cursor.execute(_PRIORITY_SQL.format(**_tables()), _priority_params(run, reviewer, skip))
         sent_back, gold_open = cursor.fetchone()
-    return _priority_from(run, reviewer, skip, sent_back=sent_back, gold_open=gold_open)
+    return _priority_from(run, reviewer, skip, sent_back=sent_back, gold_open=gold_open, skip_labeled=skip_labeled)
 
 
 def _priority_params(run: Run, reviewer: Reviewer, skip: Claim | None) -> list[Any]:
@@ -532,7 +385,7 @@ def _priority_params(run: Run, reviewer: Reviewer, skip: Claim | None) -> list[A
 
 
 def _priority_from(run: Run, reviewer: Reviewer, skip: Claim | None, *, sent_back: int | None,
-                   gold_open: int) -> Claim | None:
+                   gold_open: int, skip_labeled: bool = False) -> Claim | None:
     """:func:`priority_claim` once ``_PRIORITY_SQL`` said which send-back comes first
     (``sent_back``) and how many gold checks are open (``gold_open``)."""
     now_skip = skip.pk if skip is not None else 0
@@ -544,6 +397,10 @@ def _priority_from(run: Run, reviewer: Reviewer, skip: Claim | None, *, sent_bac
     with connection.cursor() as cursor:
         cursor.execute(_GOLD_PACE_SQL.format(fence=exists_fence(), **_tables()), [reviewer.pk, run.pk])
         labeled, gold_labeled = cursor.fetchone()
+    if skip_labeled and skip is not None:
+        labeled, gold_labeled, gold_open = after_labeling(reviewer, skip, labeled, gold_labeled, gold_open)
+        if not gold_open:
+            return None
     if not gold_due(rate=run.gold_rate, labeled=labeled, gold_labeled=gold_labeled,
                     offset=gold_offset(run.pk, reviewer.pk, gold_labeled)):
         return None
@@ -609,18 +466,21 @@ def _first(run: Run, reviewer: Reviewer, candidates: QuerySet[Claim], *, lease: 
     return _hand_out(run, reviewer, candidates) if lease else candidates.first()
 
 
-def next_claim_in_answer(*, run: Run, reviewer: Reviewer, after: Claim, lease: bool = False) -> Claim | None:
+def next_claim_in_answer(*, run: Run, reviewer: Reviewer, after: Claim, lease: bool = False,
+                         ahead: bool = False) -> Claim | None:
     """The first claim of the reviewer's queue after ``after`` in its answer
     (with its answer and question), or ``None``. A claim that comes before the
     walk (``priority_claim``: a send-back, a gold check) comes first: it is the
     answer when it is in this answer, else ``None`` (the next answers bring it).
     One query (three with a queue judge: what comes first, where ``after`` stands in the
     judge's order, the queue; two when ``after`` comes without its answer and question).
-    With ``lease``, the first one ``lease_take`` reserves for the reviewer."""
+    With ``lease``, the first one ``lease_take`` reserves for the reviewer. ``ahead``:
+    ``after`` is the claim on screen, counted as labeled (the page's look ahead,
+    ``priority_claim``'s ``skip_labeled``)."""
     if run.queue_judge_id is None and Claim.answer.is_cached(after) and Answer.question.is_cached(after.answer):
         return _priority_and_first_in_answer(run, reviewer, after.answer, after_index=after.index, lease=lease,
-                                             skip=after, elsewhere_stops=True)
-    first = priority_claim(run=run, reviewer=reviewer, skip=after)
+                                             skip=after, elsewhere_stops=True, skip_labeled=ahead)
+    first = priority_claim(run=run, reviewer=reviewer, skip=after, skip_labeled=ahead)
     if first is not None:
         if first.answer_id != after.answer_id:
             return None
@@ -661,7 +521,7 @@ def first_claim_in_answer(*, run: Run, reviewer: Reviewer, answer: Answer, lease
 
 
 def claim_in_next_answers(*, run: Run, reviewer: Reviewer, after: Answer | None = None,
-                          lease: bool = False, skip: Claim | None = None) -> Claim | None:
+                          lease: bool = False, skip: Claim | None = None, ahead: bool = False) -> Claim | None:
     """The first claim of the reviewer's queue in the next answer with work left
     (``next_answer_to_label``: after ``after``, wrapping around), with its answer
     and question; ``None`` when the queue is empty. With ``lease``, reserved for
@@ -669,11 +529,13 @@ def claim_in_next_answers(*, run: Run, reviewer: Reviewer, after: Answer | None 
     the two reads, the answer after it is tried (``LEASE_TRIES`` answers at most).
     A claim that comes before the walk (``priority_claim``: a send-back, a gold
     check) comes first, wherever it is; ``skip`` is a claim not to hand back as a
-    send-back (the one the reviewer passes over). What comes first and the next answer
-    with its question are one statement; then its first claim (and the lease)."""
+    send-back (the one the reviewer passes over). ``ahead``: ``skip`` is the claim on
+    screen, counted as labeled (``priority_claim``'s ``skip_labeled``: the page's look ahead).
+    What comes first and the next answer with its question are one statement; then its
+    first claim (and the lease)."""
     marks, answer = _first_answer(run, reviewer, _walks(run, reviewer, after), priority=skip or True)
     sent_back, gold_open = marks
-    first = _priority_from(run, reviewer, skip, sent_back=sent_back, gold_open=gold_open)
+    first = _priority_from(run, reviewer, skip, sent_back=sent_back, gold_open=gold_open, skip_labeled=ahead)
     if first is not None:
         if lease:
             lease_force(run=run, reviewer=reviewer, claim=first)
@@ -712,46 +574,3 @@ def next_unlabeled_claim(*, run: Run, reviewer: Reviewer, after: Claim | None = 
             return in_answer
     return claim_in_next_answers(run=run, reviewer=reviewer, after=after.answer if after is not None else None,
                                  lease=lease, skip=after)
-
-
-_NEIGHBOURS_SQL = """
-SELECT
-  (SELECT id FROM {answer} WHERE run_id = %s AND question_key < %s ORDER BY question_key DESC LIMIT 1),
-  (SELECT id FROM {answer} WHERE run_id = %s AND question_key > %s ORDER BY question_key LIMIT 1),
-  (SELECT COUNT(*) FROM {answer} WHERE run_id = %s AND question_key < %s),
-  (SELECT COUNT(*) FROM {answer} WHERE run_id = %s),
-  (SELECT m.position FROM {member} m JOIN {sample} sa ON sa.id = m.sample_id
-   WHERE sa.run_id = %s AND m.answer_id = %s),
-  (SELECT COUNT(*) FROM {member} m JOIN {sample} sa ON sa.id = m.sample_id WHERE sa.run_id = %s),
-  (SELECT sa.target_half_width FROM {sample} sa WHERE sa.run_id = %s)
-"""
-
-
-@dataclass(frozen=True)
-class AnswerNeighbours:
-    """Where an answer sits in its run: the ids of the answers before and after
-    it (``None`` at either end), its 1-based ``position`` and the run's answer
-    count ``total``; in the run's probability sample (SPEC §4.6): its
-    ``sample_position`` (``None`` when not sampled), the sample's size
-    ``sample_size`` (0 without one) and target half-width ``sample_target``."""
-
-    previous_id: int | None
-    next_id: int | None
-    position: int
-    total: int
-    sample_position: int | None = None
-    sample_size: int = 0
-    sample_target: float | None = None
-
-
-def answer_neighbours(*, answer: Answer) -> AnswerNeighbours:
-    """The answers before and after ``answer`` in its run (``question_id``
-    order), its position and the run's answer count, and its place in the run's
-    sample. One query: two index lookups and two index-only counts on ``(run,
-    question_key)``, and three lookups in the sample."""
-    run_id, key = answer.run_id, answer.question_key
-    with connection.cursor() as cursor:
-        cursor.execute(_NEIGHBOURS_SQL.format(**_tables()),
-                       [run_id, key, run_id, key, run_id, key, run_id, run_id, answer.pk, run_id, run_id])
-        previous_id, next_id, before, total, sample_position, sample_size, target = cursor.fetchone()
-    return AnswerNeighbours(previous_id, next_id, before + 1, total, sample_position, sample_size, target)

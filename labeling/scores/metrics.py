@@ -147,9 +147,11 @@ def run_scores(
     (0, 1), ImportError when the method's optional extra is missing.
     """
     check_confidence(confidence)
-    claims, disagreements = resolved_claims_frame(run, reviewer=reviewer)
     answers = frames.answers_frame(run)
-    citations = frames.citations_frame(run)
+    claims, disagreements = resolved_claims_frame(run, reviewer=reviewer, answers=answers)
+    # The passages' texts only for the gold metrics (most of what a citations read reads).
+    compare_gold = with_gold and bool(answers["has_references"].any() or answers["has_expected_sources"].any())
+    citations = frames.citations_frame(run, text=compare_gold)
     gold_ids = frames.gold_ids_frame(run)
     if question_ids is not None:
         answers = answers[answers["question_id"].isin(question_ids)]
@@ -167,7 +169,7 @@ def run_scores(
     ids = citation_id_metrics(answers, id_citations, gold_ids)
     abstention = abstention_metrics(answers, id_citations)
     gold = None
-    if with_gold and (answers["has_references"].any() or answers["has_expected_sources"].any()):
+    if compare_gold and (answers["has_references"].any() or answers["has_expected_sources"].any()):
         matcher = get_matcher(match_method, threshold=match_threshold)
         kept = set(answers["answer_id"])
         references = frames.references_frame(run)

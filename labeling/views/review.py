@@ -21,16 +21,18 @@ from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
+from django.db.models import Max
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseNotFound
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import HttpResponseClientRedirect, push_url, reswap, retarget, trigger_client_event
 
 from labeling import permissions
-from labeling.models import Answer, Claim, GoldClaim, LabelValue, Run
+from labeling.models import Answer, Claim, GoldClaim, Label, LabelValue, Run
 from labeling.permissions import LABEL
 from labeling.review import citation_judgments as judging
 from labeling.review import label_writes, queue, screen, tallies
+from labeling.review.neighbours import AnswerNeighbours, answer_neighbours
 from labeling.scores import estimates
 from labeling.team import guidelines, send_backs
 from labeling.views.htmx import HtmxHttpRequest
@@ -143,7 +145,7 @@ def _page(request: HttpRequest, context: dict[str, Any]) -> HttpResponse:
     answer: Answer = context["answer"]
     if not context["read_only"]:
         context["progress"] = tallies.run_progress(run=run, reviewer=request.user)
-    context["neighbours"] = queue.answer_neighbours(answer=answer)
+    context["neighbours"] = answer_neighbours(answer=answer)
     context["target_reached"] = _target_reached(run, context["neighbours"])
     # The project's guidelines behind the g key and in the ? help (SPEC §4.4): the page's
     # dialogs are outside #review, so fragments never carry them again.
@@ -153,7 +155,7 @@ def _page(request: HttpRequest, context: dict[str, Any]) -> HttpResponse:
     return render(request, TEMPLATE, context)
 
 
-def _target_reached(run: Run, neighbours: queue.AnswerNeighbours) -> bool | None:
+def _target_reached(run: Run, neighbours: AnswerNeighbours) -> bool | None:
     """The queue's "target reached" (SPEC §4.6), only asked when a lead set a target."""
     return estimates.target_reached(run) if neighbours.sample_target is not None else None
 
@@ -164,14 +166,14 @@ def _fragment(request: HtmxHttpRequest, context: dict[str, Any], *, whole_review
     retargeted, led by the new ``<title>`` and followed by the breadcrumb's
     question out of band (``review-swap``; the template says why the title leads)."""
     if whole_review:
-        context["neighbours"] = queue.answer_neighbours(answer=context["answer"])
+        context["neighbours"] = answer_neighbours(answer=context["answer"])
         context["target_reached"] = _target_reached(context["run"], context["neighbours"])
         return reswap(retarget(render(request, f"{TEMPLATE}#review-swap", context), "#review"), "outerHTML")
     return render(request, f"{TEMPLATE}#claim-swap", context)
 
 
 def show_review(request: HtmxHttpRequest, run: Run, answer: Answer, claim_id: int | None, *, came_from: int | None,
-          saved: bool = False, labeled: int | None = None, **extra: Any) -> HttpResponse:
+                saved: bool = False, labeled: int | None = None, **extra: Any) -> HttpResponse:
     """Respond with the review of ``answer`` on ``claim_id``: a fragment for htmx
     (``came_from`` is the answer the page showed), else the full page. ``saved``
     sends ``labelSaved``, with ``{"labeled": labeled}`` when that is known."""
@@ -187,7 +189,7 @@ def show_review(request: HtmxHttpRequest, run: Run, answer: Answer, claim_id: in
 
 
 def after_write(request: HtmxHttpRequest, run: Run, claim: Claim, *, show: Claim | None, notice: str,
-                 saved: bool = True, labeled: int | None = None, **extra: Any) -> HttpResponse:
+                saved: bool = True, labeled: int | None = None, **extra: Any) -> HttpResponse:
     """After a successful write: show ``show`` (or ``claim``) with ``notice``;
     without JS, redirect there with the notice as a message."""
     target = show or claim
@@ -344,10 +346,12 @@ def _after_label(request: HtmxHttpRequest, run: Run, claim: Claim, label: Any, *
     moved_on = ""
     if shown_ahead is not None:
         if (following is not None and following.pk == shown_ahead
-                and following.revision == int_param(request.POST.get("prefetched_revision"))):
+                and request.POST.get("prefetched_state") == ahead_state(run, following)):
             return _acknowledged(request, run, claim, following, notice=notice, labeled=labeled, feedback=feedback)
+        # Neutral on purpose: a gold check coming due also changes the claim handed out, and
+        # nothing may tell a check from any other claim (labeling.review.queue).
         moved_on = (" The claim shown while it saved is no longer the next one in your queue (another reviewer "
-                    "took it, or it changed meanwhile).")
+                    "may have taken it, or it changed): this is the next one.")
     if following is not None and following.answer_id == claim.answer_id:
         review = screen.review_context(answer=claim.answer, reviewer=request.user, claim_id=following.pk,
                                           with_gold=run.may_lead)
@@ -410,7 +414,7 @@ def claim_next(request: HtmxHttpRequest, project_slug: str, run_name: str, claim
 
     The fragment is the partial ``claim-swap`` (the next claim is in the same answer)
     or ``review-swap`` (another answer), with the headers ``Citelab-Next-Claim``
-    (its id), ``Citelab-Next-Revision`` and ``Citelab-Next-Swap`` (``claim-panel`` or
+    (its id), ``Citelab-Next-State`` (``ahead_state``) and ``Citelab-Next-Swap`` (``claim-panel`` or
     ``review``). Nothing is reserved: the save takes the lease. 204 when nothing
     would follow, and on a project that judges citations (its saves go through
     ``claim_judge``). Reviewers and leads who may label the run (403 otherwise); a
@@ -422,9 +426,11 @@ def claim_next(request: HtmxHttpRequest, project_slug: str, run_name: str, claim
         raise Http404(f"Run {run.name!r} has no claim {claim_id}")
     if run.project.judge_citations:
         return HttpResponse(status=204)
-    following = queue.next_claim_in_answer(run=run, reviewer=request.user, after=claim)
+    # Counting the claim on screen as labeled, as it is when its save asks the queue (gold pacing).
+    following = queue.next_claim_in_answer(run=run, reviewer=request.user, after=claim, ahead=True)
     if following is None:
-        following = queue.claim_in_next_answers(run=run, reviewer=request.user, after=claim.answer, skip=claim)
+        following = queue.claim_in_next_answers(run=run, reviewer=request.user, after=claim.answer, skip=claim,
+                                                ahead=True)
     if following is None or following.pk == claim.pk:
         return HttpResponse(status=204)
     answer = _answer_of(run, following)
@@ -433,14 +439,27 @@ def claim_next(request: HtmxHttpRequest, project_slug: str, run_name: str, claim
     context = _context(request, run, answer, None, review=review)
     whole = following.answer_id != claim.answer_id
     if whole:
-        context["neighbours"] = queue.answer_neighbours(answer=answer)
+        context["neighbours"] = answer_neighbours(answer=answer)
         context["target_reached"] = _target_reached(run, context["neighbours"])
     response = render(request, f"{TEMPLATE}#{'review-swap' if whole else 'claim-swap'}", context)
     response["Citelab-Next-Claim"] = str(following.pk)
-    response["Citelab-Next-Revision"] = str(following.revision)
+    response["Citelab-Next-State"] = ahead_state(run, following, newest=max(
+        (label.pk for label in review.current.claim.all_labels), default=0))
     response["Citelab-Next-Swap"] = "review" if whole else "claim-panel"
     response["Cache-Control"] = "no-store"
     return response
+
+
+def ahead_state(run: Run, claim: Claim, *, newest: int | None = None) -> str:
+    """What the panel of ``claim`` held ready shows, as a token the save compares
+    (``_after_label`` acknowledges only an unchanged one): the claim's revision, the
+    run's ``claims_version`` (a split or merge elsewhere in the answer changes the
+    claim count and the neighbours) and the newest label on the claim (its label
+    history). ``newest``: that label's id when the caller read the claim's labels
+    (0 for none); else one query."""
+    if newest is None:
+        newest = Label.objects.filter(claim_id=claim.pk).aggregate(newest=Max("id"))["newest"] or 0
+    return f"{claim.revision}.{run.claims_version}.{newest}"
 
 
 def gold_feedback(run: Run, claim: Claim, label: Any) -> dict[str, Any] | None:

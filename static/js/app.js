@@ -154,10 +154,13 @@
     var after = panel.dataset.claim;
     aheadAsked = after;
     fetch(url, { credentials: "same-origin" }).then(function (response) {
-      if (response.status !== 200) { return null; }
+      // Only the claim_next fragment itself (a session that ended is redirected to the login page).
+      if (response.status !== 200 || response.redirected || !response.headers.get("Citelab-Next-Claim")) {
+        return null;
+      }
       return response.text().then(function (html) {
         return { after: after, html: html, claim: response.headers.get("Citelab-Next-Claim"),
-                 revision: response.headers.get("Citelab-Next-Revision"),
+                 state: response.headers.get("Citelab-Next-State"),
                  swap: response.headers.get("Citelab-Next-Swap") };
       });
     }).then(function (ready) {
@@ -208,7 +211,7 @@
     new FormData(form).forEach(function (value, key) { values[key] = value; });
     values.value = button.value;
     values.prefetched = ahead.claim;
-    values.prefetched_revision = ahead.revision;
+    values.prefetched_state = ahead.state;
     var ready = ahead;
     ahead = null;
     var saved = { claim: panel.dataset.claim, index: panel.dataset.claimIndex, value: button.value };
@@ -218,6 +221,7 @@
     if (sent && sent.catch) { sent.catch(function () {}); }
     if (!busy) { return true; }  // htmx did not send it: the claim saved stays, and says why
     saving = { xhr: busy, claim: saved.claim, index: saved.index, undo: showAhead(ready) };
+    button.classList.remove("sending");  // the claim saved leaves the screen (and is what the back button shows)
     var notice = document.getElementById("claim-notice");
     if (notice) {
       var line = document.createElement("p");
@@ -233,6 +237,57 @@
 
   function acknowledged(xhr) {
     return Boolean(saving && saving.xhr === xhr && xhr.getResponseHeader("Citelab-Ack") === saving.claim);
+  }
+
+  function swapPairs(pairs, back) {
+    (back ? pairs.slice().reverse() : pairs).forEach(function (pair) {
+      (back ? pair[0] : pair[1]).replaceWith(back ? pair[1] : pair[0]);
+    });
+  }
+
+  // Just before it takes in the acknowledgement, htmx keeps a copy of the page for the back
+  // button under the URL of the claim saved: let that copy show the claim saved, not the one
+  // shown ahead. The claim ahead is back before the acknowledgement's out-of-band parts go in,
+  // in the same task, so nothing of it is painted.
+  document.addEventListener("htmx:beforeHistorySave", function () {
+    if (!saving || !saving.acked || saving.inCopy) { return; }
+    swapPairs(saving.undo, true);
+    saving.inCopy = true;
+  });
+  function afterCopy() {
+    if (saving && saving.inCopy) { swapPairs(saving.undo, false); saving.inCopy = false; }
+  }
+  document.addEventListener("htmx:pushedIntoHistory", afterCopy);
+  document.addEventListener("htmx:replacedInHistory", afterCopy);
+  // A page brought back by the back button takes keys and holds its next claim ready again.
+  // A request of the review still on its way belongs to the page that was left: its answer
+  // is only reported (abandoned), never swapped into this one nor allowed to move its address.
+  var abandoned = null;
+  document.addEventListener("htmx:historyRestore", function () {
+    abandoned = busy;
+    // Its events go to the page that was left (no longer in the document): listen on the request.
+    if (abandoned) {
+      abandoned.addEventListener("loadend", function () { reportAbandoned(this); });
+    }
+    saving = null;
+    free();
+    settle(document.body);
+    fetchAhead();
+  });
+  document.addEventListener("htmx:beforeHistoryUpdate", function (event) {
+    if (abandoned && event.detail.xhr === abandoned) {
+      event.detail.history.type = "replace";
+      event.detail.history.path = location.pathname + location.search;
+    }
+  });
+  function reportAbandoned(xhr) {
+    var saved = /Saved (\w+) on claim (\d+)/.exec(xhr.responseText || "");
+    var type = xhr.getResponseHeader ? xhr.getResponseHeader("Content-Type") || "" : "";
+    var text = type.indexOf("text/plain") === 0 && xhr.responseText.length < 400 ? " " + xhr.responseText : "";
+    status(xhr.status >= 200 && xhr.status < 300 && saved
+      ? "Saved " + saved[1] + " on claim " + saved[2] + " while you went back (the page shown is the earlier one)."
+      : xhr.status ? "Not saved: the server answered " + xhr.status + "." + text
+      : "Not saved: the server could not be reached.");
   }
 
   function saveArmed(form) {
@@ -533,13 +588,15 @@
   // The answer to a save sent with the next claim shown: anything but its acknowledgement
   // puts the claim saved back first, so htmx swaps the answer where it belongs.
   document.addEventListener("htmx:beforeOnLoad", function (event) {
-    if (saving && event.detail.xhr === saving.xhr && !acknowledged(event.detail.xhr)) { takeBack(); }
+    if (!saving || event.detail.xhr !== saving.xhr) { return; }
+    if (acknowledged(event.detail.xhr)) { saving.acked = true; } else { takeBack(); }
   });
   document.addEventListener("htmx:afterRequest", function (event) {
     if (event.detail.xhr !== busy) { return; }
     // htmx has swapped the response in by now (or will not).
     requesting = null;
     if (acknowledged(event.detail.xhr)) {
+      afterCopy();
       saving = null;
       free();
       fetchAhead();

@@ -203,7 +203,7 @@ def label_step(browser: Browser, username: str, url: str, fields: dict[str, str]
     body = {**fields, **value, "csrfmiddlewaretoken": browser.cookies.get("csrftoken", "")}
     ready = held_ready(browser, url) if ahead else None
     if ready is not None:
-        body.update(prefetched=ready[0]["citelab-next-claim"], prefetched_revision=ready[0]["citelab-next-revision"])
+        body.update(prefetched=ready[0]["citelab-next-claim"], prefetched_state=ready[0]["citelab-next-state"])
     status, headers, html, step = browser.request("label save", "POST", url, body, htmx=True)
     if status != 200:
         return None

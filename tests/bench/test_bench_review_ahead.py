@@ -54,7 +54,7 @@ def label_ahead_through_the_run(client: Client, run: Run, reviewer: Reviewer, sa
     for n in range(saves):
         data = {"value": "UNSUPPORTED", "justification": "only part of it"} if n % 4 == 3 else {"value": "SUPPORTED"}
         body = urlencode({**form, **data, "prefetched": ahead["Citelab-Next-Claim"],
-                          "prefetched_revision": ahead["Citelab-Next-Revision"]})
+                          "prefetched_state": ahead["Citelab-Next-State"]})
         response, elapsed, count = timed(lambda claim_id=claim_id, body=body: client.post(
             url("claim_label", run, claim_id=claim_id), body, content_type="application/x-www-form-urlencoded",
             HTTP_HX_REQUEST="true"))

@@ -44,7 +44,9 @@ def wait_until_held(page, held: list) -> object:
     while not held and waited < deadline_ms:
         page.wait_for_timeout(20)
         waited += 20
-    assert held, "the label save never left the page"
+    assert held, ("the label save never left the page: key status "
+                  f"{page.locator('#key-status').text_content()!r}, main aria-busy "
+                  f"{page.get_attribute('main', 'aria-busy')!r}, panel {panel_claim(page)}")
     return held.pop(0)
 
 
@@ -189,3 +191,21 @@ def test_a_claim_taken_meanwhile_gives_way_to_the_one_the_queue_hands_out(live_s
     assert panel_claim(page) == claims[2].pk
     assert page.locator("#claim-notice").inner_text().startswith("Saved SUPPORTED on claim 1.")
     assert current_labels(reviewer, claims) == [(1, "SUPPORTED")]
+
+
+def test_the_back_button_shows_the_claim_saved_not_the_one_shown_ahead(live_server, reviewer, logged_in_page):
+    # htmx keeps a copy of the page for the back button as the save's answer comes in, when the
+    # claim held ready is already on screen: the copy must be of the claim saved, under its URL.
+    page = logged_in_page
+    run, [(answer, claims)] = labeling_run(reviewer, {"q1": 3})
+    open_ready(live_server, page, run, answer, claims[1])
+    page.keyboard.press("1")
+    page.locator("#claim-notice", has_text="Saved SUPPORTED on claim 1.").wait_for()
+    wait_for_htmx(page, painted=True)
+
+    page.go_back()
+    page.locator(f"#claim-panel[data-claim='{claims[0].pk}']").wait_for()
+    page.locator("main[aria-busy=true]").wait_for(state="detached")
+    assert page.url == live_server.url + review_url(run, answer)
+    assert page.locator("#claim-notice").inner_text() == ""
+    assert "Saving" not in page.locator("#review").inner_text()

@@ -263,13 +263,21 @@ def test_a_burst_across_an_answer_boundary_loses_no_acknowledged_save(live_serve
     assert_burst_labels(reviewer, queue, keys, saves, ignored, page)
 
 
-def test_keys_pressed_while_saving_are_ignored_not_replayed(live_server, reviewer, logged_in_page, monkeypatch):
+@pytest.mark.parametrize("held_ready", [False, True], ids=["usual path", "next claim held ready"])
+def test_keys_pressed_while_saving_are_ignored_not_replayed(live_server, reviewer, logged_in_page, monkeypatch,
+                                                            held_ready):
     """With the save held back by the server until three more presses are made, those
-    presses are ignored: exactly one label, on the claim shown, and the page says so."""
+    presses are ignored: exactly one label, on the claim shown, and the page says so.
+    Either with the next claim held ready (it is on screen, saying it is saving) or
+    without (the page cannot fetch it: the pressed button says it is sending)."""
     run, [(answer, claims)] = labeling_run(reviewer, {"q1": 4})
     page = logged_in_page
     page.add_init_script(RECORDER)
+    if not held_ready:
+        page.route("**/claims/*/next/", lambda route: route.abort())
     page.goto(live_server.url + review_url(run, answer))
+    if held_ready:
+        page.locator(f"#claim-panel[data-ahead='{claims[1].pk}']").wait_for()
     # The live server answers in a thread of this process: its label_save waits for the test.
     released, save = threading.Event(), label_writes.label_save
 
@@ -284,10 +292,18 @@ def test_keys_pressed_while_saving_are_ignored_not_replayed(live_server, reviewe
         page.wait_for_timeout(60)
         page.keyboard.press("1")
     assert "claim 1 is still being saved" in page.inner_text("#key-status")
-    assert page.locator("#label-form .label-button.SUPPORTED.sending").count() == 1
+    if held_ready:
+        assert panel_claim(page) == claims[1].pk
+        assert page.inner_text("#claim-notice") == "Saving SUPPORTED on claim 1…"
+    else:
+        assert page.locator("#label-form .label-button.SUPPORTED.sending").count() == 1
     assert not Label.objects.filter(reviewer=reviewer).exists()
     released.set()
-    wait_for_claim_after(page, claims[0].pk)
+    if held_ready:
+        page.locator("#claim-notice", has_text="Saved SUPPORTED on claim 1.").wait_for()
+        wait_for_htmx(page, painted=True)
+    else:
+        wait_for_claim_after(page, claims[0].pk)
 
     assert dict(Label.objects.filter(reviewer=reviewer).values_list("claim_id", "value")) == {
         claims[0].pk: "SUPPORTED"}
