@@ -146,23 +146,23 @@ def test_priority_claim_query_counts(world, django_assert_num_queries):
 
 def test_queue_walk_query_counts(world, django_assert_num_queries):
     first, last = _answer(world, "q01"), _answer(world, "q03")
-    # The answer's id (the sample's walk and the run's in one statement), then the answer.
-    with django_assert_num_queries(2):
+    # One statement: the sample's walk and the run's, and the answer they find with its question.
+    with django_assert_num_queries(1):
         assert queue.next_answer_to_label(run=world.run, reviewer=world.lead) == first
-    with django_assert_num_queries(2):
+    with django_assert_num_queries(1):
         assert queue.next_answer_to_label(run=world.run, reviewer=world.lead, after=first).question_key == "q02"
-    # After the last answer: a second walk from the start of the run.
-    with django_assert_num_queries(3):
+    # After the last answer: the walk from the start of the run, in the same statement.
+    with django_assert_num_queries(1):
         assert queue.next_answer_to_label(run=world.run, reviewer=world.lead, after=last) == first
     claim_1, claim_2 = world.claims["q01"][:2]
-    # priority_claim's statement, then the queue's first claim.
-    with django_assert_num_queries(2):
+    # priority_claim's statement and the queue's first claim in one (queue._PRIORITY_IN_ANSWER_SQL).
+    with django_assert_num_queries(1):
         assert queue.first_claim_in_answer(run=world.run, reviewer=world.lead, answer=first) == claim_1
     with django_assert_num_queries(1):
         assert queue.first_claim_in_answer(run=world.run, reviewer=world.lead, answer=first, priority=False) == claim_1
-    with django_assert_num_queries(2):
+    with django_assert_num_queries(1):
         assert queue.next_claim_in_answer(run=world.run, reviewer=world.lead, after=claim_1) == claim_2
-    # With a queue judge: where ``after`` stands in the judge's order, one more.
+    # With a queue judge: what comes first, where ``after`` stands in the judge's order, the queue.
     world.run.queue_judge = world.judge
     with django_assert_num_queries(3):
         assert queue.next_claim_in_answer(run=world.run, reviewer=world.lead, after=claim_1) == claim_2

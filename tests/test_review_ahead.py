@@ -214,15 +214,16 @@ def test_the_claim_held_ready_has_a_constant_query_count(alice, reviewer, django
     claims = budget_run(reviewer, answers)
 
     # 2: session, user · 1: run with its project and the role · 1: the claim in the run with its answer
-    # and question · 1: what comes before the walk (queue.priority_claim) · 1: the next claim in the answer
-    # in queue order · review of the answer: 1 claims, 1 citations with passages, 1 labels.
-    with django_assert_num_queries(9):
+    # and question · 1: what comes before the walk (queue.priority_claim) and the next claim in the answer
+    # in queue order · review of the answer: 1 (its claims with their citations, passages and labels).
+    with django_assert_num_queries(6):
         response = alice.get(budget_url("claim_next", claims[0]))
     assert response["Citelab-Next-Claim"] == str(claims[1].pk)
 
-    # Across answers: 1 priority · 1 next claim in the answer (none) · 1 priority again (claim_in_next_answers)
-    # · 2: the next answer with work, then that answer · 1 its first claim · 3 the review · 1 its neighbours.
-    with django_assert_num_queries(14):
+    # Across answers: 1 priority with the next claim in the answer (none) · 1 priority again with the next
+    # answer with work and its question (claim_in_next_answers) · 1 its first claim · 1 the review · 1 its
+    # neighbours.
+    with django_assert_num_queries(9):
         response = alice.get(budget_url("claim_next", claims[1]))
     assert response["Citelab-Next-Claim"] == str(claims[2].pk)
 
@@ -236,19 +237,19 @@ def test_an_acknowledged_save_costs_no_more_than_the_fragment_it_replaces(alice,
             "prefetched": claims[1].pk, "prefetched_state": state}
 
     # The save of tests/test_review_label.py's budget (2 session and user, 1 run, 1 claim, 9 label_save with
-    # its savepoint, 1 priority, 1 next claim, 1 lease upsert (+3 on PostgreSQL), 3 the answer's review), the
-    # panel not rendered, and 1: the newest label on the claim shown (views.review.ahead_state).
-    with django_assert_num_queries(20 + LEASE_LOCK_QUERIES):
+    # its savepoint, 1 priority with the next claim, 1 lease upsert (+3 on PostgreSQL), 1 the answer's
+    # review), the panel not rendered, and 1: the newest label on the claim shown (views.review.ahead_state).
+    with django_assert_num_queries(17 + LEASE_LOCK_QUERIES):
         response = alice.post(budget_url("claim_label", claims[0]), data, **HX)
     assert response["Citelab-Ack"] == str(claims[0].pk)
 
-    # Across answers: 2 + 1 + 1 + 9 as above · 1 priority · 2 the next answer with work, then that answer with
-    # its question · 1 its first claim · 1 lease upsert (+3) · 1 the newest label on it: no review of the next
-    # answer is read (the page holds it), where a save without the claim held ready reads it and its
-    # neighbours (22 + 3).
+    # Across answers: 2 + 1 + 1 + 9 as above · 1 priority with the next answer with work and its question
+    # · 1 its first claim · 1 lease upsert (+3) · 1 the newest label on it: no review of the next answer is
+    # read (the page holds it), where a save without the claim held ready reads it and its neighbours
+    # (18 + 3).
     state = alice.get(budget_url("claim_next", claims[1]))["Citelab-Next-State"]
     data = {"claim": claims[1].pk, "value": "SUPPORTED", "revision": 1, "base_label": "", "more_in_answer": 0,
             "prefetched": claims[2].pk, "prefetched_state": state}
-    with django_assert_num_queries(19 + LEASE_LOCK_QUERIES):
+    with django_assert_num_queries(17 + LEASE_LOCK_QUERIES):
         response = alice.post(budget_url("claim_label", claims[1]), data, **HX)
     assert response["Citelab-Ack"] == str(claims[1].pk)

@@ -302,12 +302,13 @@ def test_save_and_next_fragment_has_a_constant_query_count(alice, reviewer, djan
     # in production), 1 claim lock that also says whether it is cited, 1 current label, 1 insert, 1 audit
     # event insert, 1 delete of the reviewer's lease on the claim, 1 update resolving a send-back of the label
     # (SPEC §4.4), 1 update of the run's label state (runs.labels_changed) · 1: what comes before the walk
-    # (a send-back, a gold check: labeling.review.queue.priority_claim) · 1: the next claim in the answer, in
+    # (a send-back, a gold check: labeling.review.queue.priority_claim) with the next claim in the answer, in
     # queue order (labeling.review.queue, the order's one home) · its lease (queue.lease_take): 1 conditional
     # upsert, and on
-    # PostgreSQL 1 savepoint + 1 row lock + 1 release · review of the answer: 1 claims, 1 citations with
-    # passages, 1 labels of every reviewer. The run progress bar refreshes itself in its own request.
-    with django_assert_max_num_queries(19 + LEASE_LOCK_QUERIES):
+    # PostgreSQL 1 savepoint + 1 row lock + 1 release · review of the answer: 1 for its claims with their
+    # citations, passages and the labels of every reviewer (screen._answer_claims). The run progress bar
+    # refreshes itself in its own request.
+    with django_assert_max_num_queries(16 + LEASE_LOCK_QUERIES):
         response = alice.post(url, {"claim": rows[0].pk, "value": "SUPPORTED", "revision": 1, "base_label": "",
                                     "more_in_answer": 1},
                               **HX)
@@ -334,11 +335,11 @@ def test_save_moving_to_the_next_answer_has_a_constant_query_count(alice, review
     # 2: session, user · 1: run · 1: the claim · label_save: 2 savepoint/release, 1 lock, 1 current label,
     # 1 insert, 1 audit event insert, 1 lease delete, 1 send-back update (SPEC §4.4), 1 label state update
     # (runs.labels_changed) · 1: what comes before the
-    # walk (labeling.review.queue.priority_claim) · 2: the next answer with a claim to label, then that
-    # answer with its question · 1: its first claim in queue order (labeling.review.queue) · its lease: 1 upsert
-    # (+ 3 on PostgreSQL: savepoint, row lock, release) · review of that answer: 1 claims, 1 citations,
-    # 1 labels · 1: its neighbours and position (four index lookups).
-    with django_assert_max_num_queries(22 + LEASE_LOCK_QUERIES):
+    # walk (labeling.review.queue.priority_claim) with the next answer with a claim to label and its
+    # question · 1: its first claim in queue order (labeling.review.queue) · its lease: 1 upsert
+    # (+ 3 on PostgreSQL: savepoint, row lock, release) · review of that answer: 1 for its claims with
+    # their citations and labels · 1: its neighbours and position (four index lookups).
+    with django_assert_max_num_queries(18 + LEASE_LOCK_QUERIES):
         response = alice.post(url, {"claim": claims[5].pk, "value": "SUPPORTED", "revision": 1, "base_label": "",
                                     "more_in_answer": 0},
                               **HX)

@@ -347,30 +347,75 @@ def test_review_context_query_count(django_assert_num_queries):
     world = counted_run(overlap=3, blind=False)
     answer = _answer(world, "q01")
     first = world.claims["q01"][0]
-    # The claims (+ send-back mark), their citations (+ passages), every label on them (+ reviewers).
-    with django_assert_num_queries(3):
+    # One: the claims (+ send-back mark) with their citations (+ passages) and every label on them
+    # (+ reviewers), screen._answer_claims.
+    with django_assert_num_queries(1):
         context = screen.review_context(answer=answer, reviewer=world.lead, claim_id=first.pk)
     assert (context.current.claim, context.gold) == (first, None)
-    # Without a claim: the queue's first claim of the answer (priority_claim, then the walk).
-    with django_assert_num_queries(5):
+    # Without a claim: the queue's first claim of the answer (priority_claim and the walk in one).
+    with django_assert_num_queries(2):
         assert screen.review_context(answer=answer, reviewer=world.lead).current.claim == first
     # The current claim sent back to the reviewer: the send-back (+ lead).
     second = world.claims["q01"][1]
     send_back_create(run=world.run, claim=second, reviewer=world.rev1, lead=world.lead, comment="Read P1 again.")
-    with django_assert_num_queries(4):
+    with django_assert_num_queries(2):
         assert screen.review_context(answer=answer, reviewer=world.rev1, claim_id=second.pk).current.sent_back
     # q03's question has gold ids: one query for them.
     gold_answer = _answer(world, "q03")
-    with django_assert_num_queries(4):
+    with django_assert_num_queries(2):
         assert screen.review_context(answer=gold_answer, reviewer=world.lead,
                                      claim_id=world.claims["q03"][0].pk).gold["ids"] == ["P1"]
     # Judging citations: the reviewer's judged precision, the current claim's judgments.
     world.project.judge_citations = True
     world.project.save()
     answer = _answer(world, "q01")
-    with django_assert_num_queries(5):
+    with django_assert_num_queries(3):
         context = screen.review_context(answer=answer, reviewer=world.rev1, claim_id=first.pk)
     assert (context.judged_precision.numerator, context.judged_precision.denominator) == (1, 1)
+
+
+def _fields(instance) -> dict:
+    return {field.attname: getattr(instance, field.attname) for field in instance._meta.concrete_fields}
+
+
+def test_answer_claims_in_one_query_are_what_the_orm_reads():
+    """screen._answer_claims builds the instances the ORM's prefetch chain gave (booleans,
+    datetimes, a citation without a passage, labels of several reviewers newest first,
+    send-back and gold marks) on either database."""
+    from django.db.models import Prefetch
+
+    from labeling.models import GoldClaim, SendBack
+    from labeling.team.gold_claims import gold_mark
+
+    world = counted_run(overlap=3, blind=False)
+    answer = _answer(world, "q03")
+    second = world.claims["q03"][1]
+    send_back_create(run=world.run, claim=world.claims["q03"][0], reviewer=world.rev1, lead=world.lead,
+                     comment="Read P1 again.")
+    gold_mark(run=world.run, claim=second, lead=world.lead, source="file", value="UNSUPPORTED",
+              reason="Cites X, not a passage.")
+    claims = screen._answer_claims(answer, world.rev1, gold=True)
+    expected = list(Claim.objects.filter(answer=answer).order_by("index").prefetch_related(
+        Prefetch("citations", queryset=Citation.objects.select_related("passage").order_by("position", "pk")),
+        Prefetch("labels", queryset=Label.objects.select_related("reviewer").order_by("-pk"), to_attr="all_labels")))
+    assert [_fields(c) for c in claims] == [_fields(c) for c in expected]
+    assert [c.open_send_back for c in claims] == [
+        SendBack.objects.get(claim=world.claims["q03"][0]).pk, None, None]
+    assert [c.current_gold for c in claims] == [None, GoldClaim.objects.get(claim=second, is_current=True).pk, None]
+    for got, want in zip(claims, expected, strict=True):
+        assert [_fields(c) for c in got.cited] == [_fields(c) for c in want.citations.all()]
+        assert [_fields(c.passage) if c.passage else None for c in got.cited] == [
+            _fields(c.passage) if c.passage else None for c in want.citations.all()]
+        assert [_fields(label) for label in got.all_labels] == [_fields(label) for label in want.all_labels]
+        assert [_fields(label.reviewer) for label in got.all_labels] == [
+            _fields(label.reviewer) for label in want.all_labels]
+        assert all(label.claim is got for label in got.all_labels)
+    # Every branch taken: a passage-less citation, several reviewers' labels, datetimes with a zone.
+    assert any(c.passage is None for c in claims[1].cited)
+    assert len({label.reviewer_id for label in claims[0].all_labels}) >= 2
+    assert all(label.created_at.tzinfo is not None for c in claims for label in c.all_labels)
+    assert all(isinstance(c.factual, bool) and isinstance(label.is_current, bool)
+               for c in claims for label in c.all_labels)
 
 
 def test_question_gold_is_one_query_per_part(django_assert_num_queries):

@@ -10,8 +10,8 @@ refuses to overwrite a label its caller has not seen (``LabelConflict``).
 from __future__ import annotations
 
 from django.core.exceptions import ValidationError
-from django.db import transaction
-from django.db.models import Exists, OuterRef, Subquery
+from django.db import connection, transaction
+from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
 from labeling.audit import audit_record, claim_target
@@ -72,6 +72,42 @@ def lock_claim(claim: Claim) -> Claim:
     return locked
 
 
+def _tables() -> dict[str, str]:
+    quote = connection.ops.quote_name
+    return {name: quote(model._meta.db_table)
+            for name, model in (("claim", Claim), ("citation", Citation), ("guidelines", Guidelines),
+                                ("label", Label), ("lease", ClaimLease), ("send_back", SendBack))}
+
+
+def _for_update() -> str:
+    """``FOR UPDATE`` where the database has row locks (PostgreSQL); on SQLite nothing
+    (its IMMEDIATE transaction holds the whole database)."""
+    return "FOR UPDATE" if connection.features.has_select_for_update else ""
+
+
+# What label_save re-reads of claim %s under its row lock: revision, index, whether it is
+# cited, whether a citation was sent (not fabricated), and project %s's guidelines in force.
+_SAVE_STATE_SQL = """
+SELECT c.revision, c."index",
+  EXISTS (SELECT 1 FROM {citation} ci WHERE ci.claim_id = c.id),
+  EXISTS (SELECT 1 FROM {citation} ci WHERE ci.claim_id = c.id AND NOT ci.fabricated),
+  (SELECT g.number FROM {guidelines} g WHERE g.project_id = %s ORDER BY g.number DESC LIMIT 1)
+FROM {claim} c WHERE c.id = %s
+{lock}
+"""
+# The current label of reviewer %s on claim %s, under its row lock.
+_CURRENT_LABEL_SQL = """
+SELECT * FROM {label} l WHERE l.claim_id = %s AND l.reviewer_id = %s AND l.is_current
+ORDER BY l.id LIMIT 1
+{lock}
+"""
+_LEASE_END_SQL = "DELETE FROM {lease} WHERE claim_id = %s AND reviewer_id = %s"
+_REWORKED_SQL = """
+UPDATE {send_back} SET resolved_at = %s, resolution = %s
+WHERE claim_id = %s AND reviewer_id = %s AND resolved_at IS NULL
+"""
+
+
 def label_save(
     *, claim: Claim, reviewer: Reviewer, value: str, justification: str, base_revision: int,
     base_label_id: int | None,
@@ -109,18 +145,15 @@ def label_save(
             f"{MAX_JUSTIFICATION_CHARS:,}. Shorten it and save again.", code="justification_too_long",
         )
     with transaction.atomic():
-        # Only what can change under us is re-read (revision, index, citations), under the row lock.
-        # The guidelines version in force comes with the lock (a subquery on the project id
-        # the caller holds, so no join widens the lock): no query more a save.
-        guidelines = (Guidelines.objects.filter(project_id=claim.answer.run.project_id).order_by("-number")
-                      .values("number")[:1])
-        state = (
-            Claim.objects.select_for_update().filter(pk=claim.pk)
-            .annotate(is_cited=Exists(Citation.objects.filter(claim=OuterRef("pk"))),
-                      cites_sent=Exists(Citation.objects.filter(claim=OuterRef("pk"), fabricated=False)),
-                      guidelines=Subquery(guidelines))
-            .values_list("revision", "index", "is_cited", "cites_sent", "guidelines").first()
-        )
+        # Only what can change under us is re-read (revision, index, citations), under the row lock,
+        # with the guidelines version in force (a subquery on the project id the caller holds, so
+        # no join widens the lock). In SQL, as is the current label's read: the ORM took longer
+        # to build these two statements than the database to run them.
+        tables = _tables()
+        with connection.cursor() as cursor:
+            cursor.execute(_SAVE_STATE_SQL.format(lock=_for_update(), **tables),
+                           [claim.answer.run.project_id, claim.pk])
+            state = cursor.fetchone()
         if state is None:
             raise LabelConflict(claim_gone(claim).messages[0], claim=claim, newer=None)
         revision, index, cited, cites_sent, guidelines_version = state
@@ -130,8 +163,8 @@ def label_save(
                 "nothing was saved. Read the claim as it is now and label it again.",
                 claim=claim, newer=None,
             )
-        current = Label.objects.select_for_update().filter(claim_id=claim.pk, reviewer=reviewer,
-                                                           is_current=True).first()
+        current = next(iter(Label.objects.raw(_CURRENT_LABEL_SQL.format(lock=_for_update(), **tables),
+                                              [claim.pk, reviewer.pk])), None)
         if current is not None:
             current.reviewer = reviewer
         if (current is not None and current.value == value and current.justification == justification
@@ -163,12 +196,15 @@ def label_save(
             claim_revision=revision, is_current=True, is_stale=False, supersedes=current,
             guidelines_version=guidelines_version,
         )
-        # The label takes the place of the reviewer's lease on the claim (labeling.review.queue): the
-        # claim's overlap counts it once, under the claim's lock.
-        ClaimLease.objects.filter(claim_id=claim.pk, reviewer=reviewer).delete()
-        # Relabeling a claim a lead sent back resolves the send-back (SPEC §4.4): one UPDATE.
-        reworked = SendBack.objects.filter(claim_id=claim.pk, reviewer=reviewer, resolved_at__isnull=True).update(
-            resolved_at=timezone.now(), resolution=Resolution.RELABEL)
+        with connection.cursor() as cursor:
+            # The label takes the place of the reviewer's lease on the claim (labeling.review.queue):
+            # the claim's overlap counts it once, under the claim's lock.
+            cursor.execute(_LEASE_END_SQL.format(**tables), [claim.pk, reviewer.pk])
+            # Relabeling a claim a lead sent back resolves the send-back (SPEC §4.4): one UPDATE.
+            cursor.execute(_REWORKED_SQL.format(**tables), [
+                connection.ops.adapt_datetimefield_value(timezone.now()), Resolution.RELABEL.value,
+                claim.pk, reviewer.pk])
+            reworked = cursor.rowcount
         # The one query the audit log adds to a save (its run is the one read above).
         detail = {"value": value, "previous": current.value if current is not None else None}
         if reworked:

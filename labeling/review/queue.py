@@ -32,10 +32,13 @@ statements with the ORM took 3–6 ms of Python each against 0.3–2 ms of
 database time (``tests/bench/test_bench_review.py``, PostgreSQL, 10k-answer
 run; the queue within an answer 5.7 ms to build, 0.3 ms to run on SQLite). A
 run with a queue judge orders each answer by the judge's calls and keeps the
-ORM form there. The queue rule thus has two forms, both here and nowhere else: the ORM's
+ORM form there. Within an answer, what comes before the walk (:func:`priority_claim`)
+and the queue there are one statement (``_PRIORITY_IN_ANSWER_SQL``): a save that moves
+on in its answer asks the database once for the next claim, then leases it. The
+queue rule thus has two forms, both here and nowhere else: the ORM's
 (:func:`unlabeled_claims` from :func:`works_on`, :func:`awaits` and
 :func:`human_label_count`) and the SQL fragments every statement below is built
-from (``_WORKS_ON_SQL``, ``_AWAITS_SQL``, ``_NEEDS_REVIEWER_SQL``);
+from (``_WORKS_ON_SQL``, ``_AWAITS_SQL``, ``_NEEDS_REVIEWER_SQL``, in ``labeling.review.queue_sql``);
 ``tests/test_queue_rule.py`` holds the two together. Both walks use the ``(run,
 question_key)`` index (``Answer.question_key``), so their cost does not grow with
 the number of runs or labels.
@@ -84,6 +87,7 @@ from labeling.models import (
     GoldClaim,
     Label,
     LabelValue,
+    Question,
     Reviewer,
     ReviewerKind,
     Run,
@@ -92,6 +96,22 @@ from labeling.models import (
     SendBack,
 )
 from labeling.review.gold_pace import after_labeling, gold_due, gold_offset
+from labeling.review.queue_sql import (
+    _GOLD_PACE_SQL,
+    _IN_ANSWER_SQL,
+    _KEY_CONDITIONS,
+    _LEASE_FORCE_SQL,
+    _LEASE_SQL,
+    _LOCK_SQL,
+    _NEXT_ANSWER_SQL,
+    _NEXT_SAMPLED_SQL,
+    _POSITION_CONDITIONS,
+    _PRIORITY_IN_ANSWER_SQL,
+    _PRIORITY_SQL,
+    _PRIORITY_WALK_SQL,
+    _WALK_ANSWER_SQL,
+)
+from labeling.review.rows import columns, instance
 
 # Claims (or answers) a hand-out tries before it gives up: each failed try is a claim
 # another reviewer leased between the queue's read and the take.
@@ -165,67 +185,7 @@ def _tables() -> dict[str, str]:
             for name, model in (("answer", Answer), ("claim", Claim), ("citation", Citation), ("label", Label),
                                 ("reviewer", Reviewer), ("assignment", Assignment), ("lease", ClaimLease),
                                 ("sample", Sample), ("member", SampleMember), ("gold", GoldClaim),
-                                ("send_back", SendBack))}
-
-
-# The queue rule in SQL (the twins of works_on, awaits and unlabeled_claims), as fragments
-# the statements below share. {run_id} and {claim_id} are SQL expressions of this module,
-# never user input. Whether reviewer %s works on the run {run_id}:
-_WORKS_ON_SQL = """(NOT EXISTS (SELECT 1 FROM {assignment} s WHERE s.run_id = {run_id})
-       OR EXISTS (SELECT 1 FROM {assignment} s WHERE s.run_id = {run_id} AND s.reviewer_id = %s))"""
-# Whether claim c awaits reviewer %s: factual, cited, no current label of theirs.
-_AWAITS_SQL = """c.factual
-      AND EXISTS (SELECT 1 FROM {citation} ci WHERE ci.claim_id = c.id)
-      AND NOT EXISTS (SELECT 1 FROM {label} l WHERE l.claim_id = c.id AND l.reviewer_id = %s AND l.is_current)"""
-# Whether claim {claim_id} still needs a reviewer: its current labels of kind %s plus the
-# unexpired leases of reviewers other than %s (at %s) are fewer than the overlap %s.
-_NEEDS_REVIEWER_SQL = """(SELECT COUNT(*) FROM {label} h JOIN {reviewer} r ON r.id = h.reviewer_id
-           WHERE h.claim_id = {claim_id} AND h.is_current AND r.kind = %s)
-        + (SELECT COUNT(*) FROM {lease} e WHERE e.claim_id = {claim_id} AND e.reviewer_id <> %s AND e.expires_at > %s)
-        < %s"""
-
-
-def _fragment(sql: str, **expressions: str) -> str:
-    """``sql`` with its ``{run_id}``/``{claim_id}`` expressions filled in, table names left
-    for ``str.format``."""
-    for name, value in expressions.items():
-        sql = sql.replace("{" + name + "}", value)
-    return sql
-
-
-# Answer a's run has a claim of reviewer %s's queue (unlabeled_claims); params: _queue_params.
-_IN_QUEUE_SQL = f"""{_fragment(_WORKS_ON_SQL, run_id="a.run_id")}
-  AND EXISTS (
-    SELECT 1 FROM {{claim}} c
-    WHERE c.answer_id = a.id AND {_AWAITS_SQL}
-      AND {_fragment(_NEEDS_REVIEWER_SQL, claim_id="c.id")}
-    {{fence}})"""
-
-# The first answer of a run, in question order from a key on, with a claim of the
-# reviewer's queue. {where} is one of _KEY_CONDITIONS, never user input.
-_NEXT_ANSWER_SQL = f"""
-SELECT a.id FROM {{answer}} a
-WHERE a.run_id = %s {{where}}
-  AND {_IN_QUEUE_SQL}
-ORDER BY a.question_key
-LIMIT 1
-"""
-_KEY_CONDITIONS = {"": "", "gt": "AND a.question_key > %s", "lte": "AND a.question_key <= %s"}
-
-
-# The first answer of the run's probability sample (SPEC §4.6), in sample order,
-# with a claim of the reviewer's queue (the test of _NEXT_ANSWER_SQL): sampled
-# answers are served first. {where} is one of _POSITION_CONDITIONS: from the
-# start, or after the sampled answer %s (none when it is not sampled).
-_NEXT_SAMPLED_SQL = f"""
-SELECT a.id FROM {{member}} m JOIN {{sample}} sa ON sa.id = m.sample_id JOIN {{answer}} a ON a.id = m.answer_id
-WHERE sa.run_id = %s {{where}}
-  AND {_IN_QUEUE_SQL}
-ORDER BY m.position
-LIMIT 1
-"""
-_AFTER_POSITION = "(SELECT p.position FROM {member} p WHERE p.sample_id = sa.id AND p.answer_id = %s)"
-_POSITION_CONDITIONS = {"": "", "gt": f"AND m.position > {_AFTER_POSITION}"}
+                                ("send_back", SendBack), ("question", Question))}
 
 
 def _queue_params(run: Run, reviewer: Reviewer, now: Any) -> list[Any]:
@@ -233,10 +193,11 @@ def _queue_params(run: Run, reviewer: Reviewer, now: Any) -> list[Any]:
     return [reviewer.pk, reviewer.pk, OVERLAP_KIND.value, reviewer.pk, now, run.overlap]
 
 
-def _first_answer_id(run: Run, reviewer: Reviewer, op: str = "", key: str = "",
-                     sampled: tuple[tuple[str, int | None], ...] = ()) -> int | None:
-    """The first answer of the walk ``op``/``key``; with ``sampled``, the sample's
-    walks (``(op, after answer id)``) are tried first, in the same statement."""
+def _walk_sql(run: Run, reviewer: Reviewer, op: str = "", key: str = "",
+              sampled: tuple[tuple[str, int | None], ...] = ()) -> tuple[str, list[Any]]:
+    """The statement of the first answer's id of the walk ``op``/``key``, and its
+    parameters; with ``sampled``, the sample's walks (``(op, after answer id)``) are
+    tried first, in the same statement."""
     tables = _tables()
     now = connection.ops.adapt_datetimefield_value(timezone.now())
     queue_params = _queue_params(run, reviewer, now)
@@ -247,39 +208,64 @@ def _first_answer_id(run: Run, reviewer: Reviewer, op: str = "", key: str = "",
         params += [run.pk, *([after_id] if sample_op else []), *queue_params]
     parts.append(_NEXT_ANSWER_SQL.format(where=_KEY_CONDITIONS[op], fence=exists_fence(), **tables))
     params += [run.pk, *([key] if op else []), *queue_params]
-    # One round trip: COALESCE stops at the first walk that finds an answer.
+    # COALESCE stops at the first walk that finds an answer.
     sql = parts[0] if len(parts) == 1 else "SELECT COALESCE(" + ", ".join(f"({p})" for p in parts) + ")"
+    return sql, params
+
+
+def _first_of(statements: list[str]) -> str:
+    """The first non-NULL value of the scalar ``statements``, taken in turn (SQLite's
+    COALESCE wants two arguments at least)."""
+    inner = ", ".join(f"({statement})" for statement in statements)
+    return f"COALESCE({inner})" if len(statements) > 1 else inner
+
+
+def _first_answer(run: Run, reviewer: Reviewer, walks: list[tuple[str, list[Any]]], *,
+                  priority: Claim | bool = False) -> tuple[tuple[int | None, int] | None, Answer | None]:
+    """The answer (with its question and ``run``) that the first of ``walks`` to find one
+    finds, else ``None``: one statement, whatever the number of walks. With ``priority``
+    (``True``, or the claim to skip), ``_PRIORITY_SQL``'s ``(sent_back, gold_open)``
+    from the same statement comes first; else ``None``."""
+    answer, question = columns(Answer, "a"), columns(Question, "q")
+    tables = _tables()
+    template = _WALK_ANSWER_SQL if priority is False else _PRIORITY_WALK_SQL
+    sql = template.format(answer_cols=answer.select, question_cols=question.select,
+                          walks=_first_of([walk for walk, _params in walks]),
+                          priority=_PRIORITY_SQL.format(**tables), **tables)
+    params = [param for _walk, params in walks for param in params]
+    if priority is not False:
+        params = _priority_params(run, reviewer, priority if isinstance(priority, Claim) else None) + params
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         row = cursor.fetchone()
-    return row[0] if row is not None else None
-
-
-# The claims of answer %s in reviewer %s's queue (unlabeled_claims) with an index above %s, in
-# index order: the queue of a run without a queue judge within one answer. {index} is the
-# quoted column name; params: _in_answer_params.
-_IN_ANSWER_SQL = f"""
-SELECT c.* FROM {{claim}} c JOIN {{answer}} a ON a.id = c.answer_id
-WHERE c.answer_id = %s AND c.{{index}} > %s
-  AND {_fragment(_WORKS_ON_SQL, run_id="a.run_id")}
-  AND {_AWAITS_SQL}
-  AND {_fragment(_NEEDS_REVIEWER_SQL, claim_id="c.id")}
-ORDER BY c.{{index}}
-LIMIT %s
-"""
+    marks = None
+    if priority is not False:
+        marks, row = row[:2], row[2:]
+    if row is None:
+        return marks, None
+    found = instance(answer, row, 0)
+    if found is None:
+        return marks, None
+    found.question = instance(question, row, answer.width)
+    found.run = run
+    return marks, found
 
 
 def _in_answer(run: Run, reviewer: Reviewer, answer: Answer, *, after_index: int, limit: int) -> list[Claim]:
     """The first ``limit`` claims of ``answer`` (loaded, with its question) after
     ``after_index`` in the reviewer's queue, in index order (a run without a queue judge),
     each with ``answer`` set: one statement, no ORM to build (module docstring)."""
-    now = connection.ops.adapt_datetimefield_value(timezone.now())
-    sql = _IN_ANSWER_SQL.format(index=connection.ops.quote_name("index"), **_tables())
-    claims = list(Claim.objects.raw(sql, [answer.pk, after_index, reviewer.pk, reviewer.pk, OVERLAP_KIND.value,
-                                          reviewer.pk, now, run.overlap, limit]))
+    sql = _IN_ANSWER_SQL.format(select="c.*", index=connection.ops.quote_name("index"), **_tables())
+    claims = list(Claim.objects.raw(sql, _in_answer_params(run, reviewer, answer, after_index, limit)))
     for claim in claims:
         claim.answer = answer
     return claims
+
+
+def _in_answer_params(run: Run, reviewer: Reviewer, answer: Answer, after_index: int, limit: int) -> list[Any]:
+    now = connection.ops.adapt_datetimefield_value(timezone.now())
+    return [answer.pk, after_index, reviewer.pk, reviewer.pk, OVERLAP_KIND.value, reviewer.pk, now, run.overlap,
+            limit]
 
 
 def _first_in_answer(run: Run, reviewer: Reviewer, answer: Answer, *, after_index: int,
@@ -287,22 +273,47 @@ def _first_in_answer(run: Run, reviewer: Reviewer, answer: Answer, *, after_inde
     """The first claim of :func:`_in_answer`, or with ``lease`` the first of up to
     ``LEASE_TRIES`` that ``lease_take`` reserves for the reviewer."""
     candidates = _in_answer(run, reviewer, answer, after_index=after_index, limit=LEASE_TRIES if lease else 1)
+    return _take_first(run, reviewer, candidates, lease=lease)
+
+
+def _take_first(run: Run, reviewer: Reviewer, candidates: list[Claim], *, lease: bool) -> Claim | None:
     if not lease:
         return candidates[0] if candidates else None
     return next((claim for claim in candidates if lease_take(run=run, reviewer=reviewer, claim=claim)), None)
 
 
-# Lease ``claim`` to a reviewer when it still exists (a merge may have deleted it since
-# the queue read it) and its human labels plus other reviewers' unexpired leases are
-# below the overlap; else write nothing. One lease per reviewer and run: taking one
-# moves it (the last claim is released).
-_LEASE_SQL = f"""
-INSERT INTO {{lease}} (run_id, reviewer_id, claim_id, expires_at)
-SELECT %s, %s, %s, %s
-WHERE EXISTS (SELECT 1 FROM {{claim}} c WHERE c.id = %s)
-  AND {_fragment(_NEEDS_REVIEWER_SQL, claim_id="%s")}
-ON CONFLICT (run_id, reviewer_id) DO UPDATE SET claim_id = excluded.claim_id, expires_at = excluded.expires_at
-"""
+def _priority_and_first_in_answer(run: Run, reviewer: Reviewer, answer: Answer, *, after_index: int,
+                                  lease: bool, skip: Claim | None, elsewhere_stops: bool,
+                                  skip_labeled: bool = False) -> Claim | None:
+    """:func:`priority_claim` when a claim of ``answer`` comes before the walk, else
+    :func:`_first_in_answer` (or, with ``elsewhere_stops``, ``None`` when the claim that
+    comes first is in another answer); with ``lease``, the claim handed out is reserved.
+    One statement for both (more for a priority claim, as :func:`priority_claim` says),
+    then the lease."""
+    claim = columns(Claim, "c")
+    index = connection.ops.quote_name("index")
+    tables = _tables()
+    sql = _PRIORITY_IN_ANSWER_SQL.format(
+        priority=_PRIORITY_SQL.format(**tables), index=index,
+        in_answer=_IN_ANSWER_SQL.format(select=claim.select, index=index, **tables))
+    limit = LEASE_TRIES if lease else 1
+    with connection.cursor() as cursor:
+        cursor.execute(sql, _priority_params(run, reviewer, skip)
+                       + _in_answer_params(run, reviewer, answer, after_index, limit))
+        rows = cursor.fetchall()
+    sent_back, gold_open = rows[0][:2]
+    first = _priority_from(run, reviewer, skip, sent_back=sent_back, gold_open=gold_open,
+                           skip_labeled=skip_labeled)
+    if first is not None and (first.answer_id == answer.pk or elsewhere_stops):
+        if first.answer_id != answer.pk:
+            return None
+        if lease:
+            lease_force(run=run, reviewer=reviewer, claim=first)
+        return first
+    candidates = [found for found in (instance(claim, row, 2) for row in rows) if found is not None]
+    for found in candidates:
+        found.answer = answer
+    return _take_first(run, reviewer, candidates, lease=lease)
 
 
 def lease_take(*, run: Run, reviewer: Reviewer, claim: Claim) -> bool:
@@ -322,8 +333,10 @@ def lease_take(*, run: Run, reviewer: Reviewer, claim: Claim) -> bool:
     if connection.vendor != "postgresql":
         return _lease_upsert(run, reviewer, claim)
     with transaction.atomic():
-        locked = (Claim.objects.select_for_update(no_key=True, skip_locked=True).filter(pk=claim.pk)
-                  .values_list("pk", flat=True).first())
+        # In SQL: the ORM took longer to build this lock than the database to take it.
+        with connection.cursor() as cursor:
+            cursor.execute(_LOCK_SQL.format(**_tables()), [claim.pk])
+            locked = cursor.fetchone()
         return locked is not None and _lease_upsert(run, reviewer, claim)
 
 
@@ -338,14 +351,6 @@ def _lease_upsert(run: Run, reviewer: Reviewer, claim: Claim) -> bool:
         return cursor.rowcount == 1
 
 
-# A lease taken whatever the claim's overlap: a claim sent back to the reviewer, or a
-# gold check (module docstring). One per reviewer and run, as every lease.
-_LEASE_FORCE_SQL = """
-INSERT INTO {lease} (run_id, reviewer_id, claim_id, expires_at) VALUES (%s, %s, %s, %s)
-ON CONFLICT (run_id, reviewer_id) DO UPDATE SET claim_id = excluded.claim_id, expires_at = excluded.expires_at
-"""
-
-
 def lease_force(*, run: Run, reviewer: Reviewer, claim: Claim) -> None:
     """Reserve ``claim`` for ``reviewer`` for ``settings.CITELAB_LEASE_SECONDS`` without
     the overlap test of :func:`lease_take` (a send-back or a gold check, which the
@@ -355,33 +360,6 @@ def lease_force(*, run: Run, reviewer: Reviewer, claim: Claim) -> None:
     with connection.cursor() as cursor:
         cursor.execute(_LEASE_FORCE_SQL.format(**_tables()),
                        [run.pk, reviewer.pk, claim.pk, connection.ops.adapt_datetimefield_value(expires)])
-
-
-# What may come before the walk, in one round trip: the reviewer's oldest open
-# send-back in the run (but the claim they skip), and how many gold claims of the run
-# are still checks for them (cited, factual, not theirs, not labeled by them), when
-# they work on the run.
-_PRIORITY_SQL = f"""
-SELECT
-  (SELECT sb.claim_id FROM {{send_back}} sb
-   WHERE sb.run_id = %s AND sb.reviewer_id = %s AND sb.resolved_at IS NULL AND sb.claim_id <> %s
-   ORDER BY sb.created_at, sb.id LIMIT 1),
-  CASE WHEN {_fragment(_WORKS_ON_SQL, run_id="%s")}
-  THEN (SELECT COUNT(*) FROM {{gold}} g JOIN {{claim}} c ON c.id = g.claim_id
-        WHERE g.run_id = %s AND g.is_current AND (g.lead_id IS NULL OR g.lead_id <> %s)
-          AND {_AWAITS_SQL})
-  ELSE 0 END
-"""
-
-# The reviewer's current labels on the cited factual claims of the run, and how many of
-# them are on current gold claims: how far their gold checks are behind the rate.
-_GOLD_PACE_SQL = """
-SELECT COUNT(*), COUNT(g.id)
-FROM {label} l JOIN {claim} c ON c.id = l.claim_id JOIN {answer} a ON a.id = c.answer_id
-LEFT JOIN {gold} g ON g.claim_id = c.id AND g.is_current
-WHERE l.reviewer_id = %s AND l.is_current AND a.run_id = %s AND c.factual
-  AND EXISTS (SELECT 1 FROM {citation} ci WHERE ci.claim_id = c.id {fence})
-"""
 
 
 def priority_claim(*, run: Run, reviewer: Reviewer, skip: Claim | None = None,
@@ -394,11 +372,23 @@ def priority_claim(*, run: Run, reviewer: Reviewer, skip: Claim | None = None,
     (``views.review.claim_next``) then meets the gold check the save will meet.
     One query, two more when a gold check may be due (two more with
     ``skip_labeled``), one more for the claim."""
-    now_skip = skip.pk if skip is not None else 0
     with connection.cursor() as cursor:
-        cursor.execute(_PRIORITY_SQL.format(**_tables()), [
-            run.pk, reviewer.pk, now_skip, run.pk, run.pk, reviewer.pk, run.pk, reviewer.pk, reviewer.pk])
+        cursor.execute(_PRIORITY_SQL.format(**_tables()), _priority_params(run, reviewer, skip))
         sent_back, gold_open = cursor.fetchone()
+    return _priority_from(run, reviewer, skip, sent_back=sent_back, gold_open=gold_open, skip_labeled=skip_labeled)
+
+
+def _priority_params(run: Run, reviewer: Reviewer, skip: Claim | None) -> list[Any]:
+    """The parameters of ``_PRIORITY_SQL``, in order."""
+    skip_id = skip.pk if skip is not None else 0
+    return [run.pk, reviewer.pk, skip_id, run.pk, run.pk, reviewer.pk, run.pk, reviewer.pk, reviewer.pk]
+
+
+def _priority_from(run: Run, reviewer: Reviewer, skip: Claim | None, *, sent_back: int | None,
+                   gold_open: int, skip_labeled: bool = False) -> Claim | None:
+    """:func:`priority_claim` once ``_PRIORITY_SQL`` said which send-back comes first
+    (``sent_back``) and how many gold checks are open (``gold_open``)."""
+    now_skip = skip.pk if skip is not None else 0
     claims = Claim.objects.select_related("answer__question")
     if sent_back is not None:
         return claims.filter(pk=sent_back).first()
@@ -422,14 +412,6 @@ def priority_claim(*, run: Run, reviewer: Reviewer, skip: Claim | None = None,
     return claims.filter(pk=gold).first() if gold is not None else None
 
 
-def _priority(run: Run, reviewer: Reviewer, *, lease: bool, skip: Claim | None = None,
-              skip_labeled: bool = False) -> Claim | None:
-    claim = priority_claim(run=run, reviewer=reviewer, skip=skip, skip_labeled=skip_labeled)
-    if claim is not None and lease:
-        lease_force(run=run, reviewer=reviewer, claim=claim)
-    return claim
-
-
 def _hand_out(run: Run, reviewer: Reviewer, candidates: QuerySet[Claim]) -> Claim | None:
     """The first of ``candidates`` (ordered) that ``lease_take`` reserves for ``reviewer``,
     trying at most ``LEASE_TRIES``; ``None`` when every one tried was taken meanwhile."""
@@ -447,21 +429,20 @@ def next_answer_to_label(*, run: Run, reviewer: Reviewer, after: Answer | None =
 
     With ``after``, the search starts at the answer after it and wraps around
     to the start of the run (``after`` itself comes last); in the sample, at the
-    sampled answer after it, else at the sample's start. Two queries (three on wrap-around): the answer's id,
-    walking the sample, then the ``(run, question_key)`` index and stopping at
-    the first answer with a claim to label; then the answer.
+    sampled answer after it, else at the sample's start. One query: the answer with
+    its question, found by walking the sample, then the ``(run, question_key)``
+    index and stopping at the first answer with a claim to label (the wrap-around's
+    walk runs only when those find none).
     """
+    return _first_answer(run, reviewer, _walks(run, reviewer, after))[1]
+
+
+def _walks(run: Run, reviewer: Reviewer, after: Answer | None) -> list[tuple[str, list[Any]]]:
+    """The walks of :func:`next_answer_to_label` (statements and parameters), in turn."""
     if after is None:
-        answer_id = _first_answer_id(run, reviewer, sampled=(("", None),))
-    else:
-        answer_id = (_first_answer_id(run, reviewer, "gt", after.question_key,
-                                      sampled=(("gt", after.pk), ("", None)))
-                     or _first_answer_id(run, reviewer, "lte", after.question_key))
-    if answer_id is None:
-        return None
-    answer = Answer.objects.select_related("question").get(pk=answer_id)
-    answer.run = run
-    return answer
+        return [_walk_sql(run, reviewer, sampled=(("", None),))]
+    return [_walk_sql(run, reviewer, "gt", after.question_key, sampled=(("gt", after.pk), ("", None))),
+            _walk_sql(run, reviewer, "lte", after.question_key)]
 
 
 def judge_flag(run: Run) -> Case:
@@ -491,10 +472,14 @@ def next_claim_in_answer(*, run: Run, reviewer: Reviewer, after: Claim, lease: b
     (with its answer and question), or ``None``. A claim that comes before the
     walk (``priority_claim``: a send-back, a gold check) comes first: it is the
     answer when it is in this answer, else ``None`` (the next answers bring it).
-    Two queries (three with a queue judge: where ``after`` stands in the judge's
-    order). With ``lease``, the first one ``lease_take`` reserves for the reviewer. ``ahead``:
+    One query (three with a queue judge: what comes first, where ``after`` stands in the
+    judge's order, the queue; two when ``after`` comes without its answer and question).
+    With ``lease``, the first one ``lease_take`` reserves for the reviewer. ``ahead``:
     ``after`` is the claim on screen, counted as labeled (the page's look ahead,
     ``priority_claim``'s ``skip_labeled``)."""
+    if run.queue_judge_id is None and Claim.answer.is_cached(after) and Answer.question.is_cached(after.answer):
+        return _priority_and_first_in_answer(run, reviewer, after.answer, after_index=after.index, lease=lease,
+                                             skip=after, elsewhere_stops=True, skip_labeled=ahead)
     first = priority_claim(run=run, reviewer=reviewer, skip=after, skip_labeled=ahead)
     if first is not None:
         if first.answer_id != after.answer_id:
@@ -502,8 +487,6 @@ def next_claim_in_answer(*, run: Run, reviewer: Reviewer, after: Claim, lease: b
         if lease:
             lease_force(run=run, reviewer=reviewer, claim=first)
         return first
-    if run.queue_judge_id is None and Claim.answer.is_cached(after) and Answer.question.is_cached(after.answer):
-        return _first_in_answer(run, reviewer, after.answer, after_index=after.index, lease=lease)
     queue = unlabeled_claims(reviewer, run).filter(answer_id=after.answer_id)
     if run.queue_judge_id is None:
         return _first(run, reviewer, queue.filter(index__gt=after.index).order_by("index")
@@ -520,8 +503,11 @@ def first_claim_in_answer(*, run: Run, reviewer: Reviewer, answer: Answer, lease
     """The first claim of ``answer`` in the reviewer's queue, in queue order
     (``claims_in_queue_order``), or ``None``: a claim of the answer that comes
     before the walk (``priority_claim``) first, unless ``priority`` is off (the
-    caller asked already). Two queries (one without ``priority``). With ``lease``, the first one
-    ``lease_take`` reserves for the reviewer."""
+    caller asked already). One query (two with a queue judge and ``priority``). With ``lease``,
+    the first one ``lease_take`` reserves for the reviewer."""
+    if priority and run.queue_judge_id is None:
+        return _priority_and_first_in_answer(run, reviewer, answer, after_index=0, lease=lease, skip=None,
+                                             elsewhere_stops=False)
     if priority:
         first = priority_claim(run=run, reviewer=reviewer)
         if first is not None and first.answer_id == answer.pk:
@@ -544,12 +530,19 @@ def claim_in_next_answers(*, run: Run, reviewer: Reviewer, after: Answer | None 
     A claim that comes before the walk (``priority_claim``: a send-back, a gold
     check) comes first, wherever it is; ``skip`` is a claim not to hand back as a
     send-back (the one the reviewer passes over). ``ahead``: ``skip`` is the claim on
-    screen, counted as labeled (``priority_claim``'s ``skip_labeled``: the page's look ahead)."""
-    first = _priority(run, reviewer, lease=lease, skip=skip, skip_labeled=ahead)
+    screen, counted as labeled (``priority_claim``'s ``skip_labeled``: the page's look ahead).
+    What comes first and the next answer with its question are one statement; then its
+    first claim (and the lease)."""
+    marks, answer = _first_answer(run, reviewer, _walks(run, reviewer, after), priority=skip or True)
+    sent_back, gold_open = marks
+    first = _priority_from(run, reviewer, skip, sent_back=sent_back, gold_open=gold_open, skip_labeled=ahead)
     if first is not None:
+        if lease:
+            lease_force(run=run, reviewer=reviewer, claim=first)
         return first
-    for _ in range(LEASE_TRIES if lease else 1):
-        answer = next_answer_to_label(run=run, reviewer=reviewer, after=after)
+    for tried in range(LEASE_TRIES if lease else 1):
+        if tried:
+            answer = next_answer_to_label(run=run, reviewer=reviewer, after=after)
         if answer is None:
             return None
         claim = first_claim_in_answer(run=run, reviewer=reviewer, answer=answer, lease=lease, priority=False)

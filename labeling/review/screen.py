@@ -12,12 +12,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.core.paginator import Page, Paginator
-from django.db.models import (
-    Exists,
-    OuterRef,
-    Prefetch,
-    Subquery,
-)
+from django.db import connection
+from django.db.models import Exists, OuterRef
 
 from labeling.models import (
     Adjudication,
@@ -39,6 +35,8 @@ from labeling.permissions import blind_for_reviewer
 from labeling.review import queue
 from labeling.review.highlight import Segment, answer_segments, passage_segments
 from labeling.review.queue import unlabeled_claims
+from labeling.review.rows import answer_claims as _answer_claims
+from labeling.review.rows import columns, instance
 from labeling.review.tallies import ClaimCounts, adjudicated_counts, answer_count_aggregates, counts_of_row
 from scoring import judgments as judgments_module
 from scoring.gold import answer_gold_matches
@@ -317,24 +315,50 @@ def review_answer(*, run: Run, answer_id: int) -> Answer | None:
     return answer
 
 
+# Claim %s with its answer and question, when the answer is in run %s.
+_CLAIM_IN_RUN_SQL = """
+SELECT {claim_cols}, {answer_cols}, {question_cols}
+FROM {claim} c JOIN {answer} a ON a.id = c.answer_id JOIN {question} q ON q.id = a.question_id
+WHERE c.id = %s AND a.run_id = %s
+"""
+
+
 def claim_in_run(*, run: Run, claim_id: int) -> Claim | None:
-    """Claim ``claim_id`` when it belongs to ``run`` (else ``None``: the URL names another run)."""
-    claim = Claim.objects.select_related("answer__question").filter(answer__run=run, pk=claim_id).first()
-    if claim is not None:
-        claim.answer.run = run
-    return claim
+    """Claim ``claim_id`` with its answer (its ``run`` set to ``run``) and question when it
+    belongs to ``run`` (else ``None``: the URL names another run). One query, in SQL: every
+    claim write (a label step) starts with it, and the ORM took longer to build it than
+    the database to run it."""
+    if not 0 < claim_id < 2 ** 63:  # no such id (SQLite refuses a number past its integers)
+        return None
+    claim, answer, question = columns(Claim, "c"), columns(Answer, "a"), columns(Question, "q")
+    quote = connection.ops.quote_name
+    sql = _CLAIM_IN_RUN_SQL.format(
+        claim_cols=claim.select, answer_cols=answer.select, question_cols=question.select,
+        claim=quote(Claim._meta.db_table), answer=quote(Answer._meta.db_table),
+        question=quote(Question._meta.db_table))
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [claim_id, run.pk])
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    found = instance(claim, row, 0)
+    found.answer = instance(answer, row, claim.width)
+    found.answer.question = instance(question, row, claim.width + answer.width)
+    found.answer.run = run
+    return found
 
 
 def review_context(*, answer: Answer, reviewer: Reviewer, claim_id: int | None = None,
                    lease: bool = False, with_gold: bool = False) -> ReviewContext:
     """The review page of ``answer`` (with its run, project and question) for ``reviewer``
-    (one prefetch chain: 3 queries, more as listed below).
+    (one query, more as listed below).
 
-    Queries: claims (each marked when a lead sent the reviewer's label back,
-    SPEC §4.4, and, with feedback on or ``with_gold`` (a lead's page), when it
-    is a gold claim) → citations (+ passages) → every label on them (all
-    reviewers, for the reviewer's current labels and the current claim's
-    history); the current claim's send-back and gold label only when it has one
+    Queries: one for the answer's claims (each marked when a lead sent the
+    reviewer's label back, SPEC §4.4, and, with feedback on or ``with_gold`` (a
+    lead's page), when it is a gold claim) with their citations (and passages)
+    and every label on them (all reviewers, with their reviewer: the reviewer's
+    current labels and the current claim's history), :func:`_answer_claims`; the
+    current claim's send-back and gold label only when it has one
     (``ReviewContext.current_gold``: for ``with_gold``, or feedback once the
     reviewer labeled it, SPEC §4.4), one query each; the question's gold (ids, references, expected sources —
     only the parts it has, ``question_gold``); with citation judging on, two (the
@@ -342,30 +366,19 @@ def review_context(*, answer: Answer, reviewer: Reviewer, claim_id: int | None =
     holds their own labels only (its role is one more query when the run was not loaded
     with it). The current claim is ``claim_id`` when it is one
     of the answer's claims; else the first claim of the answer in the reviewer's
-    queue, in the queue's order (``queue.first_claim_in_answer``, two queries: the
+    queue, in the queue's order (``queue.first_claim_in_answer``, one query: the
     order has one home), else the first claim. With ``lease`` that first claim of
     the queue is reserved for the reviewer (``queue.lease_take``: the page hands it
     to them to label), or the next one no other reviewer took meanwhile.
     """
     feedback = answer.run.feedback
     # Which claims a lead sent back to this reviewer, and (feedback mode, or a lead's page) which
-    # are gold: two subqueries of the claims query, the rows read only for the current claim.
-    marks = {"open_send_back": Subquery(SendBack.objects.filter(
-        claim=OuterRef("pk"), reviewer=reviewer, resolved_at__isnull=True).values("pk")[:1])}
-    if feedback or with_gold:
-        marks["current_gold"] = Subquery(GoldClaim.objects.filter(claim=OuterRef("pk"), is_current=True)
-                                         .values("pk")[:1])
-    claims = list(
-        Claim.objects.filter(answer=answer).order_by("index").annotate(**marks).prefetch_related(
-            Prefetch("citations", queryset=Citation.objects.select_related("passage").order_by("position")),
-            Prefetch("labels", queryset=Label.objects.select_related("reviewer").order_by("-pk"),
-                     to_attr="all_labels"),
-        )
-    )
+    # are gold: two subqueries of the claims, the rows read only for the current claim.
+    claims = _answer_claims(answer, reviewer, gold=feedback or with_gold)
     overlap = answer.run.overlap
     blind = blind_for_reviewer(answer.run, reviewer)
     views = [
-        ClaimView(claim=c, citations=list(c.citations.all()), my_label=next(
+        ClaimView(claim=c, citations=c.cited, my_label=next(
             (label for label in c.all_labels if label.reviewer_id == reviewer.pk and label.is_current), None),
             open=queue.needs_reviewer(c.all_labels, overlap),
             sent_back=c.open_send_back is not None)

@@ -24,6 +24,7 @@ compared: on the shared 2-core machines here it varies by ±40 % within minutes.
 from __future__ import annotations
 
 import gc
+import os
 import re
 import statistics
 import time
@@ -160,7 +161,8 @@ def summary(label: str, times: list[float], queries: list[int]) -> str:
     times = sorted(times)
     p95 = times[max(0, int(round(0.95 * len(times))) - 1)]
     return (f"[bench-review] {label}: n={len(times)} p50={statistics.median(times):.1f} ms "
-            f"p95={p95:.1f} ms max={times[-1]:.1f} ms queries={min(queries)}–{max(queries)} ({connection.vendor})")
+            f"p95={p95:.1f} ms max={times[-1]:.1f} ms queries={min(queries)}–{max(queries)} ({connection.vendor}, "
+            f"load {os.getloadavg()[0]:.2f})")
 
 
 def label_through_the_run(client: Client, run: Run, reviewer: Reviewer, saves: int) -> tuple[list, list]:
