@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from django.urls import reverse
 
-from labeling.models import Label
+from labeling.models import Answer, Citation, Claim, Label, Passage, Question
 from tests.factories import (
     AnswerFactory,
     CitationFactory,
@@ -78,3 +78,19 @@ def label_form_html(html: str) -> str:
 def panel_claim(html: str) -> int:
     """The id of the claim the claim panel of ``html`` shows."""
     return int(html.split('id="claim-panel"', 1)[1].split('data-claim="', 1)[1].split('"', 1)[0])
+
+
+def budget_run(reviewer, answers: int) -> list[Claim]:
+    """Project ``budget``, run ``big`` of ``answers`` answers of two cited claims each."""
+    project = ProjectFactory(slug="budget")
+    project.members.add(reviewer)
+    run = RunFactory(project=project, name="big")
+    questions = Question.objects.bulk_create(
+        [Question(project=project, question_id=f"q{i:04d}", text="?") for i in range(answers)])
+    made = Answer.objects.bulk_create([Answer(run=run, question=q, question_key=q.question_id, text="One. Two.",
+                                              content_hash=f"{n:064x}") for n, q in enumerate(questions)])
+    passages = Passage.objects.bulk_create([Passage(answer=a, passage_id="P1", position=0) for a in made])
+    claims = Claim.objects.bulk_create([Claim(answer=a, index=i, text=f"claim {i}") for a in made for i in (1, 2)])
+    Citation.objects.bulk_create([Citation(claim=c, passage=passages[n // 2], position=0, cited_id="P1")
+                                  for n, c in enumerate(claims)])
+    return claims

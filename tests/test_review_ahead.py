@@ -11,10 +11,10 @@ import pytest
 from django.db import connection
 from django.urls import reverse
 
-from labeling.models import Answer, Citation, Claim, ClaimLease, Passage, Question, Reviewer
+from labeling.models import Claim, ClaimLease, Reviewer
 from labeling.review import claim_edits, label_writes
-from tests.factories import AnswerFactory, LabelFactory, ProjectFactory, RunFactory
-from tests.review_site import HX, Site, my_labels, panel_claim
+from tests.factories import AnswerFactory, LabelFactory, RunFactory
+from tests.review_site import HX, Site, budget_run, my_labels, panel_claim
 
 pytestmark = pytest.mark.django_db
 
@@ -187,22 +187,6 @@ def test_without_htmx_a_save_naming_a_claim_shown_redirects_as_always(alice, sit
 
 # What a lease takes beyond its upsert on PostgreSQL (tests/test_review_label.py says why).
 LEASE_LOCK_QUERIES = 3 if connection.vendor == "postgresql" else 0
-
-
-def budget_run(reviewer, answers: int) -> list[Claim]:
-    """Project ``budget``, run ``big`` of ``answers`` answers of two cited claims each."""
-    project = ProjectFactory(slug="budget")
-    project.members.add(reviewer)
-    run = RunFactory(project=project, name="big")
-    questions = Question.objects.bulk_create(
-        [Question(project=project, question_id=f"q{i:04d}", text="?") for i in range(answers)])
-    made = Answer.objects.bulk_create([Answer(run=run, question=q, question_key=q.question_id, text="One. Two.",
-                                              content_hash=f"{n:064x}") for n, q in enumerate(questions)])
-    passages = Passage.objects.bulk_create([Passage(answer=a, passage_id="P1", position=0) for a in made])
-    claims = Claim.objects.bulk_create([Claim(answer=a, index=i, text=f"claim {i}") for a in made for i in (1, 2)])
-    Citation.objects.bulk_create([Citation(claim=c, passage=passages[n // 2], position=0, cited_id="P1")
-                                  for n, c in enumerate(claims)])
-    return claims
 
 
 def budget_url(name: str, claim: Claim) -> str:

@@ -10,7 +10,7 @@ import pytest
 from django.db import connection
 from django.urls import reverse
 
-from labeling.models import Answer, Citation, Claim, Label, Passage, Question
+from labeling.models import Citation, Claim, Label
 from labeling.review import queue
 from tests.factories import (
     AnswerFactory,
@@ -22,7 +22,7 @@ from tests.factories import (
     ReviewerFactory,
     RunFactory,
 )
-from tests.review_site import HX, Site, label_form_html, my_labels, panel_claim
+from tests.review_site import HX, Site, budget_run, label_form_html, my_labels, panel_claim
 
 pytestmark = pytest.mark.django_db
 
@@ -292,7 +292,6 @@ def test_save_and_next_fragment_has_a_constant_query_count(alice, reviewer, djan
     answer = AnswerFactory(run=run, text="x")
     passage = PassageFactory(answer=answer, passage_id="P1")
     rows = Claim.objects.bulk_create([Claim(answer=answer, index=i, text=f"claim {i}") for i in range(1, claims + 1)])
-    from labeling.models import Citation
 
     Citation.objects.bulk_create([Citation(claim=c, passage=passage, position=0, cited_id="P1") for c in rows])
     url = reverse("claim_label", kwargs={"project_slug": "budget", "run_name": "big", "claim_id": rows[0].pk})
@@ -318,17 +317,7 @@ def test_save_and_next_fragment_has_a_constant_query_count(alice, reviewer, djan
 @pytest.mark.parametrize("answers", [5, 500])
 def test_save_moving_to_the_next_answer_has_a_constant_query_count(alice, reviewer, django_assert_max_num_queries,
                                                                    answers):
-    project = ProjectFactory(slug="budget")
-    project.members.add(reviewer)
-    run = RunFactory(project=project, name="big")
-    questions = Question.objects.bulk_create(
-        [Question(project=project, question_id=f"q{i:04d}", text="?") for i in range(answers)])
-    made = Answer.objects.bulk_create([Answer(run=run, question=q, question_key=q.question_id, text="One. Two.",
-                                              content_hash=f"{n:064x}") for n, q in enumerate(questions)])
-    passages = Passage.objects.bulk_create([Passage(answer=a, passage_id="P1", position=0) for a in made])
-    claims = Claim.objects.bulk_create([Claim(answer=a, index=i, text=f"claim {i}") for a in made for i in (1, 2)])
-    Citation.objects.bulk_create([Citation(claim=c, passage=passages[n // 2], position=0, cited_id="P1")
-                                  for n, c in enumerate(claims)])
+    claims = budget_run(reviewer, answers)
     # The reviewer is on the last claim of the third answer; the page knows nothing is left after it.
     url = reverse("claim_label", kwargs={"project_slug": "budget", "run_name": "big", "claim_id": claims[5].pk})
 

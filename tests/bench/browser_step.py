@@ -35,7 +35,6 @@ import os
 import sys
 import tempfile
 from pathlib import Path
-from urllib.parse import urlsplit
 
 from tests.bench.load import (
     PASSWORD,
@@ -43,6 +42,8 @@ from tests.bench.load import (
     ROOT,
     RUN,
     django_env,
+    drop_database,
+    fresh_database,
     load_average,
     prepare,
     start_server,
@@ -144,15 +145,7 @@ def main(argv: list[str] | None = None) -> dict:
 
     folder = Path(tempfile.mkdtemp(prefix="citelab-browser-step-"))
     db_name = f"citelab_browser_step_{os.getpid()}"
-    if args.database == "postgres":
-        import psycopg
-
-        with psycopg.connect(args.postgres_url, autocommit=True) as admin:
-            admin.execute(f'CREATE DATABASE "{db_name}"')
-        database_url = urlsplit(args.postgres_url)._replace(path=f"/{db_name}").geturl()
-    else:
-        database_url = f"sqlite:///{folder / 'browser_step.sqlite3'}"
-    env = django_env(database_url)
+    env = django_env(fresh_database(args.database, args.postgres_url, db_name, folder))
     os.environ.update(env)
     sys.path.insert(0, str(ROOT))
     server = None
@@ -170,8 +163,7 @@ def main(argv: list[str] | None = None) -> dict:
 
         connection.close()
         if args.database == "postgres":
-            with psycopg.connect(args.postgres_url, autocommit=True) as admin:
-                admin.execute(f'DROP DATABASE IF EXISTS "{db_name}"')
+            drop_database(args.postgres_url, db_name)
     result = {
         "database": args.database, "claims": setup["claims"], "steps": len(records), "think_s": args.think,
         "key_to_panel_ms": summarize([r["dom"] for r in records]),

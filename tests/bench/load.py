@@ -254,6 +254,26 @@ def reviewer_loop(browser: Browser, username: str, start: threading.Event, stop_
 
 # -- setup and checks (in this process, through Django) ----------------------------------------
 
+def fresh_database(database: str, postgres_url: str, db_name: str, folder: Path) -> str:
+    """The URL of a new, empty database: ``db_name`` created on the PostgreSQL server of
+    ``postgres_url`` (drop it with :func:`drop_database`), or a SQLite file in ``folder``."""
+    if database != "postgres":
+        return f"sqlite:///{folder / f'{db_name}.sqlite3'}"
+    import psycopg
+
+    with psycopg.connect(postgres_url, autocommit=True) as admin:
+        admin.execute(f'CREATE DATABASE "{db_name}"')
+    return urlsplit(postgres_url)._replace(path=f"/{db_name}").geturl()
+
+
+def drop_database(postgres_url: str, db_name: str) -> None:
+    """Drop the PostgreSQL database ``db_name`` of :func:`fresh_database`, if it exists."""
+    import psycopg
+
+    with psycopg.connect(postgres_url, autocommit=True) as admin:
+        admin.execute(f'DROP DATABASE IF EXISTS "{db_name}"')
+
+
 def django_env(database_url: str) -> dict[str, str]:
     return {"DATABASE_URL": database_url, "DEBUG": "0", "SECRET_KEY": secrets.token_urlsafe(50),
             "ALLOWED_HOSTS": "127.0.0.1,localhost", "CITELAB_SSL_REDIRECT": "0", "CITELAB_SECURE_COOKIES": "0",
@@ -410,15 +430,7 @@ def main(argv: list[str] | None = None) -> dict:
 
     folder = Path(tempfile.mkdtemp(prefix="citelab-load-"))
     db_name = f"{args.db_prefix}_{os.getpid()}"
-    if args.database == "postgres":
-        import psycopg
-
-        with psycopg.connect(args.postgres_url, autocommit=True) as admin:
-            admin.execute(f'CREATE DATABASE "{db_name}"')
-        parts = urlsplit(args.postgres_url)
-        database_url = parts._replace(path=f"/{db_name}").geturl()
-    else:
-        database_url = f"sqlite:///{folder / 'load.sqlite3'}"
+    database_url = fresh_database(args.database, args.postgres_url, db_name, folder)
     env = django_env(database_url)
     os.environ.update(env)
     sys.path.insert(0, str(ROOT))
@@ -465,8 +477,7 @@ def main(argv: list[str] | None = None) -> dict:
 
     connection.close()
     if args.database == "postgres" and not args.keep:
-        with psycopg.connect(args.postgres_url, autocommit=True) as admin:
-            admin.execute(f'DROP DATABASE "{db_name}"')
+        drop_database(args.postgres_url, db_name)
     labeling = [ms for kind, values in stats.times.items() if kind != "login" for ms in values]
     result = {
         "database": args.database, "reviewers": args.reviewers, "duration_s": round(window, 1),
