@@ -10,7 +10,7 @@ from django.urls import reverse
 
 from labeling.models import Label
 from tests.e2e.conftest import panel_claim, ready_after_navigation, review_url, wait_for_htmx
-from tests.e2e.test_next_claim_e2e import LABEL_POSTS, current_labels, held_saves, open_ready, wait_until_held
+from tests.e2e.test_next_claim_e2e import LABEL_POSTS, current_labels, held_saves, open_ready, press_held
 from tests.e2e.test_review_keys_e2e import labeling_run
 
 pytestmark = pytest.mark.e2e
@@ -48,8 +48,7 @@ def _on_claim_2_back_mid_save(live_server, reviewer, page, ahead: bool):
         page.locator(f"#claim-panel[data-claim='{claims[1].pk}']").wait_for()
         wait_for_htmx(page, painted=True)
     held = held_saves(page)
-    page.keyboard.press("1")
-    save = wait_until_held(page, held)
+    save = press_held(page, held)
     assert panel_claim(page) == (claims[2].pk if ahead else claims[1].pk)
     page.go_back()
     page.wait_for_function(f"document.querySelector('#claim-panel').dataset.claim !== '{claims[2].pk}'")
@@ -125,8 +124,7 @@ def test_a_session_that_ended_never_shows_another_page_as_the_next_claim(live_se
 
     ahead = page.get_attribute("#claim-panel", "data-ahead")
     held = held_saves(page)
-    page.keyboard.press("1")
-    save = wait_until_held(page, held)
+    save = press_held(page, held)
     shown = {"panel": page.get_attribute("#claim-panel", "data-claim"),
              "notice": page.locator("#claim-notice").inner_text(),
              "sent": save.request.post_data}
@@ -146,8 +144,7 @@ def test_markup_in_claim_and_answer_texts_stays_text_in_the_claim_held_ready(liv
     open_ready(live_server, page, run, answer, claims[1])
     held = held_saves(page)
 
-    page.keyboard.press("1")
-    save = wait_until_held(page, held)
+    save = press_held(page, held)
     assert panel_claim(page) == claims[1].pk
     assert page.locator("#claim-panel blockquote.claim-text").inner_text() == evil
     assert page.evaluate("window.__pwned === undefined")
@@ -191,8 +188,7 @@ def test_a_hung_save_can_be_left(live_server, reviewer, logged_in_page):
     run, [(answer, claims)] = labeling_run(reviewer, {"q1": 3})
     open_ready(live_server, page, run, answer, claims[1])
     held = held_saves(page)
-    page.keyboard.press("1")
-    save = wait_until_held(page, held)
+    save = press_held(page, held)
     page.keyboard.press("1")
     assert "still being saved" in page.locator("#key-status").inner_text()
     assert "Saved" not in page.locator("#claim-notice").inner_text()

@@ -50,6 +50,12 @@ def wait_until_held(page, held: list) -> object:
     return held.pop(0)
 
 
+def press_held(page, held: list, key: str = "1") -> object:
+    """Press ``key`` and return the save it sent, held by ``held_saves``' route."""
+    page.keyboard.press(key)
+    return wait_until_held(page, held)
+
+
 def open_ready(live_server, page, run, answer, claim_after) -> None:
     """Open ``answer`` and wait until the page holds ``claim_after`` ready."""
     page.goto(live_server.url + review_url(run, answer))
@@ -67,8 +73,7 @@ def test_the_next_claim_is_shown_while_the_label_saves(live_server, reviewer, lo
     open_ready(live_server, page, run, answer, claims[1])
     held = held_saves(page)
 
-    page.keyboard.press("1")
-    save = wait_until_held(page, held)
+    save = press_held(page, held)
     # Claim 2 is on screen while the save of claim 1 has not reached the server.
     assert panel_claim(page) == claims[1].pk
     assert page.locator("#claim-notice").inner_text() == "Saving SUPPORTED on claim 1…"
@@ -88,8 +93,7 @@ def test_the_next_claim_is_shown_while_the_label_saves(live_server, reviewer, lo
 
     # The claim after it is held ready again: the next key takes the same path.
     page.locator(f"#claim-panel[data-ahead='{claims[2].pk}']").wait_for()
-    page.keyboard.press("1")
-    save = wait_until_held(page, held)
+    save = press_held(page, held)
     assert panel_claim(page) == claims[2].pk
     save.continue_()
     page.locator("#claim-notice", has_text="Saved SUPPORTED on claim 2.").wait_for()
@@ -127,8 +131,7 @@ def test_a_failed_save_brings_the_claim_back_with_the_reason(live_server, review
     open_ready(live_server, page, run, answer, claims[1])
     held = held_saves(page)
 
-    page.keyboard.press("1")
-    save = wait_until_held(page, held)
+    save = press_held(page, held)
     assert panel_claim(page) == claims[1].pk
     if failure == "503":
         save.fulfill(status=503, content_type="text/plain; charset=utf-8",
@@ -160,8 +163,7 @@ def test_a_conflict_brings_the_claim_back_with_the_newer_label(live_server, revi
                             justification="Saved in another tab.", base_revision=claims[0].revision, base_label_id=None)
     held = held_saves(page)
 
-    page.keyboard.press("1")
-    save = wait_until_held(page, held)
+    save = press_held(page, held)
     assert panel_claim(page) == claims[1].pk
     save.continue_()
     page.locator("#label-form .conflict", has_text="Not saved.").wait_for()
@@ -182,8 +184,7 @@ def test_a_claim_taken_meanwhile_gives_way_to_the_one_the_queue_hands_out(live_s
                             base_revision=claims[1].revision, base_label_id=None)
     held = held_saves(page)
 
-    page.keyboard.press("1")
-    save = wait_until_held(page, held)
+    save = press_held(page, held)
     assert panel_claim(page) == claims[1].pk
     save.continue_()
     page.locator("#claim-notice", has_text="no longer the next one in your queue").wait_for()
