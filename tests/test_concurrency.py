@@ -31,6 +31,7 @@ import re
 import threading
 from collections import Counter
 from dataclasses import dataclass, field
+from datetime import timedelta
 
 import pytest
 from django.core.exceptions import ValidationError
@@ -38,13 +39,14 @@ from django.db import connection
 from django.db.models import Count
 from django.test import Client
 from django.urls import reverse
+from django.utils import timezone
 
 from labeling.exports.label_table import canonical_bytes, label_count, label_table_frame, table_from_canonical
 from labeling.importers.load import project_for_import, run_import
 from labeling.models import AuditEvent, Claim, Label, LabelTableVersion, Membership, Run
 from labeling.tables.versions import label_table_snapshot, version_read
 from tests.factories import ReviewerFactory
-from tests.waiting import BOOT_SECONDS
+from tests.waiting import BOOT_SECONDS, wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -364,3 +366,64 @@ def test_busy_middleware_leaves_other_database_errors_alone():
     assert middleware.process_exception(request, OperationalError("deadlock detected")) is None
     assert middleware.process_exception(request, RuntimeError("database is locked")) is None
     assert middleware.process_exception(request, OperationalError("database is locked")).status_code == 503
+
+
+def test_a_merge_and_a_lease_taken_at_once_do_not_deadlock(race, monkeypatch):
+    """PostgreSQL: ``lease_take`` holds the row of claim 4 (its lock, before its upsert)
+    while a merge of claims 2 and 3 starts; r1's lease is on claim 3, which the merge
+    deletes. The merge used to delete r1's lease (a cascade) and then wait for claim 4
+    to renumber it, while r1's upsert waited for that deletion: a deadlock, a 500 for
+    one of them (seen in CI under load). The merge now locks the claims it renumbers
+    before it writes anything, so it waits for the lease to be taken, then goes on."""
+    from labeling.models import ClaimLease, Reviewer
+    from labeling.review import claim_edits, queue
+
+    if connection.vendor != "postgresql":
+        pytest.skip("SQLite takes a lease in one statement under its one write lock: nothing to interleave")
+    run = race
+    r1 = Reviewer.objects.get(username="r1")
+    first, second, fourth = (Claim.objects.get(answer__run=run, answer__question_key="q1", index=i) for i in (2, 3, 4))
+    ClaimLease.objects.create(run=run, reviewer=r1, claim=second, expires_at=timezone.now() + timedelta(minutes=5))
+    holding, go, merging_pid = threading.Event(), threading.Event(), []
+    upsert, results, errors = queue._lease_upsert, {}, []
+
+    def held_upsert(*args):
+        holding.set()  # claim 4's row is locked by lease_take's first statement
+        assert go.wait(BOOT_SECONDS), "the merge never came to wait"
+        return upsert(*args)
+
+    monkeypatch.setattr(queue, "_lease_upsert", held_upsert)
+
+    def take(name, rng) -> None:
+        results["taken"] = queue.lease_take(run=run, reviewer=r1, claim=fourth)
+
+    def merge(name, rng) -> None:
+        assert holding.wait(BOOT_SECONDS), "the lease was never taken"
+        connection.ensure_connection()
+        merging_pid.append(connection.connection.info.backend_pid)
+        results["merged"] = claim_edits.claim_merge(claim=first, other=second, base_revision=first.revision)
+
+    threads = [in_thread(take, "take", errors), in_thread(merge, "merge", errors)]
+    for thread in threads:
+        thread.start()
+
+    def merge_waits_for_a_lock() -> None:
+        assert merging_pid
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT wait_event_type FROM pg_stat_activity WHERE pid = %s", merging_pid)
+            assert cursor.fetchone() == ("Lock",)
+
+    try:
+        wait_for(merge_waits_for_a_lock, what="the merge waiting for claim 4", not_yet=(AssertionError,),
+                 gone=lambda: repr(errors) if errors else None)
+    finally:
+        go.set()
+        for thread in threads:
+            thread.join(timeout=BOOT_SECONDS)  # a bound on a hung thread, not a speed check
+    assert not errors, errors
+    assert results["taken"] is True
+    assert results["merged"].pk == first.pk
+    assert dict(ClaimLease.objects.filter(run=run).values_list("reviewer__username", "claim_id")) == {"r1": fourth.pk}
+    assert list(Claim.objects.filter(answer__run=run, answer__question_key="q1").order_by("index")
+                .values_list("index", flat=True)) == list(range(1, 8))
+    assert Claim.objects.get(pk=fourth.pk).index == 3

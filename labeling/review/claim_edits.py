@@ -196,6 +196,11 @@ def claim_merge(*, claim: Claim, other: Claim, base_revision: int | None = None,
                 f"Claims {first.index} and {second.index} are not neighbours: merge adjacent claims only.",
                 code="not_adjacent",
             )
+        # The claims to renumber are locked before anything is written: deleting ``second``
+        # deletes its leases, and a lease_take holding a later claim's row would wait for
+        # that deletion while the renumbering waited for its row (a deadlock).
+        list(Claim.objects.select_for_update(no_key=True).filter(answer_id=first.answer_id, index__gt=second.index)
+             .order_by("pk").values_list("pk", flat=True))
         answer_text = first.answer.text
         if first.start is not None and second.start is not None and first.end <= second.start:
             first.text = answer_text[first.start:second.end]
