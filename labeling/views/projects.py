@@ -5,7 +5,7 @@ from __future__ import annotations
 from django import forms
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
-from django.http import HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET
@@ -44,7 +44,9 @@ def project_for(request: HttpRequest, project_slug: str, action: str = permissio
 def run_for(request: HttpRequest, project_slug: str, run_name: str, action: str = permissions.READ) -> Run:
     """The run named in the URL, in a project the user may see, else 404; 403
     when their role may not do ``action`` there (``permissions.may``). One query."""
-    run = get_object_or_404(permissions.visible_runs(user=request.user), project__slug=project_slug, name=run_name)
+    run = permissions.visible_run(user=request.user, project_slug=project_slug, run_name=run_name)
+    if run is None:
+        raise Http404("No run of that name in a project you may open.")
     run.project.my_role = run.my_role
     _check_role(run.my_role, action, run.project)
     # What the run page's buttons offer: only what this user may do there.
