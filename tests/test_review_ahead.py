@@ -137,7 +137,7 @@ def test_a_save_acknowledged_across_answers_brings_the_title_and_breadcrumb(alic
     assert response["HX-Push-Url"] == site.review(site.a2, site.d1)
     assert html.startswith("<title>q2 · r1 · Citelab</title>")
     assert '<span id="crumb-question" class="crumb-last" hx-swap-oob="true"> / q2</span>' in html
-    assert "Saved SUPPORTED on claim 3 of q1, the last one to label there: this is the next answer." in html
+    assert "Saved SUPPORTED on claim 3 of q1: your queue goes on in this answer." in html
     assert 'id="review"' not in html and 'id="claim-list"' not in html
 
 
@@ -172,7 +172,7 @@ def test_a_claim_another_reviewer_took_gives_way_to_the_next_one(alice, site, re
     assert "Citelab-Ack" not in response
     assert response["HX-Retarget"] == "#review"
     assert response["HX-Push-Url"] == site.review(site.a2, site.d1)
-    assert ("Saved SUPPORTED on claim 1 of q1, the last one to label there: this is the next answer. The claim "
+    assert ("Saved SUPPORTED on claim 1 of q1: your queue goes on in this answer. The claim "
             "shown while it saved is no longer the next one in your queue") in html
 
 

@@ -6,6 +6,8 @@ that flip. The browser side is tests/e2e/test_next_claim_break_e2e.py."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from django.urls import reverse
 
@@ -233,3 +235,42 @@ def test_a_label_another_reviewer_gave_the_claim_held_ready_is_on_screen_after_t
     acknowledged = response.get("Citelab-Ack") == str(c11.pk)
     assert not acknowledged or "rev2 read P1 otherwise." in html, (
         "acknowledged, yet the history of the claim kept on screen lacks rev2's label")
+
+
+def test_moving_to_a_gold_check_in_another_answer_says_nothing_a_last_claim_would_not(client, monkeypatch):
+    """Every offset 0, rate 0.5, gold claims 3.2 and 3.3: labeling plainly (no claim held
+    ready), the walk leaves answer 1 for a gold check in answer 3 while 1.2 and 1.3 still
+    wait. The notice of that move is word for word the one of a move after an answer's last
+    claim (it said "the last one to label there" before: false, and a tell of the check)."""
+    monkeypatch.setattr(queue, "gold_offset", lambda run_id, reviewer_id, k: 0.0)
+    world = quality_world(answers=3, claims_per_answer=3, reviewers=1)
+    world.run.gold_rate = 0.5
+    world.run.save()
+    _gold(world, world.claims[7:9])
+    by_pk = {c.pk: c for c in world.claims}
+    current, moves = _first(client, world), []
+    for _ in range(len(world.claims)):
+        response = client.post(_url(world, "claim_label", current), {
+            "value": "SUPPORTED", "justification": "", "claim": current.pk, "revision": current.revision,
+            "base_label": ""}, **HX)
+        html = response.content.decode()
+        if 'id="claim-panel"' not in html:
+            break
+        shown = by_pk[panel_claim(html)]
+        if shown.answer_id != current.answer_id:
+            left = [c.text for c in world.claims if c.answer_id == current.answer_id
+                    and not c.labels.filter(reviewer=world.reviewers[0], is_current=True).exists()]
+            notice = re.search(r'id="claim-notice".*?(Saved [^<]*)<', html, re.S).group(1).strip()
+            moves.append((current.text, shown.text, left, notice))
+        current = shown
+
+    # Checks 3.3 and 3.2 pull the walk out of answers with claims left; 1.3 and 2.3 are last claims.
+    assert [(saved, shown, left) for saved, shown, left, _ in moves] == [
+        ("Fact 3.3.", "Fact 1.1.", ["Fact 3.1.", "Fact 3.2."]),
+        ("Fact 1.1.", "Fact 3.2.", ["Fact 1.2.", "Fact 1.3."]),
+        ("Fact 3.2.", "Fact 1.2.", ["Fact 3.1."]),
+        ("Fact 1.3.", "Fact 2.1.", []),
+        ("Fact 2.3.", "Fact 3.1.", [])]
+    assert [notice for *_, notice in moves] == [
+        f"Saved SUPPORTED on claim {n} of {q}: your queue goes on in this answer."
+        for n, q in ((3, "q03"), (1, "q01"), (2, "q03"), (3, "q01"), (3, "q02"))]

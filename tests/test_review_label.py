@@ -92,7 +92,7 @@ def test_htmx_save_on_the_last_claim_of_an_answer_moves_to_the_next_answer(alice
     assert response["HX-Push-Url"] == site.review(site.a2, site.d1)
     html = response.content.decode()
     assert "Lyon is big." in html
-    assert "Saved UNSUPPORTED on claim 3 of q1, the last one to label there: this is the next answer." in html
+    assert "Saved UNSUPPORTED on claim 3 of q1: your queue goes on in this answer." in html
     # Moving to another answer moves the run progress bar by one too: nothing is recounted.
     assert json.loads(response["HX-Trigger"]) == {"labelSaved": {"labeled": 1}}
 

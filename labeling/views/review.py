@@ -340,8 +340,10 @@ def _after_label(request: HtmxHttpRequest, run: Run, claim: Claim, label: Any, *
     # The page showed the next claim it held ready (claim_next) while this saved: when the queue
     # hands out that very claim, unchanged, the page keeps it and takes the rest out of band.
     if following is not None and following.answer_id != claim.answer_id:
-        notice = (f"Saved {label.value} on claim {claim.index} of {claim.answer.question.question_id}, "
-                  f"the last one to label there: this is the next answer.")
+        # Not "the last one there": a gold check due elsewhere also moves on with claims left
+        # here, and nothing may tell a check from any other claim (labeling.review.queue).
+        notice = (f"Saved {label.value} on claim {claim.index} of {claim.answer.question.question_id}: "
+                  f"your queue goes on in this answer.")
     shown_ahead = int_param(request.POST.get("prefetched")) if request.htmx else None
     moved_on = ""
     if shown_ahead is not None:

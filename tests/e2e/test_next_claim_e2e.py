@@ -116,7 +116,7 @@ def test_the_next_answer_is_shown_while_the_last_label_of_an_answer_saves(live_s
     assert page.locator("#claim-notice").inner_text() == "Saving UNSUPPORTED on claim 1…"
 
     save.continue_()
-    page.locator("#claim-notice", has_text="the last one to label there: this is the next answer").wait_for()
+    page.locator("#claim-notice", has_text="your queue goes on in this answer").wait_for()
     wait_for_htmx(page, painted=True)
     assert page.title().startswith("q2 · r1")
     assert page.locator("#crumb-question").inner_text().strip() == "/ q2"
