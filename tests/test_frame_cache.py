@@ -200,16 +200,21 @@ def test_a_questions_gold_and_answerability_are_read_fresh(tmp_path):
     _uncached_equals_cached(w)
 
 
-def test_the_key_is_the_run_its_claims_version_and_the_database():
+def test_one_entry_a_run_served_at_its_claims_version_only():
     w = counted_run()
     run = Run.objects.get(pk=w.run.pk)
-    key = structure_key("claims", run, run.claims_version)
-    assert key != structure_key("claims", run, run.claims_version + 1)
-    assert key != structure_key("answers", run, run.claims_version)
+    key = structure_key("claims", run)
+    assert key != structure_key("answers", run)
     frames.claims_frame(run)
-    assert cache.get(key) is not None
+    version, claims = cache.get(key)
+    assert (version, len(claims)) == (run.claims_version, 9)
+
     claim_split(claim=_claim(w, "q02", 0), at=2)
-    assert cache.get(structure_key("claims", run, run.claims_version + 1)) is None
+    # The entry of the version before stays until a reader of the new version replaces it.
+    assert cache.get(key)[0] == run.claims_version
+    assert len(frames.claims_frame(run)) == 10  # run: the Run row of before the split
+    version, claims = cache.get(key)
+    assert (version, len(claims)) == (run.claims_version + 1, 10)
 
 
 def test_inside_a_write_transaction_the_structure_is_read_afresh(django_assert_num_queries):
@@ -221,7 +226,7 @@ def test_inside_a_write_transaction_the_structure_is_read_afresh(django_assert_n
         # The claims, the claims not factual, the answers and questions: no claims version read.
         with django_assert_num_queries(4):
             frames.claims_frame(run, text=False)
-    assert cache.get(structure_key("claims", run, run.claims_version)) is None
+    assert cache.get(structure_key("claims", run)) is None
 
 
 # The models whose rows a cached structure holds, and the bump that moves its key.

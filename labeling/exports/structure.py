@@ -6,14 +6,21 @@ the run has, in which order, what each cites and the cited passages. Only an
 import, a claim split or a claim merge changes those rows, and each of them
 bumps ``Run.claims_version`` in its transaction (``labeling.runs.claims_changed``;
 ``tests/test_frame_cache.py`` walks every writer of those rows). So the frames
-of :mod:`labeling.exports.frames` keep that part in Django's cache under:
+of :mod:`labeling.exports.frames` keep that part in Django's cache, one entry
+a run and structure, under a key made of
 
-- the run's id and its ``claims_version``, read when the frame is asked for
-  (one query), so a caller holding an old Run row never meets an old structure;
+- the run's id and the structure's name;
 - :data:`STRUCTURE_VERSION`, raised when the code reading a structure changes
   what it returns;
 - the database's name, so two databases served by one process never share an
-  entry.
+  entry;
+
+holding the structure with the ``claims_version`` it was read at. It is served
+only to a reader whose run is at that version, read when the frame is asked for
+(one query), so a caller holding an old Run row never meets an old structure;
+another version's reader reads the structure again and replaces the entry (one
+entry a run: a 50k-claim run's claims are megabytes, and a day of splits would
+otherwise fill the memory with versions nobody asks for again).
 
 What other writes change is never kept here: a claim's text (``claim_edit``)
 and factual mark, a question's gold and answerability (project-wide writes),
@@ -55,10 +62,10 @@ def in_write_transaction() -> bool:
     return any(not block._from_testcase for block in connection.atomic_blocks)
 
 
-def structure_key(name: str, run: Run | int, claims_version: int) -> str:
-    """The cache key of structure ``name`` of ``run`` at ``claims_version``."""
+def structure_key(name: str, run: Run | int) -> str:
+    """The cache key of structure ``name`` of ``run`` (its value: ``(claims_version, structure)``)."""
     pk = getattr(run, "pk", run)
-    state = repr((STRUCTURE_VERSION, connection.settings_dict["NAME"], pk, claims_version))
+    state = repr((STRUCTURE_VERSION, connection.settings_dict["NAME"], pk))
     return f"citelab:structure:{name}:{pk}:{hashlib.sha256(state.encode()).hexdigest()}"
 
 
@@ -84,7 +91,7 @@ def structure(name: str, run: Run | int, read: Callable[[], T]) -> T:
     version: a hit returns what an earlier ``read()`` gave at the same version.
     ``read`` must read nothing that a write may change without
     ``labeling.runs.claims_changed`` (module docstring) and return a picklable
-    value, never None; the caller may change what it gets (a hit is a copy).
+    value; the caller may change what it gets (the cache keeps a pickled copy).
     One query on a hit (the version; none when an enclosing :func:`one_version`
     has read it), that + ``read``'s on a miss; ``read``'s alone inside a write's
     transaction or for a deleted run."""
@@ -99,9 +106,11 @@ def structure(name: str, run: Run | int, read: Callable[[], T]) -> T:
             return read()
         if pinned is not None:
             pinned[pk] = version
-    key = structure_key(name, run, version)
-    value = cache.get(key)
-    if value is None:
-        value = read()
-        cache.set(key, value, timeout=TIMEOUT_SECONDS)
+    key = structure_key(name, run)
+    kept = cache.get(key)
+    if kept is not None and kept[0] == version:
+        return kept[1]
+    # Read after the version: what is kept under a version is never older than it.
+    value = read()
+    cache.set(key, (version, value), timeout=TIMEOUT_SECONDS)
     return value
