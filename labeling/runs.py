@@ -37,7 +37,9 @@ def claims_changed(*, run: Run | int) -> None:
     too; ``claim_edit`` changes a claim's text only, so it need not). One
     UPDATE: ``Run.claims_version`` + 1, which makes the run's cached cited-claim
     count stale (``tallies.run_cited_claims`` recounts it once, on the next
-    read). ``run`` is a Run or its id."""
+    read) and its cached answers, claims and citations
+    (``labeling.exports.structure``; ``tests/test_frame_cache.py`` fails on a
+    module that writes those rows without calling it). ``run`` is a Run or its id."""
     Run.objects.filter(pk=getattr(run, "pk", run)).update(claims_version=F("claims_version") + 1)
 
 

@@ -210,8 +210,8 @@ def test_run_scatter_of_real_answers_matches_the_readme(expertqa_project, django
     """rr_gs_gpt4 (``fixtures/README.md``): 29 answers, per-answer mean
     support 0.8092 over the answers whose support is defined."""
     run = Run.objects.select_related("project").get(project=expertqa_project, name="rr_gs_gpt4")
-    # claims, answers (abstention), labels, adjudications, answers
-    with django_assert_max_num_queries(5):
+    # claims version, answers, questions with gold, claims, claims not factual, labels, adjudications
+    with django_assert_max_num_queries(7):
         chart = run_scatter(run)
     assert chart.answers == 29
     assert chart.plotted + len(chart.not_plotted) == 29
@@ -237,11 +237,14 @@ def test_run_scatter_query_count(django_assert_num_queries):
     """tests/counted_run.py's run: coverage 2/3 on every answer; support 1 on q01 and q03 (one
     point), 0 on q02 (claim 1 adjudicated UNSUPPORTED, claim 2 disputed)."""
     world = counted_run()
-    # resolved_claims_frame's four (claims, answers, labels, adjudications), then the answers
-    # again (answers_frame), though claims_frame has just read them.
-    with django_assert_num_queries(5):
+    # The claims version, the answers and the questions with gold (answers_frame, handed to
+    # resolved_claims_frame), the claims, those not factual, the labels, the adjudications.
+    with django_assert_num_queries(7):
         chart = run_scatter(world.run)
     assert (chart.answers, [point.count for point in chart.points]) == (3, [2, 1])
+    # The answers and claims read once per claims version (labeling.exports.structure).
+    with django_assert_num_queries(5):
+        assert run_scatter(world.run) == chart
     scored = metrics.run_scores(world.run, with_gold=False).claims
     with django_assert_num_queries(0):
         run_scatter(world.run, metrics=scored)

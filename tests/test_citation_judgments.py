@@ -210,8 +210,12 @@ def test_judged_precision_query_counts(django_assert_num_queries):
     with django_assert_num_queries(1):
         judged = run_judgment_metrics(world.run, claims, citations, reviewer=None)
     assert (judged.citations, judged.judged) == (6, 1)
-    # Whether anything is judged, resolved_claims_frame's four, the citations, the judgments.
-    with django_assert_num_queries(7):
+    # Whether anything is judged; resolved_claims_frame's claims version, claims not factual, questions
+    # with gold, labels and adjudications (the claims and answers cached by the read above); the
+    # citations without their texts (not yet cached), the judgments.
+    with django_assert_num_queries(8):
+        assert run_judgments(world.run).judged == 1
+    with django_assert_num_queries(7):  # the citations cached too
         assert run_judgments(world.run).judged == 1
     CitationJudgment.objects.all().delete()
     with django_assert_num_queries(1):

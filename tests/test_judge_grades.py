@@ -158,13 +158,16 @@ def test_reference_labels_query_count(django_assert_num_queries):
     """Five cited claims have the humans' label: q01's two and q03's two agreed SUPPORTED, q02's
     first adjudicated UNSUPPORTED (q02's second is disputed, so left out)."""
     world = counted_run()
-    # resolved_claims_frame's four (claims, answers, labels, adjudications), then the
-    # adjudications' reasons (already in its adjudication_reason column) and the human
-    # justifications (its labels frame held them, but it does not return that frame).
-    with django_assert_num_queries(6):
+    # resolved_claims_frame's seven (claims version, claims, those not factual, answers, questions with
+    # gold, labels, adjudications), then the adjudications' reasons (already in its adjudication_reason
+    # column) and the human justifications (its labels frame held them, but it does not return that frame).
+    with django_assert_num_queries(9):
         reference = reference_labels(world.run)
     assert reference["label"].tolist() == ["SUPPORTED", "SUPPORTED", "UNSUPPORTED", "SUPPORTED", "SUPPORTED"]
     assert reference["justification"].tolist()[2] == "P1 says less."
+    # The claims and answers read once per claims version (labeling.exports.structure).
+    with django_assert_num_queries(7):
+        assert reference_labels(world.run).equals(reference)
 
 
 @pytest.mark.django_db
@@ -197,9 +200,13 @@ def test_judge_labels_claim_texts_and_run_judges_query_counts(django_assert_num_
     world = counted_run()
     with django_assert_num_queries(1):
         assert len(judge_labels(world.run, world.judge)) == 6
-    # The cited characters summed by the database, then the claims' texts.
+    # The claims version, the cited characters summed by the database, then the claims' texts.
+    with django_assert_num_queries(3):
+        texts = claim_texts(world.run)
+    assert texts["cited_chars"].tolist() == [12, 12, 0] * 2 + [12, 0, 0]
+    # The characters read once per claims version (labeling.exports.structure).
     with django_assert_num_queries(2):
-        assert len(claim_texts(world.run)) == 9
+        assert claim_texts(world.run).equals(texts)
     # The judge labeled without a judge run (imported labels): its reviewer row is one more query.
     with django_assert_num_queries(3):
         assert [(row.reviewer.username, row.labels, row.latest) for row in run_judges(run=world.run)] == [

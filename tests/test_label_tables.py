@@ -337,9 +337,10 @@ def test_version_list_query_budget(client, seed_run, member, django_assert_max_n
     ])
     client.force_login(member)
     # session + user (2), run with project (1), membership (1), versions with
-    # authors (1), current label table (7: claims, answers, labels, labels with
-    # times, revisions, citations, citation judgments) = 12, whatever the number of versions.
-    with django_assert_max_num_queries(12):
+    # authors (1), current label table (10: claims version, claims, their texts and factual
+    # marks, answers, questions with gold, labels, labels with times, revisions, citations,
+    # citation judgments) = 15, whatever the number of versions.
+    with django_assert_max_num_queries(15):
         response = client.get(urls(seed_run)["version_list"])
     assert response.content.decode().count('class="num version-number"><strong>v') == versions
 

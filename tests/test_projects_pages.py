@@ -282,14 +282,14 @@ def test_run_page_query_budget(client, reviewer, django_assert_max_num_queries, 
     # 1 session, 1 user, 1 run with its project (membership in the same query), answer page: 1 count,
     # 1 ids of the page, 1 rows with their counts, 1 their adjudicated claims; run counts: 1 claims,
     # 1 citations, 1 current labels, 1 adjudicated claims; the coverage × support scatter
-    # (labeling.scores.charts.run_scatter): 1 claims, 2 answers (the claims frame reads them too), 1 labels,
-    # 1 adjudications; 1 EXISTS: does any question of the run have gold (none here); 1 EXISTS: may the
-    # user rename or delete the run (permissions.run_manage_allowed); with a filter, 1 count of the run's
-    # answers (is the run small enough for its totals inline?); the reviewers section
+    # (labeling.scores.charts.run_scatter): 1 claims version, 1 answers, 1 questions with gold, 1 claims,
+    # 1 claims not factual, 1 labels, 1 adjudications; 1 EXISTS: does any question of the run have gold
+    # (none here); 1 EXISTS: may the user rename or delete the run (permissions.run_manage_allowed); with
+    # a filter, 1 count of the run's answers (is the run small enough for its totals inline?); the reviewers section
     # (labeling.team.assignments.run_reviewers): 1 claim totals, 1 labels per reviewer, 1 members;
     # 1 EXISTS: has any citation of the run a judgment (labeling.scores.metrics.run_judgments; none here);
     # 1: open send-backs and gold claims (labeling.team.quality.run_page_counts, SPEC §4.4).
-    with django_assert_max_num_queries(23 if answer_filter else 22):
+    with django_assert_max_num_queries(25 if answer_filter else 24):
         response = client.get(run.get_absolute_url(), {"filter": answer_filter})
     counts = response.context["counts"]
     assert (counts.claims, counts.cited, counts.labeled, counts.supported) == (3 * answers, 2 * answers, answers,
@@ -383,11 +383,12 @@ def test_run_page_with_gold_keeps_a_constant_query_budget(client, reviewer, djan
     ExpectedSource.objects.bulk_create([ExpectedSource(question=q, source="doc.md") for q in questions])
     client.force_login(reviewer)
 
-    # The 21 of test_run_page_query_budget less the scatter's 5 (it reuses the gold panel's claim metrics),
-    # plus the gold panel (labeling.scores.metrics.run_scores): 2 claims frame (claims, answers), 1 labels,
-    # 1 adjudications, 1 answers, 1 citations, 1 gold ids, 1 references, 1 expected sources;
+    # The 23 of test_run_page_query_budget less the scatter's 7 (it reuses the gold panel's claim metrics),
+    # plus the gold panel (labeling.scores.metrics.run_scores): 1 claims version, 2 answers (answers,
+    # questions with gold), 2 claims (claims, those not factual), 1 labels, 1 adjudications, 1 citations,
+    # 1 gold ids, 1 references, 1 expected sources;
     # 1 EXISTS for citation judgments (none here); 1 open send-backs and gold claims (SPEC §4.4).
-    with django_assert_max_num_queries(27):
+    with django_assert_max_num_queries(29):
         response = client.get(run.get_absolute_url())
     rows = {(r.group, r.metric): r for r in response.context["gold"]["rows"]}
     assert str(rows[("Cited ids vs gold ids", "precision")].fraction) == f"{answers}/{answers} = 1.00"

@@ -11,12 +11,20 @@ comparison all read it without an export importing a higher module.
 
 Column names follow the contracts in ``scoring.claims``, ``scoring.labels``,
 ``scoring.citation_ids`` and ``scoring.gold``.
+
+What only an import, a split or a merge changes (which claims and answers the
+run has, their order and citations, the cited passages) is read once per
+``Run.claims_version`` and kept in Django's cache (:func:`structure`); what
+other writes change (a claim's text and factual mark, a question's gold and
+answerability, labels, judgments) is read on every call and joined. A label
+write therefore re-reads the labels only.
 """
 
 from __future__ import annotations
 
-from django.db.models import Count
+from django.db.models import Count, Q
 
+from labeling.exports.structure import one_version, structure
 from labeling.models import (
     Adjudication,
     Answer,
@@ -28,6 +36,7 @@ from labeling.models import (
     GoldReference,
     Label,
     LabelValue,
+    Question,
     Run,
 )
 from labeling.models.counted import run_exclusion
@@ -40,29 +49,38 @@ ADJUDICATION_DETAILS = ("adjudicated_by", "adjudicated_at", "adjudication_reason
 
 
 def answers_frame(run: Run) -> pd.DataFrame:
-    """One row per answer of ``run``.
+    """One row per answer of ``run``, by question id.
 
     Columns: ``answer_id`` (int), ``question_id`` (str), ``answerable``
     (True/False/None), ``has_gold`` (gold supporting ids given),
     ``has_references``, ``has_expected_sources`` (bool), ``cited`` (int:
-    citations over all its claims). One query.
+    citations over all its claims). Two queries (the claims version and the
+    questions with gold or an answerability, a project-wide write that moves no
+    claims version), three when the answers are not cached (:func:`structure`).
     """
-    rows = (
-        Answer.objects.filter(run=run)
-        .annotate(n_citations=Count("claims__citations"))
-        .values_list(
-            "id", "question__question_id", "question__answerable", "question__gold_ids_given",
-            "question__gold_references_given", "question__gold_sources_given", "n_citations",
-        )
-        .order_by("question__question_id")
-    )
-    frame = pd.DataFrame.from_records(
-        list(rows),
-        columns=["answer_id", "question_id", "answerable", "has_gold", "has_references", "has_expected_sources",
-                 "cited"],
-    )
-    frame["answerable"] = frame["answerable"].astype(object).where(frame["answerable"].notna(), None)
+    frame = _answer_rows(run)
+    flags = list(Question.objects.filter(project_id=run.project_id).filter(
+        Q(answerable__isnull=False) | Q(gold_ids_given=True) | Q(gold_references_given=True)
+        | Q(gold_sources_given=True)).values_list(
+        "pk", "answerable", "gold_ids_given", "gold_references_given", "gold_sources_given"))
+    by_question = {row[0]: row[1:] for row in flags}
+    given = [by_question.get(pk, (None, False, False, False)) for pk in frame["question_pk"].tolist()]
+    frame = frame.drop(columns=["question_pk"])
+    for position, column in enumerate(("answerable", "has_gold", "has_references", "has_expected_sources")):
+        frame.insert(2 + position, column, pd.Series([row[position] for row in given], index=frame.index,
+                                                     dtype=object if column == "answerable" else bool))
     return frame
+
+
+def _answer_rows(run: Run) -> pd.DataFrame:
+    """``answer_id``, ``question_id``, ``question_pk`` and ``cited`` of each answer of
+    ``run`` by question id: what an import alone changes, read once per claims version."""
+    def read() -> pd.DataFrame:
+        rows = (Answer.objects.filter(run=run).annotate(n_citations=Count("claims__citations"))
+                .values_list("id", "question__question_id", "question_id", "n_citations")
+                .order_by("question__question_id"))
+        return pd.DataFrame.from_records(list(rows), columns=["answer_id", "question_id", "question_pk", "cited"])
+    return structure("answers", run, read)
 
 
 def labels_frame(run: Run, *, details: bool = True) -> pd.DataFrame:
@@ -85,32 +103,51 @@ def labels_frame(run: Run, *, details: bool = True) -> pd.DataFrame:
     return pd.DataFrame.from_records(list(rows), columns=columns)
 
 
-def claims_frame(run: Run, *, answers: pd.DataFrame | None = None) -> pd.DataFrame:
-    """One row per claim of ``run`` without labels.
+@one_version()
+def claims_frame(run: Run, *, answers: pd.DataFrame | None = None, text: bool = True) -> pd.DataFrame:
+    """One row per claim of ``run`` without labels, by question id and index.
 
     Columns: ``claim_id``, ``answer_id`` (int), ``question_id`` (str),
-    ``claim_index`` (int, 1-based), ``claim`` (text), ``n_citations`` (int),
+    ``claim_index`` (int, 1-based), ``claim`` (text; left out with ``text=False``,
+    which the figures need not read), ``n_citations`` (int),
     ``factual`` (bool: False for a claim marked "not a factual claim", SPEC
     §4.3b), ``abstention`` (bool: the answer is to an unanswerable question and
-    cites nothing, SPEC §4.2). Two queries (the answers for ``abstention``); one
-    when the caller passes the run's :func:`answers_frame` as ``answers``.
+    cites nothing, SPEC §4.2). Queries: the claims version (none inside
+    ``structure.one_version`` once read), the texts and factual marks (only the
+    claims not factual without ``text``), the claims when not cached
+    (:func:`structure`) and :func:`answers_frame`'s unless the caller passes it
+    as ``answers``.
     """
-    rows = (
-        Claim.objects.filter(answer__run=run)
-        .annotate(n_citations=Count("citations"))
-        .values_list("id", "answer_id", "answer__question__question_id", "index", "text", "n_citations", "factual")
-        .order_by("answer__question__question_id", "index")
-    )
-    frame = pd.DataFrame.from_records(
-        list(rows),
-        columns=["claim_id", "answer_id", "question_id", "claim_index", "claim", "n_citations", "factual"],
-    )
-    frame["factual"] = frame["factual"].astype(bool)
+    frame = _claim_rows(run)
+    # A claim's text (claim_edit) and factual mark move no claims version: read now.
+    if text:
+        texts, factual = {}, {}
+        for pk, claim_text, is_factual in Claim.objects.filter(answer__run=run).values_list("pk", "text", "factual"):
+            texts[pk], factual[pk] = claim_text, is_factual
+        frame.insert(4, "claim", frame["claim_id"].map(texts))
+        frame["factual"] = frame["claim_id"].map(factual).astype(bool)
+    else:  # the few claims marked not factual: an index probe a claim, no text read
+        not_factual = set(Claim.objects.filter(answer__run=run, factual=False).values_list("pk", flat=True))
+        frame["factual"] = ~frame["claim_id"].isin(not_factual)
     if answers is None:
         answers = answers_frame(run)
     abstained = answers.loc[(answers["answerable"] == False) & (answers["cited"] == 0), "answer_id"]  # noqa: E712
     frame["abstention"] = frame["answer_id"].isin(set(abstained))
     return frame
+
+
+def _claim_rows(run: Run) -> pd.DataFrame:
+    """``claim_id``, ``answer_id``, ``question_id``, ``claim_index`` and ``n_citations`` of
+    each claim of ``run`` by question id and index: what an import, a split or a merge
+    alone changes, read once per claims version (the Count over every claim's citations
+    is most of a claims read)."""
+    def read() -> pd.DataFrame:
+        rows = (Claim.objects.filter(answer__run=run).annotate(n_citations=Count("citations"))
+                .values_list("id", "answer_id", "answer__question__question_id", "index", "n_citations")
+                .order_by("answer__question__question_id", "index"))
+        return pd.DataFrame.from_records(
+            list(rows), columns=["claim_id", "answer_id", "question_id", "claim_index", "n_citations"])
+    return structure("claims", run, read)
 
 
 def citations_frame(run: Run, *, text: bool = True) -> pd.DataFrame:
@@ -120,15 +157,19 @@ def citations_frame(run: Run, *, text: bool = True) -> pd.DataFrame:
     ``passage_id`` (str as cited), ``fabricated`` (bool), ``source`` (the
     passage's source, "" when fabricated), and with ``text`` (what the gold
     metrics compare) ``text`` (the span if given, else the passage text; ""
-    when fabricated): the passages' texts are most of what this reads. One query.
+    when fabricated): the passages' texts are most of what this reads. One query;
+    without ``text``, what only an import, a split or a merge changes, read once per
+    claims version (:func:`structure`: one query, two when not cached).
     """
     columns = ["citation_id", "claim_id", "answer_id", "passage_id", "fabricated", "source"]
     fields = ["id", "claim_id", "claim__answer_id", "cited_id", "fabricated", "passage__source"]
     if not text:
-        frame = pd.DataFrame.from_records(
-            list(Citation.objects.filter(claim__answer__run=run).values_list(*fields)), columns=columns)
-        frame["source"] = frame["source"].fillna("")
-        return frame
+        def read() -> pd.DataFrame:
+            frame = pd.DataFrame.from_records(
+                list(Citation.objects.filter(claim__answer__run=run).values_list(*fields)), columns=columns)
+            frame["source"] = frame["source"].fillna("")
+            return frame
+        return structure("citations", run, read)
     rows = Citation.objects.filter(claim__answer__run=run).values_list(*fields, "span", "passage__text")
     frame = pd.DataFrame.from_records(list(rows), columns=[*columns, "span", "passage_text"])
     frame["source"] = frame["source"].fillna("")
@@ -174,9 +215,15 @@ def resolved_judgments_frame(run: Run, citations: pd.DataFrame, *, reviewer: str
 
 
 def gold_ids_frame(run: Run) -> pd.DataFrame:
-    """Gold supporting ids of each answer's question. Columns ``answer_id``, ``passage_id``."""
-    rows = GoldPassageId.objects.filter(question__answers__run=run).values_list("question__answers__id", "passage_id")
-    return pd.DataFrame.from_records(list(rows), columns=["answer_id", "passage_id"])
+    """Gold supporting ids of each answer's question. Columns ``answer_id``, ``passage_id``.
+    Two queries (the project's gold ids, a project-wide write that moves no claims
+    version, and the claims version), three when the answers are not cached."""
+    rows = GoldPassageId.objects.filter(question__project_id=run.project_id).values_list("question_id", "passage_id")
+    gold = pd.DataFrame.from_records(list(rows), columns=["question_pk", "passage_id"])
+    answers = _answer_rows(run)[["answer_id", "question_pk"]]
+    if gold.empty or answers.empty:  # an empty frame's dtypes would not merge
+        return pd.DataFrame({"answer_id": pd.Series(dtype="int64"), "passage_id": pd.Series(dtype=object)})
+    return answers.merge(gold, on="question_pk")[["answer_id", "passage_id"]].reset_index(drop=True)
 
 
 def references_frame(run: Run) -> pd.DataFrame:
@@ -193,9 +240,10 @@ def expected_sources_frame(run: Run) -> pd.DataFrame:
     return pd.DataFrame.from_records(list(rows), columns=["answer_id", "source"])
 
 
+@one_version()
 def resolved_claims_frame(run: Run, *, reviewer: str | None = None, humans_only: bool = False,
-                          labels: pd.DataFrame | None = None,
-                          answers: pd.DataFrame | None = None) -> tuple[pd.DataFrame, int]:
+                          labels: pd.DataFrame | None = None, answers: pd.DataFrame | None = None,
+                          text: bool = True) -> tuple[pd.DataFrame, int]:
     """Claims of ``run`` with the label that counts (SPEC §4.4).
 
     Returns ``(frame, disagreements)``: the claims frame of
@@ -214,13 +262,14 @@ def resolved_claims_frame(run: Run, *, reviewer: str | None = None, humans_only:
     current adjudication is the claim's label (``scoring.labels.apply_adjudications``);
     with ``reviewer`` (one reviewer's labels) adjudications are left out.
     ``labels``: the run's :func:`labels_frame`, ``answers`` its :func:`answers_frame`,
-    when the caller already read them.
-    Four queries: :func:`claims_frame`'s two (claims, answers: none when given), the labels (none
-    when given) and the adjudications (none with ``reviewer``); one more for the
+    when the caller already read them; ``text=False`` leaves the claims' texts out
+    (:func:`claims_frame`).
+    Queries: :func:`claims_frame`'s, the labels (none when given) and the
+    adjudications (none with ``reviewer``); one more for the
     name of a promoted judge not loaded with the run, and ``run_exclusion``'s when
     the run leaves labels out.
     """
-    claims = claims_frame(run, answers=answers)
+    claims = claims_frame(run, answers=answers, text=text)
     if labels is None:
         labels = labels_frame(run, details=False)
     if reviewer is None:

@@ -156,10 +156,9 @@ def label_table_frame(run: Run, *, reviewer: str | None = None, with_passages: b
     ``question_id``, ``claim_index``. Text columns are object dtype, ""
     when empty; ``label``/``labeled_at`` are ``None`` when absent.
 
-    Queries: the labels, read once + 3 (claims, answers, adjudications in
-    resolved_claims_frame; 2 with ``reviewer``, which leaves adjudications out) +
-    claim revisions + citations + judgments (+ passages and sampled answers) = 7
-    or 9 (6 or 8 with ``reviewer``), whatever the number of claims; all as of one moment
+    Queries: the labels, read once + resolved_claims_frame's (one fewer with
+    ``reviewer``, which leaves adjudications out) + claim revisions + citations +
+    judgments (+ passages and sampled answers), whatever the number of claims; all as of one moment
     (``labeling.db.consistent_read``), so a split or merge committed
     meanwhile is in every part or in none.
     """

@@ -15,6 +15,7 @@ from django.db.models import Case, Count, Q, Sum, Value, When
 from django.db.models.functions import Coalesce, Length
 
 from labeling.exports.frames import resolved_claims_frame
+from labeling.exports.structure import structure
 from labeling.models import Adjudication, JudgeRun, JudgeRunStatus, Label, Reviewer, ReviewerKind, Run
 from labeling.models.counted import counted_q
 from scoring.judge_grading import CATEGORIES, JudgeGrade, grade_judge
@@ -27,9 +28,9 @@ def reference_labels(run: Run) -> pd.DataFrame:
     """The humans' label of each cited factual claim of ``run`` that has one: columns
     ``claim_id``, ``label`` (SUPPORTED/UNSUPPORTED), ``justification`` (the
     adjudication's reason, else the human justifications joined by " | ").
-    Six queries: ``resolved_claims_frame``'s four, the adjudications' reasons
+    ``resolved_claims_frame``'s queries (without texts), the adjudications' reasons
     and the human justifications."""
-    claims, _ = resolved_claims_frame(run, humans_only=True)
+    claims, _ = resolved_claims_frame(run, humans_only=True, text=False)
     # A claim marked not factual (SPEC §4.3b) is outside every count, the grade's too.
     resolved = claims[(claims["n_citations"] > 0) & claims["factual"] & claims["label"].isin(CATEGORIES)]
     reasons = dict(Adjudication.objects.filter(claim__answer__run=run, is_current=True)
@@ -63,13 +64,19 @@ def judge_labels(run: Run, judge: Reviewer, *, judge_run: JudgeRun | None = None
 def claim_texts(run: Run) -> pd.DataFrame:
     """``claim_id``, ``claim`` (text) and ``cited_chars`` (characters of its cited
     texts: spans, else passages; a fabricated citation has none) of every claim of
-    ``run``. Two queries; the characters are summed by the database, so no passage
-    text is read (the texts of ``citations_frame``, whose ``text`` column they count)."""
+    ``run``. The texts are read on every call (``claim_edit`` moves no claims
+    version); the characters, summed by the database so no passage text is read
+    (the texts of ``citations_frame``, whose ``text`` column they count), once per
+    claims version (``labeling.exports.structure``). Two queries (the version, the
+    texts), three when the characters are not cached."""
     from labeling.models import Citation, Claim
 
-    each = Case(When(~Q(span=""), then=Length("span")), default=Coalesce(Length("passage__text"), Value(0)))
-    chars = dict(Citation.objects.filter(claim__answer__run=run).values("claim_id")
-                 .annotate(chars=Sum(each)).values_list("claim_id", "chars"))
+    def read() -> dict[int, int]:
+        each = Case(When(~Q(span=""), then=Length("span")), default=Coalesce(Length("passage__text"), Value(0)))
+        return dict(Citation.objects.filter(claim__answer__run=run).values("claim_id")
+                    .annotate(chars=Sum(each)).values_list("claim_id", "chars"))
+
+    chars = structure("cited_chars", run, read)
     rows = Claim.objects.filter(answer__run=run).values_list("pk", "text")
     frame = pd.DataFrame.from_records(list(rows), columns=["claim_id", "claim"])
     frame["cited_chars"] = frame["claim_id"].map(chars).fillna(0).astype("int64")
@@ -90,8 +97,8 @@ def judge_self_agreement(*, run: Run, judge: Reviewer, claims: pd.DataFrame | No
     the later graded against the earlier on the claims both labeled (same
     figures as a grade: kappa with its interval, confusion, flips); ``None``
     when the judge has not run twice. Three queries (the passes, each pass's
-    labels), two more without ``claims`` (``claim_texts``); one with fewer than
-    two passes."""
+    labels), ``claim_texts``' two or three more without ``claims``; one with fewer
+    than two passes."""
     passes = list(JudgeRun.objects.filter(run=run, reviewer=judge, status=JudgeRunStatus.DONE)
                   .filter(Q(labels__isnull=False)).annotate(n=Count("labels")).filter(n__gt=0)
                   .order_by("-created_at", "-id")[:2])

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from labeling.exports import frames
+from labeling.exports.structure import one_version
 from labeling.models import Run
 from labeling.scores.metrics import resolved_claims_frame
 from labeling.tables.comparison import answer_review_url
@@ -469,13 +470,14 @@ def _bound(value: float) -> str:
     return format_value(value) if value >= 0 else "−" + format_value(-value)
 
 
+@one_version()
 def run_scatter(run: Run, *, metrics: ClaimMetrics | None = None) -> ScatterChart:
-    """The scatter of ``run``'s answers, from the resolved labels (5 queries:
-    ``resolved_claims_frame``'s four and the answers), or from ``metrics`` when
+    """The scatter of ``run``'s answers, from the resolved labels (the answers and
+    ``resolved_claims_frame``'s other queries), or from ``metrics`` when
     the caller already scored the run (no query)."""
     if metrics is None:
-        claims, _ = resolved_claims_frame(run)
         answers = frames.answers_frame(run)
+        claims, _ = resolved_claims_frame(run, text=False, answers=answers)
         metrics = claim_metrics(
             claims[["answer_id", "question_id", "claim_index", "n_citations", "label", "abstention", "factual"]],
             answers[["answer_id", "question_id"]],

@@ -23,6 +23,10 @@ write nothing before they read a figure). A write committed after that read
 is seen by the next request: the figure a page shows is never older than the
 state at its start.
 
+A figure recomputed after a label reads the run's answers, claims and citations
+from their own cache, kept per claims version (``labeling.exports.structure``):
+only the labels and what else moved are read again.
+
 The cache is Django's default: in memory, per server process, unless
 ``CITELAB_REDIS_URL`` makes it Redis, shared by every process. Either way
 a stale entry is never served (a new state is a new key); an old state's

@@ -19,6 +19,7 @@ from django.db.models import Q
 
 from labeling.exports import frames
 from labeling.exports.frames import resolved_claims_frame
+from labeling.exports.structure import one_version
 from labeling.models import Answer, CitationJudgment, Project, Run
 from labeling.models.counted import Exclusion, run_exclusion
 from labeling.scores.figure_cache import cached_figure, label_state, run_state_of
@@ -43,8 +44,8 @@ from scoring.summary import RATIO_COLUMNS, RunSummary
 class RunScores:
     """Every metric of one run (SPEC §4), ready for the CLI, pages and exports.
 
-    ``claims_frame`` is the run's claims with the resolved ``label`` column and
-    ``disagreement`` (bool); ``gold`` is ``None`` when no question of the run
+    ``claims_frame`` is the run's claims (without their texts) with the resolved
+    ``label`` column and ``disagreement`` (bool); ``gold`` is ``None`` when no question of the run
     has reference passages or expected sources.
     """
 
@@ -127,6 +128,7 @@ class RunScores:
         return records
 
 
+@one_version()
 def run_scores(
     run: Run, *, reviewer: str | None = None, match_method: str = DEFAULT_MATCH_METHOD,
     match_threshold: float | None = None, question_ids: set[str] | None = None,
@@ -148,7 +150,7 @@ def run_scores(
     """
     check_confidence(confidence)
     answers = frames.answers_frame(run)
-    claims, disagreements = resolved_claims_frame(run, reviewer=reviewer, answers=answers)
+    claims, disagreements = resolved_claims_frame(run, reviewer=reviewer, answers=answers, text=False)
     # The passages' texts only for the gold metrics (most of what a citations read reads).
     compare_gold = with_gold and bool(answers["has_references"].any() or answers["has_expected_sources"].any())
     citations = frames.citations_frame(run, text=compare_gold)
@@ -201,14 +203,15 @@ def run_judgment_metrics(run: Run, claims: pd.DataFrame, citations: pd.DataFrame
                               rows, rule=rule)
 
 
+@one_version()
 def run_judgments(run: Run, *, reviewer: str | None = None, rule: str = DEFAULT_RULE) -> JudgmentMetrics | None:
     """Citation precision of ``run`` from its judgments (SPEC §4.3b), or ``None`` when
     no citation of the run is judged (one query then; else six more). ``reviewer``:
     only that reviewer's judgments and labels count (blind labeling)."""
     if not CitationJudgment.objects.filter(citation__claim__answer__run=run, is_current=True).exists():
         return None
-    claims, _disagreements = resolved_claims_frame(run, reviewer=reviewer)
-    return run_judgment_metrics(run, claims, frames.citations_frame(run), reviewer=reviewer, rule=rule)
+    claims, _disagreements = resolved_claims_frame(run, reviewer=reviewer, text=False)
+    return run_judgment_metrics(run, claims, frames.citations_frame(run, text=False), reviewer=reviewer, rule=rule)
 
 
 def project_summary(project: Project, *, reviewer: str | None = None, rule: str = DEFAULT_RULE,

@@ -20,6 +20,7 @@ from django.urls import NoReverseMatch, reverse
 
 from labeling.exports import frames
 from labeling.exports.cells import spreadsheet_text, text_cell
+from labeling.exports.structure import one_version
 from labeling.models import Run
 from scoring.compare import DEFAULT_THRESHOLD, Comparison, RunFrames, compare_runs
 from scoring.deltas import MetricDelta, format_delta
@@ -56,9 +57,11 @@ def answer_review_url(*, project_slug: str, run_name: str, answer_id: Any) -> st
         return f"{run_url}#answer-{answer_id}"
 
 
+@one_version()
 def run_frames(run: Run) -> RunFrames:
-    """The frames ``scoring.compare`` takes for ``run`` (8 queries: ``resolved_claims_frame``'s
-    four, citations, answers, judgments, gold ids).
+    """The frames ``scoring.compare`` takes for ``run`` (``resolved_claims_frame``'s
+    queries, citations, answers, judgments, gold ids: 11, 9 with the run's structure
+    cached, ``labeling.exports.structure``).
 
     Claims carry the resolved label of ``labeling.exports.frames.resolved_claims_frame``;
     citations the id as cited, the passage's source and the fabricated flag;
