@@ -15,9 +15,11 @@ a run and structure, under a key made of
 - the database's name, so two databases served by one process never share an
   entry;
 
-holding the structure with the ``claims_version`` it was read at. It is served
-only to a reader whose run is at that version, read when the frame is asked for
-(one query), so a caller holding an old Run row never meets an old structure;
+holding the structure with the ``claims_version`` it was read at (and the run's
+``created_at``: a project restored from another database's backup keeps its run
+ids and versions, ``labeling.backup.project``, but not the same creation time).
+It is served only to a reader whose run is at that version, read when the frame
+is asked for (one query), so a caller holding an old Run row never meets an old structure;
 another version's reader reads the structure again and replaces the entry (one
 entry a run: a 50k-claim run's claims are megabytes, and a day of splits would
 otherwise fill the memory with versions nobody asks for again).
@@ -52,8 +54,8 @@ T = TypeVar("T")
 STRUCTURE_VERSION = 1
 TIMEOUT_SECONDS = 24 * 3600
 
-# Run id → claims version read once for the frames of one computation (:func:`one_version`).
-_pinned: ContextVar[dict[int, int] | None] = ContextVar("citelab_structure_versions", default=None)
+# Run id → (claims version, created_at) read once for the frames of one computation (:func:`one_version`).
+_pinned: ContextVar[dict[int, tuple] | None] = ContextVar("citelab_structure_versions", default=None)
 
 
 def in_write_transaction() -> bool:
@@ -63,7 +65,7 @@ def in_write_transaction() -> bool:
 
 
 def structure_key(name: str, run: Run | int) -> str:
-    """The cache key of structure ``name`` of ``run`` (its value: ``(claims_version, structure)``)."""
+    """The cache key of structure ``name`` of ``run`` (its value: ``((claims_version, created_at), structure)``)."""
     pk = getattr(run, "pk", run)
     state = repr((STRUCTURE_VERSION, connection.settings_dict["NAME"], pk))
     return f"citelab:structure:{name}:{pk}:{hashlib.sha256(state.encode()).hexdigest()}"
@@ -101,7 +103,7 @@ def structure(name: str, run: Run | int, read: Callable[[], T]) -> T:
     pinned = _pinned.get()
     version = pinned.get(pk) if pinned is not None else None
     if version is None:
-        version = Run.objects.filter(pk=pk).values_list("claims_version", flat=True).first()
+        version = Run.objects.filter(pk=pk).values_list("claims_version", "created_at").first()
         if version is None:
             return read()
         if pinned is not None:
