@@ -6,7 +6,6 @@ each write changes something (tests/counted_run.py's run)."""
 
 from __future__ import annotations
 
-import ast
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -49,8 +48,7 @@ from tests.counted_run import CountedRun, counted_run
 from tests.factories import ReviewerFactory
 from tests.judge_server import JudgeServer
 from tests.label_table_files import csv_bytes
-
-LABELING = Path(__file__).resolve().parents[1] / "labeling"
+from tests.model_writes import model_writers
 
 
 def _fresh(w: CountedRun) -> list:
@@ -201,7 +199,6 @@ FIGURE_MODELS = {"Label", "CitationJudgment", "Adjudication", "GoldClaim", "Send
                  "Membership", "Assignment", "Claim", "Citation", "Question", "GoldPassageId", "GoldReference",
                  "ExpectedSource"}
 BUMPS = {"labels_changed", "project_labels_changed", "claims_changed", "mark_labels_stale"}
-WRITES = {"create", "bulk_create", "update", "delete", "bulk_update", "insert_rows"}
 # Modules that write those rows without a bump, and why.
 EXEMPT = {
     "labeling/backup/project.py": "a restore writes a new project: its runs' keys are new",
@@ -218,23 +215,8 @@ def test_every_module_writing_what_a_figure_reads_bumps_the_state():
     """A guard for the writers not yet written: a module that writes a model the
     figures read (``Model.objects….create/update/delete``, ``insert_rows(Model``)
     calls one of the bumps, or says here why it need not."""
-    missing = []
-    for path in sorted(LABELING.rglob("*.py")):
-        relative = path.relative_to(LABELING.parent).as_posix()
-        if "migrations" in path.parts or relative.startswith("labeling/models/") or relative in EXEMPT:
-            continue
-        tree = ast.parse(path.read_text())
-        names = {node.id for node in ast.walk(tree) if isinstance(node, ast.Name)}
-        names |= {node.attr for node in ast.walk(tree) if isinstance(node, ast.Attribute)}
-        writes = set()
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in WRITES:
-                chain = ast.unparse(node.func)
-                writes |= {model for model in FIGURE_MODELS if chain.startswith(f"{model}.objects")}
-            if isinstance(node, ast.Call) and ast.unparse(node.func) == "insert_rows" and node.args:
-                writes |= {ast.unparse(node.args[0])} & FIGURE_MODELS
-        if writes and not names & BUMPS:
-            missing.append((relative, sorted(writes)))
+    missing = [(module, sorted(writes)) for module, writes, names in model_writers(FIGURE_MODELS, exempt=EXEMPT)
+               if not names & BUMPS]
     assert missing == []
 
 

@@ -10,10 +10,8 @@ disputed (pending)."""
 
 from __future__ import annotations
 
-import ast
 import json
 from datetime import timedelta
-from pathlib import Path
 
 import pytest
 from django.core.cache import cache
@@ -29,10 +27,10 @@ from labeling.review.claim_edits import claim_edit, claim_merge, claim_split
 from labeling.review.label_writes import label_save
 from labeling.scores import metrics
 from tests.counted_run import CountedRun, counted_run
+from tests.model_writes import model_writers
 
 pytestmark = pytest.mark.django_db
 
-LABELING = Path(__file__).resolve().parents[1] / "labeling"
 
 
 def _claim(w: CountedRun, qid: str, k: int) -> Claim:
@@ -237,7 +235,6 @@ def test_inside_a_write_transaction_the_structure_is_read_afresh(django_assert_n
 
 # The models whose rows a cached structure holds, and the bump that moves its key.
 STRUCTURE_MODELS = {"Answer", "Claim", "Citation", "Passage"}
-WRITES = {"create", "bulk_create", "update", "delete", "bulk_update", "insert_rows"}
 # Modules that write those rows without claims_changed, and why.
 EXEMPT = {
     "labeling/backup/project.py": "a restore writes runs with their ids and versions, but the run's created_at, "
@@ -249,20 +246,6 @@ def test_every_module_writing_a_structure_bumps_the_claims_version():
     """A guard for the writers not yet written: a module that writes a model a
     structure holds (``Model.objects….create/update/delete``, ``insert_rows(Model``)
     calls ``claims_changed``, or says here why it need not."""
-    missing = []
-    for path in sorted(LABELING.rglob("*.py")):
-        relative = path.relative_to(LABELING.parent).as_posix()
-        if "migrations" in path.parts or relative.startswith("labeling/models/") or relative in EXEMPT:
-            continue
-        tree = ast.parse(path.read_text())
-        names = {node.id for node in ast.walk(tree) if isinstance(node, ast.Name)}
-        writes = set()
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in WRITES:
-                chain = ast.unparse(node.func)
-                writes |= {model for model in STRUCTURE_MODELS if chain.startswith(f"{model}.objects")}
-            if isinstance(node, ast.Call) and ast.unparse(node.func) == "insert_rows" and node.args:
-                writes |= {ast.unparse(node.args[0])} & STRUCTURE_MODELS
-        if writes and "claims_changed" not in names:
-            missing.append((relative, sorted(writes)))
+    missing = [(module, sorted(writes)) for module, writes, names in model_writers(STRUCTURE_MODELS, exempt=EXEMPT)
+               if "claims_changed" not in names]
     assert missing == []
