@@ -10,7 +10,14 @@ from django.urls import reverse
 
 from labeling.models import Label
 from tests.e2e.conftest import panel_claim, ready_after_navigation, review_url, wait_for_htmx
-from tests.e2e.test_next_claim_e2e import LABEL_POSTS, current_labels, held_saves, open_ready, press_held
+from tests.e2e.test_next_claim_e2e import (
+    LABEL_POSTS,
+    current_labels,
+    first_label_acknowledged,
+    held_saves,
+    open_ready,
+    press_held,
+)
 from tests.e2e.test_review_keys_e2e import labeling_run
 
 pytestmark = pytest.mark.e2e
@@ -206,9 +213,6 @@ def test_a_very_long_answer_is_held_ready_and_acknowledged(live_server, reviewer
     for a short one, and the claim list marks the right claim current."""
     page = logged_in_page
     run, [(answer, claims)] = labeling_run(reviewer, {"q1": 150})
-    open_ready(live_server, page, run, answer, claims[1])
-    page.keyboard.press("1")
-    page.locator("#claim-notice", has_text="Saved SUPPORTED on claim 1.").wait_for()
-    wait_for_htmx(page, painted=True)
+    first_label_acknowledged(live_server, page, run, answer, claims)
     state = page_state(page)
     assert state["panel"] == state["list"] == state["url"] == str(claims[1].pk), state

@@ -62,6 +62,15 @@ def open_ready(live_server, page, run, answer, claim_after) -> None:
     page.locator(f"#claim-panel[data-ahead='{claim_after.pk}']").wait_for()
 
 
+def first_label_acknowledged(live_server, page, run, answer, claims) -> None:
+    """Open ``answer`` with ``claims[1]`` held ready, press 1 on ``claims[0]`` and wait for
+    its acknowledged save, painted."""
+    open_ready(live_server, page, run, answer, claims[1])
+    page.keyboard.press("1")
+    page.locator("#claim-notice", has_text="Saved SUPPORTED on claim 1.").wait_for()
+    wait_for_htmx(page, painted=True)
+
+
 def current_labels(reviewer, claims) -> list[tuple[int, str]]:
     return list(Label.objects.filter(reviewer=reviewer, claim__in=claims, is_current=True)
                 .order_by("claim__index").values_list("claim__index", "value"))
@@ -199,10 +208,7 @@ def test_the_back_button_shows_the_claim_saved_not_the_one_shown_ahead(live_serv
     # claim held ready is already on screen: the copy must be of the claim saved, under its URL.
     page = logged_in_page
     run, [(answer, claims)] = labeling_run(reviewer, {"q1": 3})
-    open_ready(live_server, page, run, answer, claims[1])
-    page.keyboard.press("1")
-    page.locator("#claim-notice", has_text="Saved SUPPORTED on claim 1.").wait_for()
-    wait_for_htmx(page, painted=True)
+    first_label_acknowledged(live_server, page, run, answer, claims)
 
     page.go_back()
     page.locator(f"#claim-panel[data-claim='{claims[0].pk}']").wait_for()
