@@ -12,7 +12,9 @@ In:
   ``reason`` (the judge's justification).
 - ``claims`` (optional): ``claim_id``, ``claim`` (text), ``cited_chars`` (int:
   characters of the cited text — the spans, else the passages — the judge
-  read), for the borderline ordering of the disagreements.
+  read), for the borderline ordering of the disagreements; or a function
+  given the disagreeing claim ids (list of int) that returns that frame for
+  them, so a caller reads the texts of the disagreements only.
 
 Figures, on the claims both labeled (``n``):
 
@@ -46,6 +48,7 @@ from __future__ import annotations
 import math
 import re
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
@@ -152,9 +155,11 @@ def kappa_interval(confusion: np.ndarray) -> tuple[float | None, float | None, t
     return kappa, se, (low, high)
 
 
-def grade_judge(reference: pd.DataFrame, judge: pd.DataFrame, *, claims: pd.DataFrame | None = None,
+def grade_judge(reference: pd.DataFrame, judge: pd.DataFrame, *,
+                claims: pd.DataFrame | Callable[[list[int]], pd.DataFrame] | None = None,
                 judge_name: str = "judge", reference_name: str = "reference") -> JudgeGrade:
-    """Grade ``judge`` against ``reference`` (frames as in the module docstring).
+    """Grade ``judge`` against ``reference`` (frames as in the module docstring;
+    ``claims`` a frame or a function of the disagreeing claim ids).
 
     Raises ``ValueError`` when a frame lacks ``claim_id``/``label``, lists a
     claim twice, or holds a label other than SUPPORTED/UNSUPPORTED.
@@ -206,8 +211,11 @@ def _checked(frame: pd.DataFrame, name: str, text_column: str) -> pd.DataFrame:
     return out
 
 
-def _disagreements(both: pd.DataFrame, claims: pd.DataFrame | None) -> pd.DataFrame:
+def _disagreements(both: pd.DataFrame,
+                   claims: pd.DataFrame | Callable[[list[int]], pd.DataFrame] | None) -> pd.DataFrame:
     differ = both[both["label_reference"] != both["label_judge"]]
+    if callable(claims):
+        claims = claims([int(c) for c in differ["claim_id"].tolist()])
     if claims is not None and len(claims):
         differ = differ.merge(claims[["claim_id", "claim", "cited_chars"]], on="claim_id", how="left")
     else:

@@ -211,11 +211,11 @@ def test_judged_precision_query_counts(django_assert_num_queries):
         judged = run_judgment_metrics(world.run, claims, citations, reviewer=None)
     assert (judged.citations, judged.judged) == (6, 1)
     # Whether anything is judged; resolved_claims_frame's claims version, claims not factual, questions
-    # with gold, labels and adjudications (the claims and answers cached by the read above); the
-    # citations without their texts (not yet cached), the judgments.
-    with django_assert_num_queries(8):
+    # with gold, labels and their reviewers, adjudications (the claims and answers cached by the read
+    # above); the citations without their texts (not yet cached), the judgments.
+    with django_assert_num_queries(9):
         assert run_judgments(world.run).judged == 1
-    with django_assert_num_queries(7):  # the citations cached too
+    with django_assert_num_queries(8):  # the citations cached too
         assert run_judgments(world.run).judged == 1
     CitationJudgment.objects.all().delete()
     with django_assert_num_queries(1):

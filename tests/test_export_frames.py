@@ -67,21 +67,23 @@ def test_claims_frame_reads_the_answers_for_abstention(django_assert_num_queries
 def test_resolved_claims_frame_query_count(django_assert_num_queries):
     """One disagreement left: q02's claim 2 (q02's claim 1 is adjudicated UNSUPPORTED)."""
     world = counted_run()
-    # claims_frame's five (the version, claims, texts, answers, questions), the labels, the adjudications.
-    with django_assert_num_queries(7):
+    # claims_frame's five (the version, claims, texts, answers, questions), the labels and their
+    # reviewers (frames.current_labels), the adjudications.
+    with django_assert_num_queries(8):
         claims, disagreements = frames.resolved_claims_frame(world.run)
     assert disagreements == 1
     assert claims["label"].tolist() == ["SUPPORTED", "SUPPORTED", "UNCITED", "UNSUPPORTED", None, "UNCITED",
                                         "SUPPORTED", "SUPPORTED", "UNCITED"]
-    # The claims and answers cached: the version, texts, questions, labels, adjudications.
-    with django_assert_num_queries(5):
+    # The claims and answers cached: the version, texts, questions, labels and their reviewers,
+    # adjudications.
+    with django_assert_num_queries(6):
         assert frames.resolved_claims_frame(world.run)[0].equals(claims)
     # One reviewer's labels: no adjudications.
-    with django_assert_num_queries(4):
+    with django_assert_num_queries(5):
         frames.resolved_claims_frame(world.run, reviewer="rev2")
     # A promoted judge not loaded with the run: its name is one more.
     world.run.promoted_judge = world.judge
     world.run.save()
     world.run.refresh_from_db()
-    with django_assert_num_queries(6):
+    with django_assert_num_queries(7):
         frames.resolved_claims_frame(world.run)

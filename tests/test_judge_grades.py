@@ -158,15 +158,15 @@ def test_reference_labels_query_count(django_assert_num_queries):
     """Five cited claims have the humans' label: q01's two and q03's two agreed SUPPORTED, q02's
     first adjudicated UNSUPPORTED (q02's second is disputed, so left out)."""
     world = counted_run()
-    # resolved_claims_frame's seven (claims version, claims, those not factual, answers, questions with
-    # gold, labels, adjudications), then the adjudications' reasons (already in its adjudication_reason
+    # resolved_claims_frame's eight (claims version, claims, those not factual, answers, questions with
+    # gold, labels and their reviewers, adjudications), then the adjudications' reasons (already in its adjudication_reason
     # column) and the human justifications (its labels frame held them, but it does not return that frame).
-    with django_assert_num_queries(9):
+    with django_assert_num_queries(10):
         reference = reference_labels(world.run)
     assert reference["label"].tolist() == ["SUPPORTED", "SUPPORTED", "UNSUPPORTED", "SUPPORTED", "SUPPORTED"]
     assert reference["justification"].tolist()[2] == "P1 says less."
     # The claims and answers read once per claims version (labeling.exports.structure).
-    with django_assert_num_queries(7):
+    with django_assert_num_queries(8):
         assert reference_labels(world.run).equals(reference)
 
 
@@ -207,6 +207,14 @@ def test_judge_labels_claim_texts_and_run_judges_query_counts(django_assert_num_
     # The characters read once per claims version (labeling.exports.structure).
     with django_assert_num_queries(2):
         assert claim_texts(world.run).equals(texts)
+    # The texts of some claims only (a grade's disagreements): the same rows; no claim, no query.
+    some = texts["claim_id"].tolist()[::4]
+    with django_assert_num_queries(2):
+        picked = claim_texts(world.run, some)
+    assert (picked.sort_values("claim_id").reset_index(drop=True)
+            .equals(texts[texts["claim_id"].isin(some)].sort_values("claim_id").reset_index(drop=True)))
+    with django_assert_num_queries(0):
+        assert claim_texts(world.run, []).empty
     # The judge labeled without a judge run (imported labels): its reviewer row is one more query.
     with django_assert_num_queries(3):
         assert [(row.reviewer.username, row.labels, row.latest) for row in run_judges(run=world.run)] == [
@@ -232,6 +240,6 @@ def test_judge_self_agreement_query_count(django_assert_num_queries):
     with django_assert_num_queries(3):
         agreement = judge_self_agreement(run=world.run, judge=world.judge, claims=claims)
     assert (agreement.n, agreement.agreement.numerator) == (6, 6)
-    # Without ``claims``: claim_texts' two more.
-    with django_assert_num_queries(5):
+    # Without ``claims``: the texts of the disagreements only, and the passes agree on every claim.
+    with django_assert_num_queries(3):
         judge_self_agreement(run=world.run, judge=world.judge)

@@ -9,6 +9,7 @@ claims are left out. A promoted judge is still graded against the humans only.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from django.db.models import Case, Count, Q, Sum, Value, When
@@ -22,6 +23,8 @@ from scoring.judge_grading import CATEGORIES, JudgeGrade, grade_judge
 from scoring.lazy import pd  # loaded on first use: keeps start-up fast (SPEC §7)
 
 REFERENCE = "humans"
+# Claim ids a query of claim_texts names: under every database's limit on a statement's parameters.
+TEXTS_PER_QUERY = 900
 
 
 def reference_labels(run: Run) -> pd.DataFrame:
@@ -52,24 +55,34 @@ def judge_labels(run: Run, judge: Reviewer, *, judge_run: JudgeRun | None = None
     """The judge's labels on the cited claims of ``run``: ``claim_id``,
     ``label``, ``reason``. Without ``judge_run``, its current labels; with
     one, the latest non-stale label that judge run gave each claim. One query."""
-    labels = Label.objects.filter(claim__answer__run=run, reviewer=judge,
-                                  value__in=CATEGORIES).order_by("claim_id", "-created_at", "-id")
-    labels = labels.filter(judge_run=judge_run, is_stale=False) if judge_run is not None else labels.filter(
-        is_current=True)
+    labels = Label.objects.filter(claim__answer__run=run, reviewer=judge, value__in=CATEGORIES)
+    if judge_run is not None:  # the latest of each claim first
+        labels = labels.filter(judge_run=judge_run, is_stale=False).order_by("claim_id", "-created_at", "-id")
+    else:  # one current label a claim: sorted here, not by the database's sort of the label rows
+        labels = labels.filter(is_current=True).order_by()
     frame = pd.DataFrame.from_records(list(labels.values_list("claim_id", "value", "justification")),
                                       columns=["claim_id", "label", "reason"])
+    if judge_run is None:
+        frame = frame.sort_values("claim_id", kind="stable")
     return frame.drop_duplicates("claim_id", keep="first").reset_index(drop=True)
 
 
-def claim_texts(run: Run) -> pd.DataFrame:
+def claim_texts(run: Run, claim_ids: Iterable[int] | None = None) -> pd.DataFrame:
     """``claim_id``, ``claim`` (text) and ``cited_chars`` (characters of its cited
     texts: spans, else passages; a fabricated citation has none) of every claim of
-    ``run``. The texts are read on every call (``claim_edit`` moves no claims
+    ``run``, or of the claims ``claim_ids`` only (claims of ``run``: what a grade
+    shows, its disagreements). The texts are read on every call (``claim_edit`` moves no claims
     version); the characters, summed by the database so no passage text is read
     (the texts of ``citations_frame``, whose ``text`` column they count), once per
     claims version (``labeling.exports.structure``). Two queries (the version, the
-    texts), three when the characters are not cached."""
+    texts; with ``claim_ids``, one a :data:`TEXTS_PER_QUERY` claims, none for no
+    claim), three when the characters are not cached."""
     from labeling.models import Citation, Claim
+
+    wanted = None if claim_ids is None else list(claim_ids)
+    if wanted == []:  # a grade without disagreements shows no text: nothing to read
+        return pd.DataFrame({"claim_id": pd.Series(dtype="int64"), "claim": pd.Series(dtype=object),
+                             "cited_chars": pd.Series(dtype="int64")})
 
     def read() -> dict[int, int]:
         each = Case(When(~Q(span=""), then=Length("span")), default=Coalesce(Length("passage__text"), Value(0)))
@@ -77,10 +90,25 @@ def claim_texts(run: Run) -> pd.DataFrame:
                     .annotate(chars=Sum(each)).values_list("claim_id", "chars"))
 
     chars = structure("cited_chars", run, read)
-    rows = Claim.objects.filter(answer__run=run).values_list("pk", "text")
-    frame = pd.DataFrame.from_records(list(rows), columns=["claim_id", "claim"])
+    # Without Claim's default ordering: the frame is merged by claim id.
+    if wanted is None:
+        rows = list(Claim.objects.filter(answer__run=run).order_by().values_list("pk", "text"))
+    else:
+        # By id alone: joined to the run's answers, SQLite walks every answer for each id (seconds).
+        rows = []
+        for start in range(0, len(wanted), TEXTS_PER_QUERY):
+            rows += (Claim.objects.filter(pk__in=wanted[start:start + TEXTS_PER_QUERY]).order_by()
+                     .values_list("pk", "text"))
+    frame = pd.DataFrame.from_records(rows, columns=["claim_id", "claim"])
     frame["cited_chars"] = frame["claim_id"].map(chars).fillna(0).astype("int64")
     return frame
+
+
+def texts_of(run: Run) -> Callable[[list[int]], pd.DataFrame]:
+    """The ``claims`` argument of ``scoring.judge_grading.grade_judge`` for ``run``:
+    reads the texts of the claims a grade shows (its disagreements) only, when it
+    shows them (:func:`claim_texts`)."""
+    return lambda claim_ids: claim_texts(run, claim_ids)
 
 
 def run_judge_grade(*, run: Run, judge: Reviewer, reference: pd.DataFrame | None = None,
@@ -88,7 +116,7 @@ def run_judge_grade(*, run: Run, judge: Reviewer, reference: pd.DataFrame | None
     """``judge`` graded against the humans on ``run`` (module docstring);
     ``reference``/``claims`` may be passed when already read."""
     return grade_judge(reference if reference is not None else reference_labels(run), judge_labels(run, judge),
-                       claims=claims if claims is not None else claim_texts(run),
+                       claims=claims if claims is not None else texts_of(run),
                        judge_name=judge.username, reference_name=REFERENCE)
 
 
@@ -107,7 +135,7 @@ def judge_self_agreement(*, run: Run, judge: Reviewer, claims: pd.DataFrame | No
     later, earlier = passes
     return grade_judge(judge_labels(run, judge, judge_run=earlier).rename(columns={"reason": "justification"}),
                        judge_labels(run, judge, judge_run=later),
-                       claims=claims if claims is not None else claim_texts(run),
+                       claims=claims if claims is not None else texts_of(run),
                        judge_name=f"judge run {later.pk}", reference_name=f"judge run {earlier.pk}")
 
 

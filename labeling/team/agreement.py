@@ -18,14 +18,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from labeling.exports.frames import current_labels
 from labeling.models import (
     Adjudication,
     Assignment,
     CitationJudgment,
     Claim,
     Label,
-    LabelValue,
-    Reviewer,
     Run,
 )
 from labeling.models.counted import counted_q
@@ -75,23 +74,12 @@ class RunAgreement:
 def agreement_labels(run: Run) -> tuple[pd.DataFrame, dict[str, str]]:
     """Current labels on the cited factual claims of ``run`` as a labels frame
     (``claim_id`` int, ``reviewer`` username, ``label``), and each of their
-    reviewers' kind by name. Two queries."""
-    # UNCITED is given if and only if a claim has no citation (SPEC §3, enforced by
-    # label_save and the imports; a citation change makes labels stale), so leaving
-    # out UNCITED labels leaves out exactly the uncited claims, without a join.
-    # SPEC §4.3b: a claim marked not factual leaves every figure, agreement too.
-    rows = (Label.objects.filter(claim__answer__run=run, is_current=True, claim__factual=True)
-            .exclude(value=LabelValue.UNCITED)
-            .order_by().values_list("claim_id", "reviewer_id", "value"))
-    labels = pd.DataFrame.from_records(list(rows), columns=["claim_id", "reviewer", "label"])
-    # Names by id from one small query: joining the user table onto every label row
-    # doubles the time of this read on a 120k-label run.
-    people = Reviewer.objects.filter(pk__in=labels["reviewer"].unique().tolist()).values_list("pk", "username", "kind")
-    names, kinds = {}, {}
-    for pk, username, kind in people:
-        names[pk], kinds[username] = username, kind
-    labels["reviewer"] = labels["reviewer"].map(names).astype(object)
-    return labels, kinds
+    reviewers' kind by name. Two queries (``labeling.exports.frames.current_labels``:
+    SPEC §4.3b, a claim marked not factual leaves every figure, agreement too)."""
+    labels = current_labels(run, factual_judged_only=True)
+    people = labels[["reviewer", "kind"]].drop_duplicates()
+    kinds = dict(zip(people["reviewer"].tolist(), people["kind"].tolist(), strict=True))
+    return labels[["claim_id", "reviewer", "label"]], kinds
 
 
 def run_agreement(*, run: Run) -> RunAgreement:

@@ -10,7 +10,7 @@ from typing import Any
 
 from django.core.exceptions import ValidationError
 
-from labeling.judges.grades import claim_texts, judge_labels
+from labeling.judges.grades import judge_labels, texts_of
 from labeling.models import Reviewer, ReviewerKind, Run
 from labeling.team.agreement import CATEGORIES, RunAgreement, run_agreement, run_judgment_agreement
 from scoring.agreement import Agreement, Interval, Reliability, pairwise_agreement
@@ -94,7 +94,7 @@ def _judge_grade(run: Run, names: list[str], kinds: dict[str, str]) -> JudgeGrad
     judge = Reviewer.objects.get(username=judges[0])
     human = Reviewer.objects.get(username=next(name for name in names if name != judges[0]))
     reference = judge_labels(run, human).rename(columns={"reason": "justification"})
-    return grade_judge(reference, judge_labels(run, judge), claims=claim_texts(run), judge_name=judge.username,
+    return grade_judge(reference, judge_labels(run, judge), claims=texts_of(run), judge_name=judge.username,
                        reference_name=human.username)
 
 

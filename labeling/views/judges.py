@@ -74,7 +74,7 @@ def judge_grade_page(request: HttpRequest, project_slug: str, run_name: str, jud
     judge = _judge_for(judge_name)
 
     def grades() -> tuple:
-        claims = judge_grades.claim_texts(run)
+        claims = judge_grades.texts_of(run)  # the disagreements' texts only
         return (judge_grades.run_judge_grade(run=run, judge=judge, claims=claims),
                 judge_grades.judge_self_agreement(run=run, judge=judge, claims=claims))
 

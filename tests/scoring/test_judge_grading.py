@@ -82,6 +82,26 @@ def test_disagreements_come_borderline_first():
     assert grade.to_dict()["disagreements"][0]["justification"] == "Only partially supported."
 
 
+def test_claims_given_as_a_function_are_read_for_the_disagreements_only():
+    """Humans U, U, S, S; judge S, U, S, U: claims 1 and 4 differ. The function is asked
+    for those two ids, once, and the grade is the one the whole frame gives."""
+    humans = _frame([U, U, S, S])
+    judge = _frame([S, U, S, U], "reason")
+    claims = pd.DataFrame({"claim_id": [1, 2, 3, 4], "claim": ["Plain.", "In 2019.", "Two.", "About 40 %."],
+                           "cited_chars": [10, 700, 10, 10]})
+    asked = []
+
+    def texts(claim_ids: list[int]) -> pd.DataFrame:
+        asked.append(claim_ids)
+        return claims[claims["claim_id"].isin(claim_ids)]
+
+    lazy = grade_judge(humans, judge, claims=texts)
+    assert asked == [[1, 4]]
+    assert lazy.disagreements["claim_id"].tolist() == [4, 1]
+    assert lazy.disagreements["claim"].tolist() == ["About 40 %.", "Plain."]
+    assert lazy.to_dict() == grade_judge(humans, judge, claims=claims).to_dict()
+
+
 def test_citation_markers_are_not_numbers():
     """A marker's digits name a passage: [3], [P1], [1, 3], [2-4], 【4】 alone raise no "number"
     sign; a quantity beside a marker still does."""
