@@ -159,8 +159,9 @@ def test_reference_labels_query_count(django_assert_num_queries):
     first adjudicated UNSUPPORTED (q02's second is disputed, so left out)."""
     world = counted_run()
     # resolved_claims_frame's eight (claims version, claims, those not factual, answers, questions with
-    # gold, labels and their reviewers, adjudications), then the adjudications' reasons (already in its adjudication_reason
-    # column) and the human justifications (its labels frame held them, but it does not return that frame).
+    # gold, labels and their reviewers, adjudications), then the adjudications' reasons (already in its
+    # adjudication_reason column) and the human justifications (its labels frame held them, but it does not
+    # return that frame).
     with django_assert_num_queries(10):
         reference = reference_labels(world.run)
     assert reference["label"].tolist() == ["SUPPORTED", "SUPPORTED", "UNSUPPORTED", "SUPPORTED", "SUPPORTED"]
