@@ -14,7 +14,10 @@ In:
   characters of the cited text — the spans, else the passages — the judge
   read), for the borderline ordering of the disagreements; or a function
   given the disagreeing claim ids (list of int) that returns that frame for
-  them, so a caller reads the texts of the disagreements only.
+  them, so a caller reads the texts of the disagreements only. Optional
+  columns ``reason`` and ``justification`` there replace the judge's reasons
+  and the reference's justifications (a caller that reads those for the
+  disagreements only leaves them out of ``judge`` and ``reference``).
 
 Figures, on the claims both labeled (``n``):
 
@@ -217,10 +220,12 @@ def _disagreements(both: pd.DataFrame,
     if callable(claims):
         claims = claims([int(c) for c in differ["claim_id"].tolist()])
     if claims is not None and len(claims):
-        differ = differ.merge(claims[["claim_id", "claim", "cited_chars"]], on="claim_id", how="left")
+        words = [column for column in ("reason", "justification") if column in claims.columns]
+        differ = differ.drop(columns=words).merge(claims[["claim_id", "claim", "cited_chars", *words]],
+                                                  on="claim_id", how="left")
     else:
         differ = differ.assign(claim="", cited_chars=0)
-    differ = differ.fillna({"claim": "", "cited_chars": 0})
+    differ = differ.fillna({"claim": "", "cited_chars": 0, "reason": "", "justification": ""})
     rows = pd.DataFrame({
         "claim_id": differ["claim_id"].to_numpy(),
         "reference": differ["label_reference"].to_numpy(dtype=object),

@@ -23,6 +23,7 @@ from labeling.judges.grades import (
 from labeling.judges.protocol import JudgeEndpoint
 from labeling.judges.runs import judge_run_create, judge_run_execute
 from labeling.models import JudgeRun, JudgeRunStatus, Label, Reviewer, Run
+from scoring.judge_grading import grade_judge
 from tests.agreement_data import EXPERT
 from tests.counted_run import counted_run
 from tests.judge_server import JudgeServer
@@ -99,6 +100,14 @@ def test_flipped_judge_grades_to_the_hand_computed_figures(judged):
     assert grade.missed_unsupported == 4
     assert grade.confusion.to_numpy().tolist() == [[86, 6], [4, 75]]
     assert len(grade.disagreements) == 10
+    # The words of the ten disagreements, read for them alone after grading, are those of a grade
+    # made from every claim's text, the judge's every reason and the humans' every justification.
+    eager = grade_judge(reference_labels(judged), judge_labels(judged, judge), claims=claim_texts(judged),
+                        judge_name=judge.username, reference_name="humans")
+    assert grade.to_dict() == eager.to_dict()
+    shown = grade.to_dict()["disagreements"]
+    assert all(row["claim"] and row["reason"] for row in shown)
+    assert sum(bool(row["justification"]) for row in shown) == 2
 
 
 def test_agreement_json_gains_the_judge_grade(judged, capsys):

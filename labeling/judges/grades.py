@@ -9,13 +9,13 @@ claims are left out. A promoted judge is still graded against the humans only.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 from django.db.models import Case, Count, Q, Sum, Value, When
 from django.db.models.functions import Coalesce, Length
 
-from labeling.exports.frames import resolved_claims_frame
+from labeling.exports.frames import current_labels, resolved_claims_frame
 from labeling.exports.structure import structure
 from labeling.models import Adjudication, JudgeRun, JudgeRunStatus, Label, Reviewer, ReviewerKind, Run
 from labeling.models.counted import counted_q
@@ -27,28 +27,54 @@ REFERENCE = "humans"
 TEXTS_PER_QUERY = 900
 
 
-def reference_labels(run: Run) -> pd.DataFrame:
+def reference_labels(run: Run, *, labels: pd.DataFrame | None = None, justifications: bool = True) -> pd.DataFrame:
     """The humans' label of each cited factual claim of ``run`` that has one: columns
-    ``claim_id``, ``label`` (SUPPORTED/UNSUPPORTED), ``justification`` (the
-    adjudication's reason, else the human justifications joined by " | ").
-    ``resolved_claims_frame``'s queries (without texts), the adjudications' reasons
-    and the human justifications."""
-    claims, _ = resolved_claims_frame(run, humans_only=True, text=False)
+    ``claim_id``, ``label`` (SUPPORTED/UNSUPPORTED) and, with ``justifications``,
+    ``justification`` (:func:`reference_justifications`). ``labels``: the run's
+    ``frames.current_labels`` when the caller read them. ``resolved_claims_frame``'s
+    queries (without texts), then :func:`reference_justifications`' two."""
+    claims, _ = resolved_claims_frame(run, humans_only=True, text=False, labels=labels)
     # A claim marked not factual (SPEC §4.3b) is outside every count, the grade's too.
     resolved = claims[(claims["n_citations"] > 0) & claims["factual"] & claims["label"].isin(CATEGORIES)]
-    reasons = dict(Adjudication.objects.filter(claim__answer__run=run, is_current=True)
-                   .values_list("claim_id", "reason"))
-    said: dict[int, list[str]] = {}
-    # The humans' justifications: whose labels count, without the promoted judge (counted_q).
-    for claim_id, text in (Label.objects.filter(claim__answer__run=run, is_current=True).filter(counted_q())
-                           .exclude(justification="").order_by("claim_id", "reviewer__username")
-                           .values_list("claim_id", "justification")):
-        said.setdefault(claim_id, []).append(text)
-    return pd.DataFrame({
+    frame = pd.DataFrame({
         "claim_id": resolved["claim_id"].astype("int64").to_numpy(),
         "label": resolved["label"].to_numpy(dtype=object),
-        "justification": [reasons.get(c) or " | ".join(said.get(c, [])) for c in resolved["claim_id"]],
     })
+    if justifications:
+        said = reference_justifications(run)
+        frame["justification"] = [said.get(c, "") for c in frame["claim_id"].tolist()]
+    return frame
+
+
+def reference_justifications(run: Run, claim_ids: Iterable[int] | None = None) -> dict[int, str]:
+    """The humans' justification of each claim of ``run`` (or of the claims ``claim_ids``
+    only, claims of ``run``), by claim id: the current adjudication's reason, else the
+    non-empty justifications of the labels that count (``counted_q``: people, without the
+    promoted judge) joined by " | " in reviewer name order; claims with neither are left
+    out. Two queries (with ``claim_ids``, two a :data:`TEXTS_PER_QUERY` claims)."""
+    adjudications = Adjudication.objects.filter(is_current=True).order_by()
+    said_by = (Label.objects.filter(is_current=True).filter(counted_q()).exclude(justification="")
+               .order_by("claim_id", "reviewer__username"))
+    reasons: dict[int, str] = {}
+    said: dict[int, list[str]] = {}
+    for ids in _chunks(claim_ids):
+        chosen = {"claim_id__in": ids} if ids is not None else {"claim__answer__run": run}
+        reasons.update(adjudications.filter(**chosen).values_list("claim_id", "reason"))
+        for claim_id, text in said_by.filter(**chosen).values_list("claim_id", "justification"):
+            said.setdefault(claim_id, []).append(text)
+    out = {claim_id: " | ".join(texts) for claim_id, texts in said.items()}
+    out.update({claim_id: reason for claim_id, reason in reasons.items() if reason})
+    return out
+
+
+def _chunks(claim_ids: Iterable[int] | None) -> Iterator[list[int] | None]:
+    """``None`` (the whole run) as is; else the ids in lists of :data:`TEXTS_PER_QUERY`."""
+    if claim_ids is None:
+        yield None
+        return
+    wanted = list(claim_ids)
+    for start in range(0, len(wanted), TEXTS_PER_QUERY):
+        yield wanted[start:start + TEXTS_PER_QUERY]
 
 
 def judge_labels(run: Run, judge: Reviewer, *, judge_run: JudgeRun | None = None) -> pd.DataFrame:
@@ -112,12 +138,44 @@ def texts_of(run: Run) -> Callable[[list[int]], pd.DataFrame]:
 
 
 def run_judge_grade(*, run: Run, judge: Reviewer, reference: pd.DataFrame | None = None,
-                    claims: pd.DataFrame | None = None) -> JudgeGrade:
+                    claims: pd.DataFrame | Callable[[list[int]], pd.DataFrame] | None = None) -> JudgeGrade:
     """``judge`` graded against the humans on ``run`` (module docstring);
-    ``reference``/``claims`` may be passed when already read."""
-    return grade_judge(reference if reference is not None else reference_labels(run), judge_labels(run, judge),
-                       claims=claims if claims is not None else texts_of(run),
-                       judge_name=judge.username, reference_name=REFERENCE)
+    ``reference`` (:func:`reference_labels`) and ``claims`` (:func:`claim_texts` or
+    :func:`texts_of`) may be passed when already read.
+
+    The run's current labels are read once, for the humans' labels and the judge's;
+    the words a grade shows (the claims' texts, the judge's reasons, the humans'
+    justifications) are read for its disagreements only, after it is graded.
+    ``resolved_claims_frame``'s queries, then, when claims differ, the texts and the
+    words of those claims (:func:`texts_of`, :func:`reference_justifications`)."""
+    labels = current_labels(run)
+    if reference is None:
+        reference = reference_labels(run, labels=labels, justifications=False)
+    mine = labels[(labels["reviewer"] == judge.username) & labels["label"].isin(CATEGORIES)]
+    judged = pd.DataFrame({"claim_id": mine["claim_id"].to_numpy(dtype="int64"),
+                           "label": mine["label"].to_numpy(dtype=object)})
+    texts = claims if claims is not None else texts_of(run)
+    justified = "justification" in reference.columns
+
+    def shown(claim_ids: list[int]) -> pd.DataFrame:
+        frame = (texts(claim_ids) if callable(texts) else texts[texts["claim_id"].isin(claim_ids)]).copy()
+        reasons = _current_reasons(judge, claim_ids)
+        frame["reason"] = [reasons.get(c, "") for c in frame["claim_id"].tolist()]
+        if not justified:
+            said = reference_justifications(run, claim_ids)
+            frame["justification"] = [said.get(c, "") for c in frame["claim_id"].tolist()]
+        return frame
+
+    return grade_judge(reference, judged, claims=shown, judge_name=judge.username, reference_name=REFERENCE)
+
+
+def _current_reasons(judge: Reviewer, claim_ids: list[int]) -> dict[int, str]:
+    """The justification of ``judge``'s current label on each of ``claim_ids``."""
+    reasons: dict[int, str] = {}
+    for ids in _chunks(claim_ids):
+        reasons.update(Label.objects.filter(claim_id__in=ids, reviewer=judge, is_current=True).order_by()
+                       .values_list("claim_id", "justification"))
+    return reasons
 
 
 def judge_self_agreement(*, run: Run, judge: Reviewer, claims: pd.DataFrame | None = None) -> JudgeGrade | None:
