@@ -199,11 +199,11 @@ def _available_for_mean(units: Units | None, interval: Interval) -> int:
 def gap_interval(coverage: Units, support: Units, *, confidence: float = DEFAULT_CONFIDENCE) -> Interval:
     """``coverage − support`` of one run (SPEC §4.1) with its linearized interval over
     its answers (:func:`scoring.intervals.contrast_interval`); ``n_units`` = claims."""
-    questions = list(coverage.question_ids)
-    cited, claims = coverage.aligned(questions)
-    supported, labeled = support.aligned(questions)
+    questions = coverage.question_ids
+    cited, claims = coverage.aligned_arrays(questions)
+    supported, labeled = support.aligned_arrays(questions)
     return contrast_interval([(1, cited, claims), (-1, supported, labeled)], confidence=confidence,
-                             n_units=sum(claims))
+                             n_units=int(claims.sum()))
 
 
 def paired_differences(a: RunFigures, b: RunFigures, *, questions: Sequence[str] | None = None,
@@ -219,7 +219,7 @@ def paired_differences(a: RunFigures, b: RunFigures, *, questions: Sequence[str]
     check_confidence(confidence)
     if questions is None:
         questions = sorted(_questions(a) & _questions(b))
-    questions = [str(q) for q in questions]
+    questions = tuple(str(q) for q in questions)  # a tuple: a run's own question_ids compare equal at once
     if keys is None:
         keys = [k for k in POOLED_LABELS if k == "gap" or (k in a.units and k in b.units)]
         keys += [f"mean_{k}" for k in a.values if k in b.values]
@@ -236,15 +236,15 @@ def _questions(figures: RunFigures) -> set[str]:
     return set(figures.units["coverage"].question_ids)
 
 
-def _terms(figures: RunFigures, key: str, questions: Sequence[str]) -> list[tuple[int, list, list]] | None:
+def _terms(figures: RunFigures, key: str, questions: Sequence[str]) -> list[tuple[int, Any, Any]] | None:
     if key == "gap":
-        cited, claims = figures.units["coverage"].aligned(questions)
-        supported, labeled = figures.units["support"].aligned(questions)
+        cited, claims = figures.units["coverage"].aligned_arrays(questions)
+        supported, labeled = figures.units["support"].aligned_arrays(questions)
         return [(1, cited, claims), (-1, supported, labeled)]
     if key.startswith("mean_") and key[5:] in figures.values:
-        return [(1, *figures.values[key[5:]].as_units(questions))]
+        return [(1, *figures.values[key[5:]].unit_arrays(questions))]
     if key in figures.units:
-        return [(1, *figures.units[key].aligned(questions))]
+        return [(1, *figures.units[key].aligned_arrays(questions))]
     return None
 
 

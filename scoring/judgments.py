@@ -37,7 +37,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from scoring.claims import frame_units, frame_values, mean_of_defined, to_native
+from scoring.claims import frame_units, frame_values, mean_of_defined, native_records
 from scoring.intervals import AnswerValues, Units
 from scoring.labels import SUPPORTED, UNSUPPORTED, require_columns, sort_by
 from scoring.lazy import np, pd  # loaded on first use: keeps start-up fast (SPEC §7)
@@ -191,8 +191,7 @@ class JudgmentMetrics:
 
     def per_answer_records(self) -> list[dict[str, Any]]:
         """One dict per answer: ``answer_id, judged, precise, precision``."""
-        keys = ("answer_id", "judged", "precise", "precision")
-        return [{key: to_native(row[key]) for key in keys} for row in self.per_answer.to_dict("records")]
+        return native_records(self.per_answer, ("answer_id", "judged", "precise", "precision"))
 
 
 def citation_judgments(claims: pd.DataFrame, judgments: pd.DataFrame, *, rule: str = DEFAULT_RULE) -> JudgmentMetrics:

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scoring.claims import claim_metrics
+from scoring.claims import claim_metrics, native_column, native_records, to_native
 from scoring.labels import SUPPORTED, UNCITED, UNSUPPORTED, resolve_labels
 from tests.scoring.checks import assert_no_nan
 
@@ -237,6 +238,43 @@ def test_per_answer_records_have_the_documented_keys():
         "non_factual": 0,
     }
     assert type(record["claims"]) is int
+
+
+@pytest.mark.parametrize(
+    "column",
+    [
+        pd.Series([1, 2, 3]),
+        pd.Series([0.5, np.nan, 1.0]),
+        pd.Series([True, False]),
+        pd.Series([1, None, 3], dtype="Int64"),
+        pd.Series([True, None], dtype="boolean"),
+        pd.Series([0.5, None], dtype="Float64"),
+        pd.Series(["a", None, "c"]),
+        pd.Series(["a", None], dtype=object),
+        pd.Series([0.5, None, pd.NA, np.float64(0.25), np.nan], dtype=object),
+        pd.Series([1, np.int64(2)], dtype=object),
+        pd.Series([1, None, np.int64(3)], dtype=object),
+        pd.Series([1, 0.5, None, "x"], dtype=object),
+        pd.Series([True, np.bool_(False)], dtype=object),
+        pd.Series([2**70, 1], dtype=object),
+        pd.Series([None, None], dtype=object),
+        pd.Series([], dtype=object),
+        pd.Series(["a", None], dtype="category"),
+    ],
+    ids=lambda column: str(column.dtype),
+)
+def test_native_column_is_to_native_cell_by_cell(column):
+    """A column at a time gives what to_native gives cell by cell: same values, same Python types."""
+    expected = [to_native(value) for value in column.astype(object).tolist()]
+    got = native_column(column)
+    assert got == expected and [type(v) for v in got] == [type(v) for v in expected]
+
+
+def test_native_records_keep_the_frame_order_and_the_columns_asked_for():
+    frame = pd.DataFrame({"a": ["x", "y"], "n": [1, 2], "r": [0.5, None]}, dtype=object).astype({"n": "int64"})
+    assert native_records(frame) == [{"a": "x", "n": 1, "r": 0.5}, {"a": "y", "n": 2, "r": None}]
+    assert native_records(frame, ("r", "a")) == [{"r": 0.5, "a": "x"}, {"r": None, "a": "y"}]
+    assert native_records(frame.iloc[:0]) == []
 
 
 @pytest.mark.parametrize(

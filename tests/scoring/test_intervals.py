@@ -267,3 +267,51 @@ def test_settle_budget_by_hand():
     assert (budget.half_width, budget.needed, budget.more, budget.reachable) == (pytest.approx(0.2), 13, 11, True)
     assert settle_budget(difference, 0.05, available=2).reachable is False
     assert settle_budget(difference, 0.25) is None
+
+
+# --- the numpy arithmetic (issue 24) keeps the loops' figures --------------------------------------------------
+
+
+def test_constant_ratio_has_zero_variance_and_n_eff_exactly_x():
+    """Every answer 4/5: residuals yᵢ − 0.8·5 are exactly 0, so v = 0 and n_eff = X = 5,000."""
+    interval = clustered_ratio([4] * 1000, [5] * 1000)
+    assert ratio_variance([4] * 1000, [5] * 1000) == 0.0
+    assert interval.n_eff == 5000.0 and interval.n_units == 5000 and type(interval.n_units) is int
+
+
+def test_bad_counts_name_the_first_bad_pair():
+    with pytest.raises(ValueError, match="not 3/2$"):
+        clustered_ratio([1, 3, 5], [1, 2, 4])
+    with pytest.raises(ValueError, match="not -1/2$"):
+        paired_difference([0, 0], [1, 1], [0, -1], [1, 2])
+    with pytest.raises(ValueError, match="not 1.5/1$"):
+        contrast_interval([(1, [0.5, 1.5], [1, 1])])
+
+
+def test_four_term_contrast_sums_each_question_with_fsum():
+    """The change of a gap (four terms, run A's signs flipped) with each question's influence
+    summed by math.fsum, as SPEC §4.5's linearization writes it; here question by question in Python."""
+    rng = np.random.default_rng(3)
+    xs = [rng.integers(1, 9, 200) for _ in range(4)]
+    ys = [rng.binomial(x, p) for x, p in zip(xs, (0.9, 0.6, 0.8, 0.7), strict=True)]
+    signs = (1, -1, 1, -1)  # A's gap, B's gap
+    flipped = (-1, 1, 1, -1)  # B − A
+    ratios = [y.sum() / x.sum() for y, x in zip(ys, xs, strict=True)]
+    influence = [math.fsum(s * (int(y[q]) - r * int(x[q])) / int(x.sum())
+                           for s, y, x, r in zip(flipped, ys, xs, ratios, strict=True)) for q in range(200)]
+    variance = 200 / 199 * math.fsum(d * d for d in influence)
+    difference = paired_contrast([(signs[0], ys[0], xs[0]), (signs[1], ys[1], xs[1])],
+                                 [(signs[2], ys[2], xs[2]), (signs[3], ys[3], xs[3])])
+    assert difference.delta == math.fsum(s * r for s, r in zip(flipped, ratios, strict=True))
+    assert difference.high - difference.delta == pytest.approx(Z_95 * math.sqrt(variance), rel=1e-14)
+
+
+def test_units_align_as_lists_or_arrays_and_a_repeated_question_reads_its_last_answer():
+    units = Units(("q1", "q2", "q1"), (1, 2, 3), (4, 5, 6))
+    assert units.aligned(("q1", "q2", "q1")) == ([3, 2, 3], [6, 5, 6])
+    ys, xs = Units(("q2", "q1"), (1, 2), (3, 2)).aligned_arrays(["q9", "q1"])
+    assert ys.tolist() == [0, 2] and xs.tolist() == [0, 2] and ys.dtype == np.int64
+    assert Units((), (), ()).aligned(["q1"]) == ([0], [0])
+    values = AnswerValues(("q1", "q2"), (0.25, None))
+    assert values.as_units(["q2", "q1", "q3"]) == ([0.0, 0.25, 0.0], [0, 1, 0])
+    assert AnswerValues((), ()).as_units([]) == ([], [])
