@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
+from django.db import connection
 from django.db.models import Case, Count, Q, Sum, Value, When
 from django.db.models.functions import Coalesce, Length
 
@@ -23,7 +24,8 @@ from scoring.judge_grading import CATEGORIES, JudgeGrade, grade_judge
 from scoring.lazy import pd  # loaded on first use: keeps start-up fast (SPEC §7)
 
 REFERENCE = "humans"
-# Claim ids a query of claim_texts names: under every database's limit on a statement's parameters.
+# Claim ids one query names where the database limits a statement's parameters (SQLite, as
+# Django declares it: 999); PostgreSQL takes them all at once (a query each costs it a scan).
 TEXTS_PER_QUERY = 900
 
 
@@ -51,7 +53,7 @@ def reference_justifications(run: Run, claim_ids: Iterable[int] | None = None) -
     only, claims of ``run``), by claim id: the current adjudication's reason, else the
     non-empty justifications of the labels that count (``counted_q``: people, without the
     promoted judge) joined by " | " in reviewer name order; claims with neither are left
-    out. Two queries (with ``claim_ids``, two a :data:`TEXTS_PER_QUERY` claims)."""
+    out. Two queries (with ``claim_ids``, two a :func:`_chunks` of them)."""
     adjudications = Adjudication.objects.filter(is_current=True).order_by()
     said_by = (Label.objects.filter(is_current=True).filter(counted_q()).exclude(justification="")
                .order_by("claim_id", "reviewer__username"))
@@ -68,13 +70,15 @@ def reference_justifications(run: Run, claim_ids: Iterable[int] | None = None) -
 
 
 def _chunks(claim_ids: Iterable[int] | None) -> Iterator[list[int] | None]:
-    """``None`` (the whole run) as is; else the ids in lists of :data:`TEXTS_PER_QUERY`."""
+    """``None`` (the whole run) as is; else the ids in lists of :data:`TEXTS_PER_QUERY`
+    where the database limits a statement's parameters, in one list where it does not."""
     if claim_ids is None:
         yield None
         return
     wanted = list(claim_ids)
-    for start in range(0, len(wanted), TEXTS_PER_QUERY):
-        yield wanted[start:start + TEXTS_PER_QUERY]
+    size = TEXTS_PER_QUERY if connection.features.max_query_params else max(len(wanted), 1)
+    for start in range(0, len(wanted), size):
+        yield wanted[start:start + size]
 
 
 def judge_labels(run: Run, judge: Reviewer, *, judge_run: JudgeRun | None = None) -> pd.DataFrame:
@@ -101,7 +105,7 @@ def claim_texts(run: Run, claim_ids: Iterable[int] | None = None) -> pd.DataFram
     version); the characters, summed by the database so no passage text is read
     (the texts of ``citations_frame``, whose ``text`` column they count), once per
     claims version (``labeling.exports.structure``). Two queries (the version, the
-    texts; with ``claim_ids``, one a :data:`TEXTS_PER_QUERY` claims, none for no
+    texts; with ``claim_ids``, one a :func:`_chunks` of them, none for no
     claim), three when the characters are not cached."""
     from labeling.models import Citation, Claim
 
@@ -122,8 +126,8 @@ def claim_texts(run: Run, claim_ids: Iterable[int] | None = None) -> pd.DataFram
     else:
         # By id alone: joined to the run's answers, SQLite walks every answer for each id (seconds).
         rows = []
-        for start in range(0, len(wanted), TEXTS_PER_QUERY):
-            rows += (Claim.objects.filter(pk__in=wanted[start:start + TEXTS_PER_QUERY]).order_by()
+        for ids in _chunks(wanted):
+            rows += (Claim.objects.filter(pk__in=ids).order_by()
                      .values_list("pk", "text"))
     frame = pd.DataFrame.from_records(rows, columns=["claim_id", "claim"])
     frame["cited_chars"] = frame["claim_id"].map(chars).fillna(0).astype("int64")
