@@ -11,8 +11,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 from django.core.management import call_command
-from django.db import connection
 from django.core.management.base import CommandError
+from django.db import connection
 from django.urls import reverse
 
 from labeling.audit import COMMAND_LINE, run_actors
