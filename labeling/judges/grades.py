@@ -99,7 +99,7 @@ def judge_labels(run: Run, judge: Reviewer, *, judge_run: JudgeRun | None = None
 
 def claim_texts(run: Run, claim_ids: Iterable[int] | None = None) -> pd.DataFrame:
     """``claim_id``, ``claim`` (text) and ``cited_chars`` (characters of its cited
-    texts: spans, else passages; a fabricated citation has none) of every claim of
+    texts: spans, else passages; a fabricated citation has none), by claim id, of every claim of
     ``run``, or of the claims ``claim_ids`` only (claims of ``run``: what a grade
     shows, its disagreements). The texts are read on every call (``claim_edit`` moves no claims
     version); the characters, summed by the database so no passage text is read
@@ -129,7 +129,9 @@ def claim_texts(run: Run, claim_ids: Iterable[int] | None = None) -> pd.DataFram
         for ids in _chunks(wanted):
             rows += (Claim.objects.filter(pk__in=ids).order_by()
                      .values_list("pk", "text"))
-    frame = pd.DataFrame.from_records(rows, columns=["claim_id", "claim"])
+    # By claim id: the same order on every database (the statement sorts nothing).
+    frame = pd.DataFrame.from_records(rows, columns=["claim_id", "claim"]).sort_values("claim_id", kind="stable")
+    frame = frame.reset_index(drop=True)
     frame["cited_chars"] = frame["claim_id"].map(chars).fillna(0).astype("int64")
     return frame
 
