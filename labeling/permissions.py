@@ -30,6 +30,7 @@ from labeling.models import (
     Role,
     Run,
 )
+from labeling.models.content import LATE_STAMP_WINDOW, label_state
 from labeling.review import rows
 from labeling.review.queue import works_on
 from labeling.review.queue_sql import _WORKS_ON_SQL, _fragment
@@ -143,14 +144,12 @@ def visible_runs(*, user: Reviewer) -> QuerySet[Run]:
     annotated."""
     # The label state too: the run's figures are keyed on it (labeling.scores.figure_cache).
     return (Run.objects.select_related("project").filter(_may_open(user, "project__"))
-            .annotate(my_role=_role(user, "project__"), works_on=works_on(OuterRef("pk"), user),
-                      label_state=Subquery(LabelStateStamp.objects.filter(run=OuterRef("pk")).order_by("-id")
-                                           .values("id")[:1])))
+            .annotate(my_role=_role(user, "project__"), works_on=works_on(OuterRef("pk"), user), **label_state()))
 
 
 def visible_run(*, user: Reviewer, project_slug: str, run_name: str) -> Run | None:
     """The run ``run_name`` of project ``project_slug`` as :func:`visible_runs` gives it
-    to ``user`` (with its project, ``my_role``, ``works_on`` and ``label_state``), or
+    to ``user`` (with its project, ``my_role``, ``works_on``, ``label_state`` and ``label_window``), or
     ``None`` when there is no such run or ``user`` may not open its project. One
     hand-written statement: every page of a run reads it first, and the ORM took
     longer to build :func:`visible_runs`' query than the database to run it (about
@@ -167,10 +166,12 @@ def visible_run(*, user: Reviewer, project_slug: str, run_name: str) -> Run | No
         may_open = "AND EXISTS (SELECT 1 FROM {member} m WHERE m.project_id = p.id AND m.reviewer_id = %s)"
     sql = (f"SELECT {run_cols.select}, {project_cols.select}, {role}, "
            f"{_fragment(_WORKS_ON_SQL, run_id='r.id')}, "
-           "(SELECT st.id FROM {stamp} st WHERE st.run_id = r.id ORDER BY st.id DESC LIMIT 1) "
+           "(SELECT st.id FROM {stamp} st WHERE st.run_id = r.id ORDER BY st.id DESC LIMIT 1), "
+           "(SELECT count(*) FROM {stamp} sw WHERE sw.run_id = r.id AND sw.id > "
+           "(SELECT st.id FROM {stamp} st WHERE st.run_id = r.id ORDER BY st.id DESC LIMIT 1) - %s) "
            "FROM {run} r JOIN {project} p ON p.id = r.project_id "
            f"WHERE p.slug = %s AND r.name = %s {may_open}").format(**tables)
-    params += [user.pk, project_slug, run_name] + ([] if _superuser(user) else [user.pk])
+    params += [user.pk, LATE_STAMP_WINDOW, project_slug, run_name] + ([] if _superuser(user) else [user.pk])
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         row = cursor.fetchone()
@@ -178,7 +179,7 @@ def visible_run(*, user: Reviewer, project_slug: str, run_name: str) -> Run | No
         return None
     run = rows.instance(run_cols, row, 0)
     run.project = rows.instance(project_cols, row, run_cols.width)
-    run.my_role, works, run.label_state = row[run_cols.width + project_cols.width:]
+    run.my_role, works, run.label_state, run.label_window = row[run_cols.width + project_cols.width:]
     run.works_on = bool(works)  # SQLite gives the EXISTS as 0/1
     return run
 

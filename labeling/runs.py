@@ -43,7 +43,7 @@ def claims_changed(*, run: Run | int) -> None:
     Run.objects.filter(pk=getattr(run, "pk", run)).update(claims_version=F("claims_version") + 1)
 
 
-def labels_changed(*, run: Run | int) -> None:
+def labels_changed(*, run: Run | int, claim: int | None = None) -> None:
     """Say that something ``run``'s figures read changed (a ``LabelStateStamp``):
     call it inside the transaction of every write of labels, citation
     judgments, adjudications, factual marks, gold checks, send-backs, samples,
@@ -51,8 +51,12 @@ def labels_changed(*, run: Run | int) -> None:
     such writer and fails on one that forgets. One INSERT, which waits for no
     lock and makes every figure cached for the run's previous state
     unreachable once the write commits (``labeling.scores.figure_cache``).
-    ``run`` is a Run or its id."""
-    LabelStateStamp.objects.create(run_id=getattr(run, "pk", run))
+    ``run`` is a Run or its id. ``claim``: the id of the one claim whose labels
+    the write may have changed, when that is all it changed of the labels; the
+    run's label table then re-reads that claim's labels only
+    (``labeling.exports.current_labels``). Leave it out when any other claim's
+    label may have moved: the table is read whole then."""
+    LabelStateStamp.objects.create(run_id=getattr(run, "pk", run), claim=claim)
 
 
 def project_labels_changed(*, project: Project | int) -> None:

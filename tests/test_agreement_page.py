@@ -177,12 +177,12 @@ def test_agreement_page_query_budget(client, reviewer, django_assert_max_num_que
     run = disputed_run(project, [reviewer, *others], claims=claims)
     client.force_login(reviewer)
 
-    # 1 session, 1 user, 1 run with its project (membership in the same query), 1 current labels of the
-    # run's cited claims, 1 kinds of its reviewers, 1 its assigned reviewers (whose figures are the
-    # headline), 1 the run's current adjudications (for the settled count and the page's verdicts);
-    # the page of disagreements: 1 claims, 1 their labels; 1 the run's current citation judgments
-    # (their alpha, SPEC §6).
-    with django_assert_max_num_queries(10):
+    # 1 session, 1 user, 1 run with its project (membership in the same query), 1 the run's label state
+    # (labeling.exports.current_labels), 1 current labels of the run's cited claims, 1 kinds of its
+    # reviewers, 1 its assigned reviewers (whose figures are the headline), 1 the run's current
+    # adjudications (for the settled count and the page's verdicts); the page of disagreements: 1 claims,
+    # 1 their labels; 1 the run's current citation judgments (their alpha, SPEC §6).
+    with django_assert_max_num_queries(11):
         response = client.get(agreement_url("budget", run.name))
 
     disputed = (claims + 2) // 3

@@ -135,8 +135,8 @@ def test_agreement_reads_query_counts(django_assert_num_queries):
     q02's two claims, the first of which lead adjudicated UNSUPPORTED."""
     world = counted_run()
     disputed = [claim.pk for claim in world.claims["q02"][:2]]
-    # The labels, then their reviewers' names and kinds.
-    with django_assert_num_queries(2):
+    # The run's label state, the labels, then their reviewers' names and kinds.
+    with django_assert_num_queries(3):
         labels, kinds = agreement_labels(world.run)
     assert (len(labels), kinds) == (18, {"judge": "model", "rev1": "human", "rev2": "human"})
     # agreement_labels' two, then the run's assigned reviewers.

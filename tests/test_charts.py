@@ -210,9 +210,9 @@ def test_run_scatter_of_real_answers_matches_the_readme(expertqa_project, django
     """rr_gs_gpt4 (``fixtures/README.md``): 29 answers, per-answer mean
     support 0.8092 over the answers whose support is defined."""
     run = Run.objects.select_related("project").get(project=expertqa_project, name="rr_gs_gpt4")
-    # claims version, answers, questions with gold, claims, claims not factual, labels and their
-    # reviewers, adjudications
-    with django_assert_max_num_queries(8):
+    # claims version, answers, questions with gold, claims, claims not factual, the run's label state,
+    # labels and their reviewers, adjudications
+    with django_assert_max_num_queries(9):
         chart = run_scatter(run)
     assert chart.answers == 29
     assert chart.plotted + len(chart.not_plotted) == 29
@@ -239,9 +239,9 @@ def test_run_scatter_query_count(django_assert_num_queries):
     point), 0 on q02 (claim 1 adjudicated UNSUPPORTED, claim 2 disputed)."""
     world = counted_run()
     # The claims version, the answers and the questions with gold (answers_frame, handed to
-    # resolved_claims_frame), the claims, those not factual, the labels and their reviewers
-    # (frames.current_labels), the adjudications.
-    with django_assert_num_queries(8):
+    # resolved_claims_frame), the claims, those not factual, the run's label state, the labels and their
+    # reviewers (frames.current_labels), the adjudications.
+    with django_assert_num_queries(9):
         chart = run_scatter(world.run)
     assert (chart.answers, [point.count for point in chart.points]) == (3, [2, 1])
     # The answers and claims read once per claims version (labeling.exports.structure).

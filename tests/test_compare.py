@@ -400,11 +400,11 @@ def test_comparison_page_query_budget_does_not_grow_with_answers(client, reviewe
     project = _project_with_answers(n)
     project.members.add(reviewer)
     _login(client, reviewer)
-    # 1 session, 1 user, 1 project, 1 runs for the form, then 12 per run (claims version,
-    # claims, their texts and factual marks, answers for abstention, questions with gold, labels and
-    # their reviewers, adjudications, citations, questions again, gold ids, citation judgments) = 28,
-    # with 5 answers per run as with 500.
-    with django_assert_max_num_queries(28):
+    # 1 session, 1 user, 1 project, 1 runs for the form, then 13 per run (claims version,
+    # claims, their texts and factual marks, answers for abstention, questions with gold, the label state,
+    # labels and their reviewers, adjudications, citations, questions again, gold ids, citation judgments)
+    # = 30, with 5 answers per run as with 500.
+    with django_assert_max_num_queries(30):
         response = client.get(reverse("run_compare", kwargs={"project_slug": project.slug}),
                               {"a": "a", "b": "b", "threshold": "0.85"})
     assert response.status_code == 200
@@ -554,14 +554,14 @@ def test_comparison_query_counts(django_assert_num_queries):
         claim = ClaimFactory(answer=copy, index=1, text="One.")
         CitationFactory(claim=claim, passage=Passage.objects.create(answer=copy, passage_id="P1", position=0,
                                                                    text="One."), position=0, cited_id="P1")
-    # resolved_claims_frame's eight (claims version, claims, their texts and factual marks, answers,
-    # questions with gold, labels and their reviewers, adjudications), the citations, the questions again
-    # (answers_frame: the answers cached), the judgments, the gold ids.
-    with django_assert_num_queries(12):
+    # resolved_claims_frame's nine (claims version, claims, their texts and factual marks, answers,
+    # questions with gold, the label state, labels and their reviewers, adjudications), the citations, the
+    # questions again (answers_frame: the answers cached), the judgments, the gold ids.
+    with django_assert_num_queries(13):
         frames = run_frames(world.run)
     assert (len(frames.claims), len(frames.citations), len(frames.gold_ids)) == (9, 6, 1)
     # run_frames of each run: r1's claims and answers cached (labeling.exports.structure), r2's not;
-    # r2 has no label, so no reviewer to read.
-    with django_assert_num_queries(10 + 11):
+    # r2 has no label, so no reviewer to read (each run's label state is one query more).
+    with django_assert_num_queries(11 + 11):
         comparison = run_comparison(run_a=world.run, run_b=other)
     assert comparison.result.shared_questions == ["q01", "q02", "q03"]

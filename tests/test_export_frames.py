@@ -67,9 +67,9 @@ def test_claims_frame_reads_the_answers_for_abstention(django_assert_num_queries
 def test_resolved_claims_frame_query_count(django_assert_num_queries):
     """One disagreement left: q02's claim 2 (q02's claim 1 is adjudicated UNSUPPORTED)."""
     world = counted_run()
-    # claims_frame's five (the version, claims, texts, answers, questions), the labels and their
-    # reviewers (frames.current_labels), the adjudications.
-    with django_assert_num_queries(8):
+    # claims_frame's five (the version, claims, texts, answers, questions), the run's label state, the
+    # labels and their reviewers (frames.current_labels), the adjudications.
+    with django_assert_num_queries(9):
         claims, disagreements = frames.resolved_claims_frame(world.run)
     assert disagreements == 1
     assert claims["label"].tolist() == ["SUPPORTED", "SUPPORTED", "UNCITED", "UNSUPPORTED", None, "UNCITED",

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from django.test import Client
+from django.test import Client, override_settings
 from django.urls import reverse
 
 from labeling.importers.label_table import read_label_table
@@ -50,11 +50,14 @@ from tests.judge_server import JudgeServer
 from tests.label_table_files import csv_bytes
 from tests.model_writes import model_writers
 
+NO_CACHE = {"default": {"BACKEND": "django.core.cache.backends.dummy.DummyCache"}}
+
 
 def _fresh(w: CountedRun) -> list:
-    """The summary rows computed now, without the cache."""
-    return [metrics._summary_row(run, None, metrics.DEFAULT_RULE, metrics.DEFAULT_CONFIDENCE)
-            for run in Run.objects.filter(project=w.project).select_related("project").order_by("created_at", "name")]
+    """The summary rows computed now, without any cache (figures, structures, label tables)."""
+    with override_settings(CACHES=NO_CACHE):
+        return [metrics._summary_row(run, None, metrics.DEFAULT_RULE, metrics.DEFAULT_CONFIDENCE) for run in
+                Run.objects.filter(project=w.project).select_related("project").order_by("created_at", "name")]
 
 
 def _claim(w: CountedRun, qid: str, k: int) -> Claim:

@@ -79,22 +79,24 @@ def test_a_label_write_reads_no_structure(django_assert_num_queries):
     _save(w, w.rev2, "q02", 1, "SUPPORTED")
     run = Run.objects.get(pk=w.run.pk)
 
-    # The claims version, the questions with gold, the claims not factual, the labels and their
-    # reviewers, the adjudications, the gold ids, the citation judgments: no claims, answers or
-    # citations read.
+    # The claims version, the questions with gold, the claims not factual, the run's label state with the
+    # stamps since its kept label table, the labels of the one claim saved and their reviewers
+    # (labeling.exports.current_labels), the adjudications, the gold ids, the citation judgments: no
+    # claims, answers or citations read, nothing counted but the label state's stamps.
     with CaptureQueriesContext(connection) as captured:
         scores = metrics.run_scores(run, with_gold=False)
     c = scores.claims
     assert (c.claims, str(c.coverage), str(c.support), c.pending) == (9, "6/9 = 0.67", "5/6 = 0.83", 0)
     sql = [query["sql"] for query in captured.captured_queries]
-    assert len(sql) == 8
-    assert not [s for s in sql if "COUNT(" in s.upper() or 'FROM "labeling_citation"' in s
-                or 'FROM "labeling_answer"' in s]
+    assert len(sql) == 9
+    assert not [s for s in sql if ("COUNT(" in s.upper() and "labeling_labelstatestamp" not in s)
+                or 'FROM "labeling_citation"' in s or 'FROM "labeling_answer"' in s]
     # The same on the project summary: the run's row is recomputed from the cached structure.
     with CaptureQueriesContext(connection) as captured:
         row = metrics.project_summary(w.project)[0]
     assert (row.claims, row.pending, str(row.support)) == (9, 0, "5/6 = 0.83")
-    assert not [q for q in captured.captured_queries if "COUNT(" in q["sql"].upper()]
+    assert not [q for q in captured.captured_queries
+                if "COUNT(" in q["sql"].upper() and "labeling_labelstatestamp" not in q["sql"]]
 
 
 def test_a_split_is_read_fresh():

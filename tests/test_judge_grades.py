@@ -167,11 +167,11 @@ def test_reference_labels_query_count(django_assert_num_queries):
     """Five cited claims have the humans' label: q01's two and q03's two agreed SUPPORTED, q02's
     first adjudicated UNSUPPORTED (q02's second is disputed, so left out)."""
     world = counted_run()
-    # resolved_claims_frame's eight (claims version, claims, those not factual, answers, questions with
-    # gold, labels and their reviewers, adjudications), then the adjudications' reasons (already in its
+    # resolved_claims_frame's nine (claims version, claims, those not factual, answers, questions with
+    # gold, the label state, labels and their reviewers, adjudications), then the adjudications' reasons (already in its
     # adjudication_reason column) and the human justifications (its labels frame held them, but it does not
     # return that frame).
-    with django_assert_num_queries(10):
+    with django_assert_num_queries(11):
         reference = reference_labels(world.run)
     assert reference["label"].tolist() == ["SUPPORTED", "SUPPORTED", "UNSUPPORTED", "SUPPORTED", "SUPPORTED"]
     assert reference["justification"].tolist()[2] == "P1 says less."

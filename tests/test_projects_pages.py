@@ -283,14 +283,14 @@ def test_run_page_query_budget(client, reviewer, django_assert_max_num_queries, 
     # 1 ids of the page, 1 rows with their counts, 1 their adjudicated claims; run counts: 1 claims,
     # 1 citations, 1 current labels, 1 adjudicated claims; the coverage × support scatter
     # (labeling.scores.charts.run_scatter): 1 claims version, 1 answers, 1 questions with gold, 1 claims,
-    # 1 claims not factual, 2 labels and their reviewers, 1 adjudications; 1 EXISTS: does any question of
+    # 1 claims not factual, 3 label state, labels and their reviewers, 1 adjudications; 1 EXISTS: does any question of
     # the run have gold (none here); 1 EXISTS: may the user rename or delete the run
     # (permissions.run_manage_allowed); with a filter, 1 count of the run's answers (is the run small
     # enough for its totals inline?); the reviewers section (labeling.team.assignments.run_reviewers):
     # 1 claim totals, 1 labels per reviewer, 1 members;
     # 1 EXISTS: has any citation of the run a judgment (labeling.scores.metrics.run_judgments; none here);
     # 1: open send-backs and gold claims (labeling.team.quality.run_page_counts, SPEC §4.4).
-    with django_assert_max_num_queries(26 if answer_filter else 25):
+    with django_assert_max_num_queries(27 if answer_filter else 26):
         response = client.get(run.get_absolute_url(), {"filter": answer_filter})
     counts = response.context["counts"]
     assert (counts.claims, counts.cited, counts.labeled, counts.supported) == (3 * answers, 2 * answers, answers,
@@ -384,12 +384,12 @@ def test_run_page_with_gold_keeps_a_constant_query_budget(client, reviewer, djan
     ExpectedSource.objects.bulk_create([ExpectedSource(question=q, source="doc.md") for q in questions])
     client.force_login(reviewer)
 
-    # The 24 of test_run_page_query_budget less the scatter's 8 (it reuses the gold panel's claim metrics),
+    # The 25 of test_run_page_query_budget less the scatter's 9 (it reuses the gold panel's claim metrics),
     # plus the gold panel (labeling.scores.metrics.run_scores): 1 claims version, 2 answers (answers,
-    # questions with gold), 2 claims (claims, those not factual), 2 labels and their reviewers,
+    # questions with gold), 2 claims (claims, those not factual), 3 label state, labels and their reviewers,
     # 1 adjudications, 1 citations, 1 gold ids, 1 references, 1 expected sources;
     # 1 EXISTS for citation judgments (none here); 1 open send-backs and gold claims (SPEC §4.4).
-    with django_assert_max_num_queries(30):
+    with django_assert_max_num_queries(31):
         response = client.get(run.get_absolute_url())
     rows = {(r.group, r.metric): r for r in response.context["gold"]["rows"]}
     assert str(rows[("Cited ids vs gold ids", "precision")].fraction) == f"{answers}/{answers} = 1.00"

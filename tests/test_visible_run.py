@@ -40,7 +40,7 @@ def _seen(run: Run | None) -> tuple | None:
     fields = [f.attname for f in Run._meta.concrete_fields]
     project_fields = [f.attname for f in Project._meta.concrete_fields]
     return (tuple(getattr(run, name) for name in fields), tuple(getattr(run.project, name) for name in project_fields),
-            run.my_role, run.works_on, run.label_state)
+            run.my_role, run.works_on, run.label_state, run.label_window)
 
 
 @pytest.mark.parametrize("who", ["lena", "rita", "remy", "vera", "otto", "sue"])
@@ -58,14 +58,15 @@ def test_what_each_user_is_given(people, django_assert_num_queries):
     def given(who, slug, name):
         with django_assert_num_queries(1):
             run = visible_run(user=names[who], project_slug=slug, run_name=name)
-        return None if run is None else (run.project.slug, run.name, run.my_role, run.works_on, run.label_state)
+        return None if run is None else (run.project.slug, run.name, run.my_role, run.works_on, run.label_state,
+                                         run.label_window)
 
-    assert given("rita", "pa", "assigned") == ("pa", "assigned", "reviewer", True, newest)
-    assert given("remy", "pa", "assigned") == ("pa", "assigned", "reviewer", False, newest)
-    assert given("remy", "pa", "open") == ("pa", "open", "reviewer", True, None)
-    assert given("remy", "pb", "open") == ("pb", "open", "lead", True, None)
-    assert given("vera", "pa", "open") == ("pa", "open", "viewer", True, None)
-    assert given("sue", "pb", "open") == ("pb", "open", "lead", True, None)
+    assert given("rita", "pa", "assigned") == ("pa", "assigned", "reviewer", True, newest, 2)
+    assert given("remy", "pa", "assigned") == ("pa", "assigned", "reviewer", False, newest, 2)
+    assert given("remy", "pa", "open") == ("pa", "open", "reviewer", True, None, 0)
+    assert given("remy", "pb", "open") == ("pb", "open", "lead", True, None, 0)
+    assert given("vera", "pa", "open") == ("pa", "open", "viewer", True, None, 0)
+    assert given("sue", "pb", "open") == ("pb", "open", "lead", True, None, 0)
     assert given("otto", "pa", "open") is None
     assert given("lena", "pb", "open") is None
     assert given("lena", "pa", "nope") is None

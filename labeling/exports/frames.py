@@ -22,9 +22,9 @@ write therefore re-reads the labels only.
 
 from __future__ import annotations
 
-from django.db import connection
 from django.db.models import Count, Q
 
+from labeling.exports.current_labels import current_labels
 from labeling.exports.structure import one_version, structure
 from labeling.models import (
     Adjudication,
@@ -38,7 +38,6 @@ from labeling.models import (
     Label,
     LabelValue,
     Question,
-    Reviewer,
     Run,
 )
 from labeling.models.counted import run_exclusion
@@ -103,44 +102,6 @@ def labels_frame(run: Run, *, details: bool = True) -> pd.DataFrame:
               "guidelines_version"]
     rows = Label.objects.filter(claim__answer__run=run, is_current=True).values_list(*fields)
     return pd.DataFrame.from_records(list(rows), columns=columns)
-
-
-def current_labels(run: Run, *, factual_judged_only: bool = False) -> pd.DataFrame:
-    """The current labels of ``run``'s claims as the figures read them: columns
-    ``claim_id`` (int), ``reviewer`` (username), ``label``, ``kind``, by claim id.
-    ``factual_judged_only``: only SUPPORTED/UNSUPPORTED labels on claims not marked
-    "not a factual claim" (SPEC §4.3b; what agreement compares).
-
-    A label write re-reads this (it moves the label state, SPEC §7), so it is one
-    hand-written statement over ids, then the few reviewers by id: the ORM's form
-    sorted every label by Label's default ordering and joined the reviewer to every
-    row (about 180 ms of a 500 ms summary row at 80k labels; this, 110–150 ms). Two queries.
-    """
-    quote = connection.ops.quote_name
-    label, claim, answer = (quote(model._meta.db_table) for model in (Label, Claim, Answer))
-    sql = (f"SELECT l.claim_id, l.reviewer_id, l.value FROM {label} l JOIN {claim} c ON c.id = l.claim_id "
-           f"JOIN {answer} a ON a.id = c.answer_id WHERE a.run_id = %s AND l.is_current")
-    params: list = [run.pk]
-    if factual_judged_only:
-        # UNCITED is given if and only if a claim has no citation (SPEC §3, enforced by label_save and
-        # the imports; a citation change makes labels stale): leaving UNCITED out leaves the uncited claims out.
-        sql += " AND c.factual AND l.value <> %s"
-        params.append(LabelValue.UNCITED.value)
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        rows = cursor.fetchall()
-    # One list a column (zip(*rows) over 80k rows takes six times as long).
-    claim_ids, reviewer_ids, values = [r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows]
-    people = {pk: (username, kind) for pk, username, kind in Reviewer.objects.filter(
-        pk__in=set(reviewer_ids)).values_list("pk", "username", "kind")} if rows else {}
-    frame = pd.DataFrame({
-        "claim_id": pd.Series(claim_ids, dtype="int64"),
-        "reviewer": pd.Series([people[pk][0] for pk in reviewer_ids], dtype=object),
-        "label": pd.Series(values, dtype=object),
-        "kind": pd.Series([people[pk][1] for pk in reviewer_ids], dtype=object),
-    })
-    # By claim, as the ORM's form gave them, on every database (SQLite's walk already is: ~1 ms).
-    return frame.sort_values("claim_id", kind="stable", ignore_index=True)
 
 
 @one_version()

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.db import models
-from django.db.models import F, Q
+from django.db.models import Count, F, OuterRef, Q, Subquery, Value
+from django.db.models.functions import Coalesce
 from django.urls import reverse
 from django.utils import timezone
 
@@ -257,7 +258,12 @@ class LabelStateStamp(models.Model):
     send-backs, samples, members and assignments, a claim's text
     (``labeling.runs.labels_changed``). The run's state is its newest
     stamp's id; with the run's own row it keys the figures computed once per
-    state (``labeling.scores.figure_cache``).
+    state (``labeling.scores.figure_cache``). ``claim``: the one claim whose
+    labels the write may have changed (a label, an undo, a stale mark), or
+    null when it may have changed any (an import, a judge run, a project-wide
+    write): the run's label table is brought up to date from it
+    (``labeling.exports.current_labels``). A plain id, not a foreign key: a
+    stamp locks nothing beyond its run, and outlives a merged-away claim.
 
     Rows added, never updated: a label save adds its stamp after locking its
     claim while splits, merges and imports lock the run's row and then the
@@ -267,12 +273,32 @@ class LabelStateStamp(models.Model):
     when its write commits, with the write."""
 
     run = models.ForeignKey("labeling.Run", on_delete=models.CASCADE, related_name="label_stamps")
+    claim = models.BigIntegerField(null=True, blank=True)
 
     class Meta:
         indexes = [models.Index(fields=["run", "-id"], name="label_stamp_run_newest")]
 
     def __str__(self) -> str:
         return f"run {self.run_id} label state {self.pk}"
+
+
+# Stamps counted below the newest (``labeling.scores.figure_cache``' docstring): a write committing later than this many
+# newer stamps of its run would go unseen until the next write.
+LATE_STAMP_WINDOW = 10_000
+
+
+def label_state() -> dict[str, Subquery]:
+    """The label state of the run at ``OuterRef("pk")`` as two annotations for
+    :func:`labeling.scores.figure_cache.run_state_of`: ``label_state``, its newest stamp's id (None before
+    the first), and ``label_window``, how many of its stamps lie within
+    :data:`LATE_STAMP_WINDOW` ids below that one, it included (0 before the
+    first). Annotate the runs a page loads with ``**label_state()``: an index
+    probe and a short index range a run."""
+    newest = LabelStateStamp.objects.filter(run=OuterRef("pk")).order_by("-id").values("id")[:1]
+    newest_of_outer = LabelStateStamp.objects.filter(run=OuterRef(OuterRef("pk"))).order_by("-id").values("id")[:1]
+    window = (LabelStateStamp.objects.filter(run=OuterRef("pk"), id__gt=Subquery(newest_of_outer) - LATE_STAMP_WINDOW)
+              .order_by().values("run").annotate(n=Count("id")).values("n"))
+    return {"label_state": Subquery(newest), "label_window": Coalesce(Subquery(window), Value(0))}
 
 
 class Answer(models.Model):

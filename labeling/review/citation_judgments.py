@@ -141,7 +141,7 @@ def claim_judge(
                 claim_revision=locked.revision, is_current=True, is_stale=False))
             changed[citation.cited_id] = given[citation.pk]
         if changed:
-            labels_changed(run=run)
+            labels_changed(run=run, claim=locked.pk)
             audit_record(action=AuditAction.JUDGE, actor=reviewer, run=run, target=claim_target(locked),
                          claim_id=locked.pk, detail={"judgments": changed, "proposed": proposal,
                                                      "label": label.value})

@@ -217,7 +217,7 @@ def label_save(
                          detail={"resolution": Resolution.RELABEL.value, "value": value,
                                  "previous": current.value if current is not None else None})
         # Last, so the run row stays locked for as little of the save as possible.
-        labels_changed(run=claim.answer.run_id)
+        labels_changed(run=claim.answer.run_id, claim=claim.pk)
         return label
 
 
@@ -250,7 +250,7 @@ def label_undo(*, claim: Claim, reviewer: Reviewer) -> Label | None:
         )
         current.is_current = False
         current.save(update_fields=["is_current"])
-        labels_changed(run=locked.answer.run_id)
+        labels_changed(run=locked.answer.run_id, claim=locked.pk)
         audit_record(action=AuditAction.UNDO, actor=reviewer, run=locked.answer.run, target=claim_target(locked),
                      claim_id=locked.pk,
                      detail={"undone": current.value, "restored": previous.value if previous is not None else None})
@@ -278,5 +278,5 @@ def mark_labels_stale(claim: Claim) -> int:
     SendBack.objects.filter(claim=claim, resolved_at__isnull=True).update(
         resolved_at=timezone.now(), resolution=Resolution.CLAIM_CHANGED)
     CitationJudgment.objects.filter(citation__claim=claim, is_stale=False).update(is_current=False, is_stale=True)
-    labels_changed(run=claim.answer.run_id)
+    labels_changed(run=claim.answer.run_id, claim=claim.pk)
     return Label.objects.filter(claim=claim, is_stale=False).update(is_current=False, is_stale=True)

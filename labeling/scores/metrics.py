@@ -226,7 +226,7 @@ def project_summary(project: Project, *, reviewer: str | None = None, rule: str 
     (a blind reviewer's) only ``me``'s do. Raises ValueError for an unknown rule or level."""
     check_confidence(confidence)
     rows = []
-    for run in (Run.objects.filter(project=project).select_related("project").annotate(label_state=label_state())
+    for run in (Run.objects.filter(project=project).select_related("project").annotate(**label_state())
                 .order_by("created_at", "name")):
         counted = me if run.pk in own_labels_runs else reviewer
         rows.append(cached_figure(

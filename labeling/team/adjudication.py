@@ -64,7 +64,7 @@ def adjudication_save(*, claim: Claim, lead: Reviewer, value: str, reason: str) 
                                               claim_revision=revision)
         audit_record(action=AuditAction.ADJUDICATE, actor=lead, run=claim.answer.run, target=claim_target(claim),
                      claim_id=claim.pk, detail={"value": value, "reason": reason[:300]})
-        labels_changed(run=claim.answer.run_id)
+        labels_changed(run=claim.answer.run_id, claim=claim.pk)
         return verdict
 
 
