@@ -8,6 +8,7 @@ from django.urls import reverse
 
 from labeling.models import JudgeRun, Label, Membership, Reviewer, ReviewerKind, Run
 from labeling.team.memberships import run_settings_set
+from labeling.views import judges as judge_views
 from tests.judge_server import QUESTIONS, JudgeServer
 
 ARGS = ["judging", "judged"]
@@ -87,7 +88,8 @@ def test_blind_reviewer_sees_neither_the_panel_nor_the_grading_page(judging_run,
     assert reverse("run_judges", args=ARGS) not in client.get(reverse("run_detail", args=ARGS)).content.decode()
 
 
-def test_grading_page_shows_the_figures_and_borderline_disagreements_first(judging_run, lead, client, settings):
+def test_grading_page_shows_the_figures_and_borderline_disagreements_first(judging_run, lead, client, settings,
+                                                                            monkeypatch):
     """Humans (lea): every 'one.' claim SUPPORTED, every 'two.' UNSUPPORTED (6 + 6).
     Judge: everything SUPPORTED. Confusion [[6, 0], [6, 0]]: agreement 6/12, judge
     calls nothing UNSUPPORTED (precision 0/0 → —), recall 0/6, 6 decorative
@@ -110,6 +112,16 @@ def test_grading_page_shows_the_figures_and_borderline_disagreements_first(judgi
     assert rows[0]["claim"] == "valid two." and rows[0]["borderline"] == ["partial support"]
     assert '<span class="badge borderline">partial support</span>' in body
     assert "fake" in body and response.context["judge_runs"][0].prompt_sha256[:12] in body
+    # A page reads its own rows of the grade: with 4 a page, page 2 holds the last 2 of the 6.
+    monkeypatch.setattr(judge_views, "DISAGREEMENTS_PER_PAGE", 4)
+    second = client.get(reverse("judge_grade", args=[*ARGS, "judge-a"]) + "?page=2").context["page"]
+    everything = grade.to_dict()["disagreements"]
+    assert (second.paginator.count, second.paginator.num_pages, len(everything)) == (6, 2, 6)
+    # The page adds where each claim is (its answer and question).
+    assert [{k: v for k, v in row.items() if k not in ("answer_id", "question_id")}
+            for row in second.object_list] == everything[4:]
+    assert all(row["question_id"] for row in second.object_list)
+    assert [row["claim_id"] for row in everything] == grade.disagreements["claim_id"].tolist()
 
 
 @pytest.mark.parametrize("judges", [5, 500])

@@ -66,6 +66,20 @@ def _judge_for(name: str) -> Reviewer:
     return judge
 
 
+class _Disagreements:
+    """A grade's disagreements as the paginator reads them: their number, then the
+    rows of one page as dicts (``JudgeGrade.disagreement_records``), not all 4k."""
+
+    def __init__(self, grade) -> None:
+        self.grade = grade
+
+    def __len__(self) -> int:
+        return len(self.grade.disagreements)
+
+    def __getitem__(self, part: slice) -> list[dict]:
+        return self.grade.disagreement_records(part.start or 0, part.stop)
+
+
 @login_required
 @require_GET
 def judge_grade_page(request: HttpRequest, project_slug: str, run_name: str, judge_name: str) -> HttpResponse:
@@ -81,7 +95,7 @@ def judge_grade_page(request: HttpRequest, project_slug: str, run_name: str, jud
     # Computed once per label state of the run (SPEC §7).
     grade, self_agreement = cached_figure("judge_grade", run, grades, parts=(judge.pk, judge.username, judge.kind),
                                              state=run_state_of(run))
-    page = Paginator(grade.to_dict()["disagreements"], DISAGREEMENTS_PER_PAGE).get_page(request.GET.get("page"))
+    page = Paginator(_Disagreements(grade), DISAGREEMENTS_PER_PAGE).get_page(request.GET.get("page"))
     answer_ids = dict(Claim.objects.filter(pk__in=[row["claim_id"] for row in page.object_list])
                       .values_list("pk", "answer_id"))
     questions = dict(Answer.objects.filter(pk__in=set(answer_ids.values())).values_list("pk", "question_key"))
