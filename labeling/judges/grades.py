@@ -100,6 +100,9 @@ def _rows(sql: str, claim_ids: Iterable[int] | None, params: list | None = None,
                 ids = [getattr(run, "pk", None)]
             elif not ids:
                 continue
+            elif connection.vendor == "postgresql":
+                # One array parameter: planning a list of 4.4k parameters took longer than running it.
+                chosen, ids = f"{column} IN (SELECT unnest(%s::bigint[]))", [ids]
             else:
                 # By id alone: joined to the run's answers, SQLite walks every answer for each id (seconds).
                 chosen = f"{column} IN ({', '.join(['%s'] * len(ids))})"
