@@ -43,7 +43,7 @@ def claims_changed(*, run: Run | int) -> None:
     Run.objects.filter(pk=getattr(run, "pk", run)).update(claims_version=F("claims_version") + 1)
 
 
-def labels_changed(*, run: Run | int, claim: int | None = None) -> None:
+def labels_changed(*, run: Run | int, claim: int | None = None, labels: bool = True) -> None:
     """Say that something ``run``'s figures read changed (a ``LabelStateStamp``):
     call it inside the transaction of every write of labels, citation
     judgments, adjudications, factual marks, gold checks, send-backs, samples,
@@ -55,19 +55,22 @@ def labels_changed(*, run: Run | int, claim: int | None = None) -> None:
     the write may have changed, when that is all it changed of the labels; the
     run's label table then re-reads that claim's labels only
     (``labeling.exports.current_labels``). Leave it out when any other claim's
-    label may have moved: the table is read whole then."""
-    LabelStateStamp.objects.create(run_id=getattr(run, "pk", run), claim=claim)
+    label may have moved: the table is read whole then. ``labels=False``: the
+    write changed no label and no claim's factual mark (a member, an
+    assignment, a sample): the table reads nothing again for it."""
+    LabelStateStamp.objects.create(run_id=getattr(run, "pk", run), claim=claim, labels=labels)
 
 
-def project_labels_changed(*, project: Project | int) -> None:
+def project_labels_changed(*, project: Project | int, labels: bool = True) -> None:
     """:func:`labels_changed` for every run of ``project``: for writes whose
     effect is project-wide (memberships and roles, project settings, a
     question's gold or answerability, shared by every run that answers it).
-    One INSERT … SELECT."""
+    ``labels``: as for :func:`labels_changed` (False for memberships and
+    settings; an import may have written labels too). One INSERT … SELECT."""
     table, runs = LabelStateStamp._meta.db_table, Run._meta.db_table
     with connection.cursor() as cursor:
-        cursor.execute(f"INSERT INTO {table} (run_id) SELECT id FROM {runs} WHERE project_id = %s",
-                       [getattr(project, "pk", project)])
+        cursor.execute(f"INSERT INTO {table} (run_id, labels) SELECT id, %s FROM {runs} WHERE project_id = %s",
+                       [labels, getattr(project, "pk", project)])
 
 
 def run_name_clean(name: str, *, project: Project, run: Run | None = None) -> str:

@@ -16,11 +16,13 @@ from django.test import override_settings
 
 from labeling.exports import current_labels as kept
 from labeling.exports.current_labels import current_labels
-from labeling.models import Label, LabelStateStamp, Run
+from labeling.models import Label, LabelStateStamp, Role, Run
 from labeling.review.label_writes import label_undo
 from labeling.scores import metrics
 from labeling.scores.figure_cache import figure_key
+from labeling.team.memberships import membership_set
 from tests.counted_run import counted_run
+from tests.factories import ReviewerFactory
 from tests.test_figure_cache import NO_CACHE, _claim, _save, _writers
 
 
@@ -72,6 +74,10 @@ def test_the_counted_run_by_hand(django_assert_num_queries):
     assert after == [(c, r, "SUPPORTED" if (c, r) == (w.claims["q02"][1].pk, "rev2") else v, k)
                      for c, r, v, k in expected]
     assert after == _whole(w.run)
+    # A new member moves the run's state but no label: the state, the reviewers, and the same table.
+    membership_set(project=w.project, reviewer=ReviewerFactory(username="newcomer"), role=Role.REVIEWER)
+    with django_assert_num_queries(2):
+        assert _rows(current_labels(w.run)) == after
 
 
 @pytest.mark.django_db
@@ -90,12 +96,11 @@ def test_after_every_writer_the_kept_table_is_a_whole_read(tmp_path, whole_reads
                 if run.pk == w.run.pk and whole_reads:
                     read_whole_after.append(name)
                 assert served == _whole(run, **options), (name, run.name, options)
-    # The writes naming their one claim are applied claim by claim; the others (imports, judge runs,
-    # project-wide writes, splits and merges, factual marks) read the table whole.
-    by_claim = {"label_save", "label_undo", "claim_judge", "adjudication_save", "claim_edit"}
-    assert by_claim.isdisjoint(read_whole_after)
-    assert {"claim_set_factual", "verdicts_import", "judge_run_execute", "label_table_import_apply",
-            "claim_split", "claim_merge", "run_import", "membership_set"} <= set(read_whole_after)
+    # The writes naming their one claim are applied claim by claim, those of no label (members, roles,
+    # assignments, samples, send-backs, gold checks, settings) read nothing; imports, judge runs, splits,
+    # merges and factual marks (a new claims version) read the table whole.
+    assert read_whole_after == ["claim_set_factual", "verdicts_import", "judge_run_execute",
+                                "label_table_import_apply", "claim_split", "claim_merge", "run_import"]
 
 
 @pytest.mark.django_db

@@ -12,7 +12,9 @@ added since it was read:
 
 - every stamp since names a claim: those claims' current labels are read
   again (one query a 900 claims on SQLite, one on PostgreSQL) and take the
-  place of what the table held for them;
+  place of what the table held for them; a stamp of a write that changed no
+  label (``labels=False``: members, assignments, samples, project settings)
+  reads nothing;
 - a stamp without a claim (an import, a judge run, a project-wide write), a
   new claims version (a split, a merge, a factual mark), more than
   :data:`MAX_DELTA` stamps since, or a stamp that became visible below the
@@ -150,7 +152,8 @@ def _brought_up_to_date(pk: int, kept: tuple) -> tuple | None:
            "(SELECT count(*) FROM {stamp} s WHERE s.run_id = r.id AND s.id > "
            "COALESCE((SELECT max(s2.id) FROM {stamp} s2 WHERE s2.run_id = r.id), 0) - %s), r.created_at "
            "FROM {run} r WHERE r.id = %s "
-           "UNION ALL SELECT 1, s.id, s.claim, NULL, NULL, NULL FROM {stamp} s WHERE s.run_id = %s AND s.id > %s"
+           "UNION ALL SELECT 1, s.id, s.claim, CASE WHEN s.labels THEN 1 ELSE 0 END, NULL, NULL FROM {stamp} s "
+           "WHERE s.run_id = %s AND s.id > %s"
            ).format(**_tables())
     with connection.cursor() as cursor:
         cursor.execute(sql, [newest - LATE_STAMP_WINDOW, newest, LATE_STAMP_WINDOW, pk, pk, newest])
@@ -164,10 +167,12 @@ def _brought_up_to_date(pk: int, kept: tuple) -> tuple | None:
         return None  # a split or merge, another run under the id, or a stamp seen late below the newest
     if not since:
         return kept
-    claims = {row[2] for row in since}
+    state = (claims_version, created_at, newest_now, window_now)
+    claims = {claim for _, _, claim, labels, *_ in since if labels}
+    if not claims:  # members, assignments, samples: no label moved
+        return state, arrays
     if None in claims or len(since) > MAX_DELTA:
         return None
-    state = (claims_version, created_at, newest_now, window_now)
     return state, _with_claims_read_again(arrays, sorted(claims))
 
 

@@ -264,6 +264,9 @@ class LabelStateStamp(models.Model):
     write): the run's label table is brought up to date from it
     (``labeling.exports.current_labels``). A plain id, not a foreign key: a
     stamp locks nothing beyond its run, and outlives a merged-away claim.
+    ``labels``: False when the write changed no label and no claim's factual
+    mark (members, roles, assignments, samples, project settings): the label
+    table has nothing to read again for it.
 
     Rows added, never updated: a label save adds its stamp after locking its
     claim while splits, merges and imports lock the run's row and then the
@@ -274,6 +277,7 @@ class LabelStateStamp(models.Model):
 
     run = models.ForeignKey("labeling.Run", on_delete=models.CASCADE, related_name="label_stamps")
     claim = models.BigIntegerField(null=True, blank=True)
+    labels = models.BooleanField(db_default=True)
 
     class Meta:
         indexes = [models.Index(fields=["run", "-id"], name="label_stamp_run_newest")]

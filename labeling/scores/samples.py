@@ -101,7 +101,7 @@ def sample_draw(*, run: Run, answers: int, seed: int | None = None, actor: Revie
         SampleMember.objects.bulk_create([SampleMember(sample=sample, answer_id=pk, position=last + i)
                                           for i, pk in enumerate(fresh, start=1)])
         verb = "drew" if not members else "grew"
-        labels_changed(run=run)
+        labels_changed(run=run, labels=False)
         audit_record(action=AuditAction.SAMPLE, actor=actor, run=run, target=f"sample of {answers} answers",
                      detail={"event": verb, "seed": sample.seed, "answers": answers, "added": len(fresh)})
     return DrawResult(sample, answers, len(fresh))
@@ -124,7 +124,7 @@ def sample_target_set(*, run: Run, half_width: float | None, actor: Reviewer | N
         before = sample.target_half_width
         sample.target_half_width = half_width
         sample.save(update_fields=["target_half_width"])
-        labels_changed(run=run)
+        labels_changed(run=run, labels=False)
         audit_record(action=AuditAction.SAMPLE, actor=actor, run=run,
                      target=f"target ±{half_width:g}" if half_width is not None else "no target",
                      detail={"event": "target", "target_half_width": half_width, "previous": before})

@@ -106,7 +106,7 @@ def gold_mark(*, run: Run, claim: Claim, lead: Reviewer, source: str, value: str
         if value not in GOLD_VALUES:
             raise ValidationError(f"A gold label is SUPPORTED or UNSUPPORTED, not {value!r}.", code="bad_value")
         gold = _write(run=run, claim=claim, lead=lead, value=value, reason=_reason(reason), source=source)
-        labels_changed(run=run)
+        labels_changed(run=run, labels=False)
         audit_record(action=AuditAction.GOLD, actor=lead, run=run, target=claim_target(claim), claim_id=claim.pk,
                      detail={"value": value, "source": source, "reason": gold.reason[:300]})
         return gold
@@ -117,7 +117,7 @@ def gold_unmark(*, run: Run, claim: Claim, lead: Reviewer) -> bool:
     with transaction.atomic():
         ended = GoldClaim.objects.filter(run=run, claim_id=claim.pk, is_current=True).update(is_current=False)
         if ended:
-            labels_changed(run=run)
+            labels_changed(run=run, labels=False)
             audit_record(action=AuditAction.GOLD, actor=lead, run=run, target=claim_target(claim),
                          claim_id=claim.pk, detail={"unmarked": True})
         return bool(ended)
@@ -225,7 +225,7 @@ def gold_import(*, run: Run, rows: list[GoldRow], actor: Reviewer | None) -> int
         for row in rows:
             _write(run=run, claim=claims[(row.question_id, row.claim_index)], lead=actor, value=row.label,
                    reason=row.reason, source=GoldSource.FILE)
-        labels_changed(run=run)
+        labels_changed(run=run, labels=False)
         audit_record(action=AuditAction.GOLD, actor=actor, run=run, target=f"{len(rows)} gold claims from a file",
                      detail={"imported": len(rows)})
         return len(rows)

@@ -49,7 +49,7 @@ def membership_set(*, project: Project, reviewer: Reviewer, role: str) -> Member
         membership = (Membership.objects.select_for_update().select_related("reviewer")
                       .filter(project=project, reviewer=reviewer).first())
         # Who is a member decides which runs' reviewers are counted and shown (SPEC §4.4).
-        project_labels_changed(project=project)
+        project_labels_changed(project=project, labels=False)
         if membership is None:
             return Membership.objects.create(project=project, reviewer=reviewer, role=role)
         if membership.role != role:
@@ -72,7 +72,7 @@ def membership_remove(*, project: Project, reviewer: Reviewer) -> None:
                                   code="not_member")
         _keep_a_lead(project, membership)
         membership.delete()
-        project_labels_changed(project=project)
+        project_labels_changed(project=project, labels=False)
 
 
 def project_settings_set(*, project: Project, judge_citations: bool,
@@ -87,7 +87,7 @@ def project_settings_set(*, project: Project, judge_citations: bool,
         Project.objects.filter(pk=project.pk).update(
             judge_citations=bool(judge_citations),
             require_justification_for_supported=bool(require_justification_for_supported))
-        project_labels_changed(project=project)
+        project_labels_changed(project=project, labels=False)
     project.judge_citations = bool(judge_citations)
     project.require_justification_for_supported = bool(require_justification_for_supported)
     return project
@@ -125,5 +125,5 @@ def run_assign(*, run: Run, reviewers: list[Reviewer]) -> list[Reviewer]:
         Assignment.objects.filter(run=run).exclude(reviewer__in=reviewers).delete()
         Assignment.objects.bulk_create([Assignment(run=run, reviewer=r) for r in reviewers], ignore_conflicts=True)
         # The assigned reviewers are the counted ones of the run's agreement (SPEC §4.4).
-        labels_changed(run=run)
+        labels_changed(run=run, labels=False)
     return reviewers

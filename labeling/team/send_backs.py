@@ -64,7 +64,7 @@ def send_back_create(*, run: Run, claim: Claim, reviewer: Reviewer, lead: Review
         audit_record(action=AuditAction.SEND_BACK, actor=lead, run=run, target=claim_target(claim, index=locked),
                      claim_id=claim.pk, detail={"reviewer": reviewer.username, "label": label.value,
                                                 "comment": comment[:300]})
-        labels_changed(run=run)
+        labels_changed(run=run, labels=False)
         return sent
 
 
@@ -85,7 +85,7 @@ def send_back_reply(*, claim: Claim, reviewer: Reviewer, reply: str) -> SendBack
                                   "resolved meanwhile).", code="not_open")
         sent.resolved_at, sent.resolution, sent.reply = timezone.now(), Resolution.REPLY, reply
         sent.save(update_fields=["resolved_at", "resolution", "reply"])
-        labels_changed(run=sent.run_id)
+        labels_changed(run=sent.run_id, labels=False)
         audit_record(action=AuditAction.REWORK, actor=reviewer, run=sent.run, target=claim_target(claim),
                      claim_id=claim.pk, detail={"resolution": Resolution.REPLY.value, "reply": reply[:300]})
         return sent
