@@ -16,8 +16,10 @@ What only an import, a split or a merge changes (which claims and answers the
 run has, their order and citations, the cited passages) is read once per
 ``Run.claims_version`` and kept in Django's cache (:func:`structure`); what
 other writes change (a claim's text and factual mark, a question's gold and
-answerability, labels, judgments) is read on every call and joined. A label
-write therefore re-reads the labels only.
+answerability, labels, judgments) is read on every call and joined; the labels
+come from the run's label table, kept up to date claim by claim
+(:mod:`labeling.exports.current_labels`). A label write therefore re-reads the
+labels of the claim it wrote, and the judgments.
 """
 
 from __future__ import annotations
