@@ -139,3 +139,18 @@ def analyze_after_bulk_write(models: Iterable[type[Model]], *, rows: int) -> boo
     with connection.cursor() as cursor:
         cursor.execute(f"ANALYZE {tables}")
     return True
+
+
+# Ids one statement names where the database caps a statement's parameters (SQLite, as Django
+# declares it: 999).
+IDS_PER_STATEMENT = 900
+
+
+def id_chunks(ids: Iterable[int]) -> Iterator[list[int]]:
+    """``ids`` in lists of :data:`IDS_PER_STATEMENT` where the database caps a
+    statement's parameters (SQLite), in one list where it does not (PostgreSQL: a
+    statement each costs a scan); nothing for no ids."""
+    wanted = list(ids)
+    size = IDS_PER_STATEMENT if connections[DEFAULT_DB_ALIAS].features.max_query_params else max(len(wanted), 1)
+    for start in range(0, len(wanted), size):
+        yield wanted[start:start + size]

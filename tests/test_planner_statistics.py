@@ -76,3 +76,17 @@ def test_postgresql_connections_run_without_jit():
         assert "-c jit=off" in options["options"]
     else:
         assert "options" not in options
+
+
+def test_id_chunks_follow_the_databases_parameter_cap():
+    """SQLite: Django caps a statement at 999 parameters, so 2,000 ids go 900, 900, 200;
+    PostgreSQL has no cap: one list. No ids, no statement."""
+    from django.db import connection
+
+    from labeling.db import id_chunks
+
+    chunks = list(id_chunks(range(2_000)))
+    expected = [900, 900, 200] if connection.features.max_query_params else [2_000]
+    assert [len(chunk) for chunk in chunks] == expected
+    assert [i for chunk in chunks for i in chunk] == list(range(2_000))
+    assert list(id_chunks([])) == []

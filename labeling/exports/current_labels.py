@@ -45,6 +45,7 @@ from typing import Any
 from django.core.cache import cache
 from django.db import connection
 
+from labeling.db import id_chunks
 from labeling.exports.structure import in_write_transaction
 from labeling.models import Answer, Claim, Label, LabelStateStamp, LabelValue, Reviewer, Run
 from labeling.models.content import LATE_STAMP_WINDOW
@@ -55,8 +56,6 @@ TABLE_VERSION = 1
 TIMEOUT_SECONDS = 24 * 3600
 # Past this many stamps since the table was read, reading it whole costs less than the claims one by one.
 MAX_DELTA = 2_000
-# Django caps SQLite's parameters at 999 a statement.
-_SQLITE_CHUNK = 900
 # A label's value as a small integer in the kept arrays (pickled into the cache at every update).
 _VALUES: tuple[str, ...] = tuple(LabelValue.values)
 _CODES = {value: code for code, value in enumerate(_VALUES)}
@@ -193,11 +192,9 @@ def _with_claims_read_again(arrays: dict[str, Any], claims: list[int]) -> dict[s
     claims' ids alone: filtering by run too walked every answer per id on SQLite)."""
     sql = ("SELECT l.claim_id, l.reviewer_id, l.value, c.factual FROM {label} l "
            "JOIN {claim} c ON c.id = l.claim_id WHERE l.is_current AND l.claim_id IN ({ids})")
-    step = _SQLITE_CHUNK if connection.vendor == "sqlite" else len(claims)
     rows: list = []
     with connection.cursor() as cursor:
-        for start in range(0, len(claims), step):
-            chunk = claims[start:start + step]
+        for chunk in id_chunks(claims):
             cursor.execute(sql.format(ids=", ".join(["%s"] * len(chunk)), **_tables()), chunk)
             rows += cursor.fetchall()
     fresh = _arrays(rows)

@@ -16,6 +16,7 @@ from django.db import connection
 from django.db.models import Case, Count, Q, Sum, Value, When
 from django.db.models.functions import Coalesce, Length
 
+from labeling.db import id_chunks
 from labeling.exports.frames import current_labels, resolved_claims_frame
 from labeling.exports.structure import structure
 from labeling.models import (
@@ -34,9 +35,6 @@ from scoring.judge_grading import CATEGORIES, JudgeGrade, grade_judge
 from scoring.lazy import pd  # loaded on first use: keeps start-up fast (SPEC §7)
 
 REFERENCE = "humans"
-# Claim ids one query names where the database limits a statement's parameters (SQLite, as
-# Django declares it: 999); PostgreSQL takes them all at once (a query each costs it a scan).
-TEXTS_PER_QUERY = 900
 
 
 def reference_labels(run: Run, *, labels: pd.DataFrame | None = None, justifications: bool = True) -> pd.DataFrame:
@@ -98,8 +96,6 @@ def _rows(sql: str, claim_ids: Iterable[int] | None, params: list | None = None,
                 chosen = (f"{column} IN (SELECT c.id FROM {tables['claim']} c "
                           f"JOIN {tables['answer']} a ON a.id = c.answer_id WHERE a.run_id = %s)")
                 ids = [getattr(run, "pk", None)]
-            elif not ids:
-                continue
             elif connection.vendor == "postgresql":
                 # One array parameter: planning a list of 4.4k parameters took longer than running it.
                 chosen, ids = f"{column} IN (SELECT unnest(%s::bigint[]))", [ids]
@@ -112,15 +108,11 @@ def _rows(sql: str, claim_ids: Iterable[int] | None, params: list | None = None,
 
 
 def _chunks(claim_ids: Iterable[int] | None) -> Iterator[list[int] | None]:
-    """``None`` (the whole run) as is; else the ids in lists of :data:`TEXTS_PER_QUERY`
-    where the database limits a statement's parameters, in one list where it does not."""
+    """``None`` (the whole run) as is; else ``labeling.db.id_chunks``."""
     if claim_ids is None:
         yield None
         return
-    wanted = list(claim_ids)
-    size = TEXTS_PER_QUERY if connection.features.max_query_params else max(len(wanted), 1)
-    for start in range(0, len(wanted), size):
-        yield wanted[start:start + size]
+    yield from id_chunks(claim_ids)
 
 
 def judge_labels(run: Run, judge: Reviewer, *, judge_run: JudgeRun | None = None) -> pd.DataFrame:
