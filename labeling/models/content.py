@@ -286,17 +286,17 @@ class LabelStateStamp(models.Model):
         return f"run {self.run_id} label state {self.pk}"
 
 
-# Stamps counted below the newest (``labeling.scores.figure_cache``' docstring): a write committing later than this many
-# newer stamps of its run would go unseen until the next write.
+# Stamps counted below the newest (``labeling.scores.figure_cache``' docstring): a write committing
+# later than this many newer stamps of its run would go unseen until the next write.
 LATE_STAMP_WINDOW = 10_000
 
 
 def label_state() -> dict[str, Subquery]:
     """The label state of the run at ``OuterRef("pk")`` as two annotations for
-    :func:`labeling.scores.figure_cache.run_state_of`: ``label_state``, its newest stamp's id (None before
-    the first), and ``label_window``, how many of its stamps lie within
-    :data:`LATE_STAMP_WINDOW` ids below that one, it included (0 before the
-    first). Annotate the runs a page loads with ``**label_state()``: an index
+    :func:`labeling.scores.figure_cache.run_state_of`: ``label_state``, its
+    newest stamp's id (None before the first), and ``label_window``, how many
+    of its stamps lie within :data:`LATE_STAMP_WINDOW` ids below that one, it
+    included (0 before the first). Annotate the runs a page loads with ``**label_state()``: an index
     probe and a short index range a run."""
     newest = LabelStateStamp.objects.filter(run=OuterRef("pk")).order_by("-id").values("id")[:1]
     newest_of_outer = LabelStateStamp.objects.filter(run=OuterRef(OuterRef("pk"))).order_by("-id").values("id")[:1]

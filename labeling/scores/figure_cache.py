@@ -24,10 +24,11 @@ commit in either order. Were the newest id the whole state, a page reading
 between the two commits would keep a figure under an id that the earlier
 write's commit does not move: that figure would miss its label until the
 next write. The late stamp adds one to the count. It is counted over a
-window (:data:`LATE_STAMP_WINDOW`), not over all the run's stamps (3 ms at 50k stamps, 54 ms at 1M on
-PostgreSQL; the window costs at most 0.6 ms): a write is seen as long as it
-commits before 10,000 later stamps of its run do, and every writer stamps in
-its last statements (SQLite commits in id order anyway: one writer at a time).
+window (:data:`LATE_STAMP_WINDOW`), not over all the run's stamps (3 ms at
+50k stamps, 54 ms at 1M on PostgreSQL; the window, about 0.6 ms): a write is
+seen as long as it commits before 10,000 later stamps of its run do, and the
+writers stamp near the end of their transactions (SQLite commits in id order
+anyway: one writer at a time).
 
 The state is read from the database (one query), or taken from the run row
 the request has just loaded (:func:`run_state_of`: the GET pages, which
