@@ -245,7 +245,9 @@ def mean_interval(values: Sequence[float | None], *, confidence: float = DEFAULT
     ratios); ``None`` for n < 2. ``n_answers`` = ``n_units`` = n; ``n_eff`` is
     ``None``.
     """
-    from scipy.stats import t as student_t  # scipy is heavy: loaded only when a mean is asked for
+    # scipy is heavy: loaded only when a mean is asked for, and only its special functions
+    # (scipy.stats.t.ppf is stdtrit; scipy.stats alone takes ~0.2 s more to import).
+    from scipy.special import stdtrit
 
     check_confidence(confidence)
     array = np.asarray(values, dtype=np.float64) if len(values) else np.zeros(0)  # None reads as NaN
@@ -257,7 +259,7 @@ def mean_interval(values: Sequence[float | None], *, confidence: float = DEFAULT
     if n < 2:
         return Interval(mean, None, None, confidence, n, n, None, STUDENT_T)
     sd = math.sqrt(_fsum((defined - mean) ** 2) / (n - 1))
-    spread = float(student_t.ppf(0.5 + confidence / 2, n - 1)) * sd / math.sqrt(n)
+    spread = float(stdtrit(n - 1, 0.5 + confidence / 2)) * sd / math.sqrt(n)
     return Interval(mean, max(0.0, mean - spread), min(1.0, mean + spread), confidence, n, n, None, STUDENT_T)
 
 

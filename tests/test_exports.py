@@ -12,7 +12,7 @@ from django.core.management import CommandError, call_command
 from django.urls import reverse
 from openpyxl import load_workbook
 
-from labeling.exports.cells import EXCEL_MAX_CELL_CHARS, spreadsheet_text
+from labeling.exports.cells import EXCEL_MAX_CELL_CHARS, spreadsheet_text, spreadsheet_texts
 from labeling.exports.csv_jsonl import csv_cell
 from labeling.exports.label_table import (
     LABEL_TABLE_COLUMNS,
@@ -186,6 +186,15 @@ def test_spreadsheet_text_keeps_what_a_cell_can_hold():
     assert spreadsheet_text("bell\x07 tab\t") == "bell tab\t"
     long = spreadsheet_text("x" * 40_000)
     assert len(long) == EXCEL_MAX_CELL_CHARS and long.endswith("…")
+
+
+def test_spreadsheet_texts_is_spreadsheet_text_of_each_value():
+    clean = ["plain", "=SUM(A1)", "line\nbreak\ttab", "x" * EXCEL_MAX_CELL_CHARS]
+    assert spreadsheet_texts(clean) is clean  # nothing to rewrite: the column itself, scanned once
+    for dirty in (["ok", "a\r\nb"], ["bell\x07", "ok"], ["ok", "x" * (EXCEL_MAX_CELL_CHARS + 1)], ["\x1f"]):
+        assert spreadsheet_texts(dirty) == [spreadsheet_text(value) for value in dirty]
+    assert spreadsheet_texts(["a\r\nb", "bell\x07 tab\t"]) == ["a\nb", "bell tab\t"]
+    assert spreadsheet_texts([]) == []
 
 
 def test_control_characters_and_long_passages_do_not_break_the_workbook(seed_run):

@@ -24,6 +24,7 @@ EXCEL_MAX_CELL_CHARS = 32_767
 FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
 TRUNCATED_MARKER = "…"
 _ILLEGAL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f]")
+_REWRITTEN = re.compile(r"[\x00-\x08\x0b-\x1f]")  # _ILLEGAL and CR: what spreadsheet_text rewrites
 
 
 def spreadsheet_text(value: str) -> str:
@@ -37,6 +38,16 @@ def spreadsheet_text(value: str) -> str:
     if len(value) > EXCEL_MAX_CELL_CHARS:
         value = value[: EXCEL_MAX_CELL_CHARS - len(TRUNCATED_MARKER)] + TRUNCATED_MARKER
     return value
+
+
+def spreadsheet_texts(values: list[str]) -> list[str]:
+    """:func:`spreadsheet_text` of every value of ``values`` (a list of
+    ``str``), in order. A label table column is mostly text no cell needs
+    changed: one scan of the joined text finds that and returns ``values``
+    itself (100k cells: a few ms instead of ~0.1 s value by value)."""
+    if _REWRITTEN.search("\n".join(values)) is None and max(map(len, values), default=0) <= EXCEL_MAX_CELL_CHARS:
+        return values
+    return [spreadsheet_text(value) for value in values]
 
 
 def text_cell(worksheet: Any, value: str, *, style: Any = None, quoted_style: Any = None) -> Any:

@@ -193,7 +193,8 @@ def _label_table_frame(run: Run, *, reviewer: str | None, with_passages: bool) -
         labels["justification"].tolist(), times, labels["guidelines_version"].tolist(), strict=True,
     ):
         every_label[claim_id].append((name, value, justification or "", labeled_at))
-        versions[(claim_id, name)] = None if pd.isna(version) else int(version)
+        # None, or NaN in a float column: pd.isna value by value cost ~0.1 s at 50k labels.
+        versions[(claim_id, name)] = None if version is None or version != version else int(version)
 
     columns: dict[str, list[Any]] = {column: [] for column in (*LABEL_TABLE_COLUMNS, REVIEWER_LABELS)}
     add = {column: values.append for column, values in columns.items()}

@@ -17,7 +17,7 @@ import io
 from collections.abc import Sequence
 from typing import Any
 
-from labeling.exports.cells import FORMULA_PREFIXES, spreadsheet_text
+from labeling.exports.cells import FORMULA_PREFIXES, spreadsheet_text, spreadsheet_texts
 from labeling.exports.xlsx_layout import (
     ANSWER_COLUMNS,
     ANSWER_FRACTIONS,
@@ -46,6 +46,7 @@ from labeling.exports.xlsx_layout import (
 from scoring.claims import ClaimMetrics
 from scoring.lazy import pd  # loaded on first use: keeps start-up fast (SPEC §7)
 
+_TEXT_TYPES = {str, type(None)}
 _WRAP = {"wrap_text": True, "align_vertical": "top"}
 _HEADER = {"bold": True, "font_color": f"#{HEADER_INK}", "bg_color": f"#{HEADER_FILL}"}
 
@@ -111,7 +112,18 @@ def _frame(names: Sequence[str], columns: list[list[Any]], *, wrapped: frozenset
             continue
         letter = _letter(number)
         look = _WRAP if name in wrapped else {}
-        cleaned: list[Any] = []
+        if name not in fractions and set(map(type, values)) <= _TEXT_TYPES:
+            # A column of text (and empty cells): cleaned in one pass, the same cells as below.
+            present = [k for k, value in enumerate(values) if value]
+            texts = spreadsheet_texts([values[k] for k in present])
+            cleaned = [None] * len(values)
+            for k, value in zip(present, texts, strict=True):
+                cleaned[k] = value
+                if value.startswith(FORMULA_PREFIXES):
+                    cells[f"{letter}{k + 2}"] = {"value": value, "quote_prefix": True, **look}
+            data[name] = pd.Series(cleaned, dtype=object)
+            continue
+        cleaned = []
         for row, value in enumerate(values, start=2):
             if isinstance(value, str):
                 if not value:
