@@ -63,10 +63,10 @@ def labels_changed(*, run: Run | int, claim: int | None = None, labels: bool = T
 
 def project_labels_changed(*, project: Project | int, labels: bool = True) -> None:
     """:func:`labels_changed` for every run of ``project``: for writes whose
-    effect is project-wide (memberships and roles, project settings, a
-    question's gold or answerability, shared by every run that answers it).
-    ``labels``: as for :func:`labels_changed` (False for memberships and
-    settings; an import may have written labels too). One INSERT … SELECT."""
+    effect is project-wide (a question's gold or answerability, shared by
+    every run that answers it). Members, roles and project settings need
+    none: no figure reads them. ``labels``: as for :func:`labels_changed`
+    (an import may have written labels too). One INSERT … SELECT."""
     table, runs = LabelStateStamp._meta.db_table, Run._meta.db_table
     with connection.cursor() as cursor:
         cursor.execute(f"INSERT INTO {table} (run_id, labels) SELECT id, %s FROM {runs} WHERE project_id = %s",

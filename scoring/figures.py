@@ -167,10 +167,11 @@ def figure_interval(key: str, units: Units, *, confidence: float = DEFAULT_CONFI
 
 
 def run_intervals(figures: RunFigures, *, confidence: float = DEFAULT_CONFIDENCE,
-                  half_widths: Sequence[float] = BUDGET_HALF_WIDTHS) -> dict[str, FigureInterval]:
+                  half_widths: Sequence[float] = BUDGET_HALF_WIDTHS, means: bool = True) -> dict[str, FigureInterval]:
     """Every figure of ``figures`` with its interval at ``confidence`` and label
     budget (module docstring), pooled figures first in :data:`POOLED_LABELS`
-    order (``gap`` after ``support``), then ``mean_<figure>``."""
+    order (``gap`` after ``support``), then ``mean_<figure>`` (left out with
+    ``means=False``: the project summary shows pooled figures only)."""
     check_confidence(confidence)
     out: dict[str, FigureInterval] = {}
     units = figures.units
@@ -183,7 +184,7 @@ def run_intervals(figures: RunFigures, *, confidence: float = DEFAULT_CONFIDENCE
                 half_widths=half_widths))
         elif key in units:
             out[key] = figure_interval(key, units[key], confidence=confidence, half_widths=half_widths)
-    for key, values in figures.values.items():
+    for key, values in figures.values.items() if means else ():
         interval = values.interval(confidence=confidence)
         out[f"mean_{key}"] = FigureInterval(f"mean_{key}", interval, answers_needed(
             interval, available=_available_for_mean(units.get(key), interval), half_widths=half_widths))

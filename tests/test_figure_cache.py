@@ -11,7 +11,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from django.db import connection
 from django.test import Client, override_settings
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from labeling.importers.label_table import read_label_table
@@ -25,12 +27,12 @@ from labeling.judges.runs import (
     run_queue_judge_set,
     verdicts_import,
 )
-from labeling.models import Claim, Label, Question, Reviewer, Role, Run
+from labeling.models import Claim, Label, Membership, Question, Reviewer, Role, Run
 from labeling.review.citation_judgments import claim_judge, claim_set_factual
 from labeling.review.claim_edits import claim_edit, claim_merge, claim_split
 from labeling.review.label_writes import label_save, label_undo
 from labeling.runs import run_rename
-from labeling.scores import metrics
+from labeling.scores import figure_cache, metrics
 from labeling.scores.figure_cache import figure_key
 from labeling.scores.samples import sample_draw, sample_target_set
 from labeling.tables.label_import import label_table_import_apply
@@ -173,6 +175,11 @@ def test_a_hit_serves_what_a_recompute_gives(django_assert_num_queries):
     assert (row.claims, row.pending, str(row.coverage), str(row.support)) == (9, 1, "6/9 = 0.67", "4/5 = 0.80")
 
 
+# Writers of what no figure reads (test_no_figure_reads_members_or_project_settings): they leave every
+# run's state as it is, so a role change does not recompute ten runs' figures.
+READ_BY_NO_FIGURE = {"membership_set", "membership_remove", "project_settings_set"}
+
+
 @pytest.mark.django_db
 def test_every_writer_makes_the_next_read_fresh(tmp_path):
     w = counted_run()
@@ -183,14 +190,18 @@ def test_every_writer_makes_the_next_read_fresh(tmp_path):
         write()
         key_after = figure_key("summary_row", w.run.pk, (None, metrics.DEFAULT_RULE, metrics.DEFAULT_CONFIDENCE))
 
-        assert key_after != key_before, f"{name} left the run's state unchanged: its cached figures stay served"
+        if name in READ_BY_NO_FIGURE:
+            assert key_after == key_before, f"{name} moved the run's state: every figure of every run recomputed"
+        else:
+            assert key_after != key_before, f"{name} left the run's state unchanged: its cached figures stay served"
         assert metrics.project_summary(w.project) == _fresh(w), f"stale figures served after {name}"
         walked.append((name, served_before != _fresh(w)))
 
     # These writes change a figure the summary shows (worked by hand: rev2's NONE judgment makes q01's
     # claim 2 disputed; the imported verdict counts once the judge is promoted; rev2's UNSUPPORTED from the
     # file leaves q03's claim 1 disputed as the judge's run made it). The others change what other figures
-    # read (a send-back, a sample, gold, members, the queue judge) and the run's state moved all the same.
+    # read (a send-back, a sample, gold, assignments, the queue judge) and the run's state moved all the same;
+    # members and project settings move none (READ_BY_NO_FIGURE).
     assert [name for name, changed in walked if changed] == [
         "label_save", "label_undo", "claim_judge", "claim_set_factual", "adjudication_save", "quality_settings_set",
         "run_judge_promote", "verdicts_import", "judge_run_execute", "claim_edit", "claim_split", "claim_merge",
@@ -199,7 +210,7 @@ def test_every_writer_makes_the_next_read_fresh(tmp_path):
 
 # The models whose rows the cached figures read, and the functions that say a run's state moved.
 FIGURE_MODELS = {"Label", "CitationJudgment", "Adjudication", "GoldClaim", "SendBack", "Sample", "SampleMember",
-                 "Membership", "Assignment", "Claim", "Citation", "Question", "GoldPassageId", "GoldReference",
+                 "Assignment", "Claim", "Citation", "Question", "GoldPassageId", "GoldReference",
                  "ExpectedSource"}
 BUMPS = {"labels_changed", "project_labels_changed", "claims_changed", "mark_labels_stale"}
 # Modules that write those rows without a bump, and why.
@@ -283,3 +294,74 @@ def test_an_import_moves_the_state_of_the_runs_it_changes_only(tmp_path):
     assert figure_key("summary_row", w.run.pk, parts) == keys[w.run]
     assert figure_key("summary_row", r2.pk, parts) != keys[r2]
     assert metrics.project_summary(w.project) == _fresh(w)
+
+
+class _ComputeWindows:
+    """A cache that never hits and notes, for each figure computed, the queries
+    made between its ``get`` (the miss) and its ``set``: the figure's own reads."""
+
+    def __init__(self, captured: CaptureQueriesContext) -> None:
+        self.captured, self.start, self.windows = captured, 0, []
+
+    def get(self, key, default=None):
+        self.start = len(self.captured.captured_queries)
+        return default
+
+    def set(self, key, value, timeout=None):
+        self.windows.append((key.split(":")[2], [q["sql"] for q in self.captured.captured_queries[self.start:]]))
+
+
+@pytest.mark.django_db
+def test_no_figure_reads_members_or_project_settings(monkeypatch):
+    """Why READ_BY_NO_FIGURE may leave the state alone: every cached figure (the
+    summary row, the agreement and judgments' agreement, a judge's grade, the
+    scatter), computed through its page, reads neither the membership table nor
+    the project's settings columns."""
+    w = counted_run()
+    client = Client()
+    client.force_login(w.lead)
+    run_url = {"project_slug": "counts", "run_name": "r1"}
+    with CaptureQueriesContext(connection) as captured:
+        windows = _ComputeWindows(captured)
+        monkeypatch.setattr(figure_cache, "cache", windows)
+        for url in (reverse("project_summary", kwargs={"project_slug": "counts"}),
+                    reverse("run_agreement", kwargs=run_url), reverse("run_scatter", kwargs=run_url),
+                    reverse("judge_grade", kwargs={**run_url, "judge_name": "judge"})):
+            assert client.get(url).status_code == 200, url
+
+    assert sorted({name for name, _sql in windows.windows}) == [
+        "agreement", "judge_grade", "judgment_agreement", "scatter", "summary_row"]
+    membership = Membership._meta.db_table
+    for name, queries in windows.windows:
+        assert queries, name  # each computed from the database, not from another cache
+        for sql in queries:
+            assert membership not in sql, (name, sql)
+            assert "judge_citations" not in sql and "require_justification" not in sql, (name, sql)
+    # The check can see them: the pages themselves read both (who may open the run, its project).
+    assert any(membership in q["sql"] for q in captured.captured_queries)
+    assert any("judge_citations" in q["sql"] for q in captured.captured_queries)
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(("reviewer", "rule", "confidence"), [(None, "strict", 0.95), ("rev2", "lenient", 0.9)])
+def test_a_summary_row_is_what_run_scores_gives(reviewer, rule, confidence):
+    """The row computes only what it shows (metrics._summary_row); each figure and
+    interval is the one of the full ``run_scores``."""
+    w = counted_run()
+    _judged(w)  # a judged citation: citation precision has a value
+    with override_settings(CACHES=NO_CACHE):
+        row = metrics.project_summary(w.project, reviewer=reviewer, rule=rule, confidence=confidence)[0]
+    scores = metrics.run_scores(w.run, reviewer=reviewer, citation_precision_rule=rule, with_gold=False,
+                                confidence=confidence)
+    full = scores.intervals()
+
+    c = scores.claims
+    assert (row.answers, row.claims, row.pending, row.coverage, row.support, row.supported_rate, row.gap) == (
+        c.answers, c.claims, c.pending, c.coverage, c.support, c.supported_rate, c.gap)
+    assert row.citation_precision == scores.judgments.precision
+    assert row.intervals == {**{name: full[name] for name in ("coverage", "support", "supported_rate", "gap")},
+                             "citation_precision": full["judged_precision"]}
+    if reviewer is None:
+        # By hand on tests/counted_run.py: 6 of 9 claims cited; two citations judged (q01's claim 1 FULL by
+        # rev1, claim 2 NONE by rev2 here), one precise.
+        assert (str(row.coverage), str(row.citation_precision)) == ("6/9 = 0.67", "1/2 = 0.50")

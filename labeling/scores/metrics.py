@@ -162,10 +162,7 @@ def run_scores(
         citations = citations[citations["answer_id"].isin(kept)]
         gold_ids = gold_ids[gold_ids["answer_id"].isin(kept)]
         disagreements = int(claims["disagreement"].sum())
-    claim_result = claim_metrics(
-        claims[["answer_id", "question_id", "claim_index", "n_citations", "label", "abstention", "factual"]],
-        answers[["answer_id", "question_id"]],
-    )
+    claim_result = _claim_metrics(claims, answers)
     judgments = run_judgment_metrics(run, claims, citations, reviewer=reviewer, rule=citation_precision_rule)
     id_citations = citations[["answer_id", "passage_id", "fabricated"]]
     ids = citation_id_metrics(answers, id_citations, gold_ids)
@@ -185,6 +182,14 @@ def run_scores(
                      gold=gold, claims_frame=claims, disagreements=disagreements, judgments=judgments,
                      confidence=confidence,
                      exclusion=run_exclusion(run=run) if reviewer is None else Exclusion())
+
+
+def _claim_metrics(claims: pd.DataFrame, answers: pd.DataFrame) -> ClaimMetrics:
+    """Coverage, support and gap (SPEC §4.1) of ``resolved_claims_frame``'s claims over ``answers_frame``'s answers."""
+    return claim_metrics(
+        claims[["answer_id", "question_id", "claim_index", "n_citations", "label", "abstention", "factual"]],
+        answers[["answer_id", "question_id"]],
+    )
 
 
 def run_judgment_metrics(run: Run, claims: pd.DataFrame, citations: pd.DataFrame, *, reviewer: str | None,
@@ -235,12 +240,17 @@ def project_summary(project: Project, *, reviewer: str | None = None, rule: str 
     return rows
 
 
+@one_version()
 def _summary_row(run: Run, counted: str | None, rule: str, confidence: float) -> RunSummary:
-    scores = run_scores(run, reviewer=counted, citation_precision_rule=rule, with_gold=False,
-                        confidence=confidence)
-    c = scores.claims
-    judged = scores.judgments
-    intervals = scores.intervals()
+    """The row of ``run``: :func:`run_scores`' claim figures and judged citation precision with their
+    pooled intervals, and nothing the row does not show (citation ids against gold, abstention,
+    per-answer means: a third of a row's time). ``tests/test_figure_cache.py`` holds it to the row
+    made from ``run_scores``."""
+    answers = frames.answers_frame(run)
+    claims, _disagreements = resolved_claims_frame(run, reviewer=counted, answers=answers, text=False)
+    c = _claim_metrics(claims, answers)
+    judged = run_judgment_metrics(run, claims, frames.citations_frame(run, text=False), reviewer=counted, rule=rule)
+    intervals = run_intervals(run_figures(claims=c, judgments=judged), confidence=confidence, means=False)
     intervals["citation_precision"] = intervals.get("judged_precision")
     return RunSummary(
         run=run.name, answers=c.answers, claims=c.claims, pending=c.pending, coverage=c.coverage,

@@ -13,7 +13,7 @@ from django.db import transaction
 
 from labeling.models import Assignment, Membership, Project, Reviewer, ReviewerKind, Role, Run
 from labeling.permissions import LABEL, LEAD, may, roles_that_may
-from labeling.runs import labels_changed, project_labels_changed
+from labeling.runs import labels_changed
 
 
 def role_checked(role: str) -> str:
@@ -48,8 +48,8 @@ def membership_set(*, project: Project, reviewer: Reviewer, role: str) -> Member
     with transaction.atomic():
         membership = (Membership.objects.select_for_update().select_related("reviewer")
                       .filter(project=project, reviewer=reviewer).first())
-        # Who is a member decides which runs' reviewers are counted and shown (SPEC §4.4).
-        project_labels_changed(project=project, labels=False)
+        # No stamp: no figure reads who is a member or their role (a blind reviewer's own figures
+        # are keyed by their name; tests/test_figure_cache.py holds every figure to that).
         if membership is None:
             return Membership.objects.create(project=project, reviewer=reviewer, role=role)
         if membership.role != role:
@@ -72,7 +72,6 @@ def membership_remove(*, project: Project, reviewer: Reviewer) -> None:
                                   code="not_member")
         _keep_a_lead(project, membership)
         membership.delete()
-        project_labels_changed(project=project, labels=False)
 
 
 def project_settings_set(*, project: Project, judge_citations: bool,
@@ -87,7 +86,7 @@ def project_settings_set(*, project: Project, judge_citations: bool,
         Project.objects.filter(pk=project.pk).update(
             judge_citations=bool(judge_citations),
             require_justification_for_supported=bool(require_justification_for_supported))
-        project_labels_changed(project=project, labels=False)
+        # No stamp: these settings change how reviewers label from now on, not any figure.
     project.judge_citations = bool(judge_citations)
     project.require_justification_for_supported = bool(require_justification_for_supported)
     return project
