@@ -28,6 +28,7 @@ from labeling.judges.runs import (
     verdicts_import,
 )
 from labeling.models import Claim, Label, Membership, Question, Reviewer, Role, Run
+from labeling.review import tallies
 from labeling.review.citation_judgments import claim_judge, claim_set_factual
 from labeling.review.claim_edits import claim_edit, claim_merge, claim_split
 from labeling.review.label_writes import label_save, label_undo
@@ -175,6 +176,17 @@ def test_a_hit_serves_what_a_recompute_gives(django_assert_num_queries):
     assert (row.claims, row.pending, str(row.coverage), str(row.support)) == (9, 1, "6/9 = 0.67", "4/5 = 0.80")
 
 
+def _counts(w: CountedRun) -> list:
+    """The project page's claim counts of every run, per answer (``tallies.run_rows``), as the lead sees them."""
+    return [(row.run.name, row.answers, row.answer_counts) for row in tallies.run_rows(project=w.project,
+                                                                                        reviewer=w.lead)]
+
+
+def _fresh_counts(w: CountedRun) -> list:
+    with override_settings(CACHES=NO_CACHE):
+        return _counts(w)
+
+
 # Writers of what no figure reads (test_no_figure_reads_members_or_project_settings): they leave every
 # run's state as it is, so a role change does not recompute ten runs' figures.
 READ_BY_NO_FIGURE = {"membership_set", "membership_remove", "project_settings_set"}
@@ -195,6 +207,7 @@ def test_every_writer_makes_the_next_read_fresh(tmp_path):
         else:
             assert key_after != key_before, f"{name} left the run's state unchanged: its cached figures stay served"
         assert metrics.project_summary(w.project) == _fresh(w), f"stale figures served after {name}"
+        assert _counts(w) == _fresh_counts(w), f"stale claim counts served after {name}"
         walked.append((name, served_before != _fresh(w)))
 
     # These writes change a figure the summary shows (worked by hand: rev2's NONE judgment makes q01's

@@ -17,6 +17,7 @@ from labeling.exports.label_table import (
     CANONICAL_COLUMNS,
     canonical_bytes,
     label_table_frame,
+    table_claim_metrics,
     table_from_canonical,
 )
 from labeling.models import Claim, Label, LabelTableVersion, LabelValue, Run
@@ -336,13 +337,18 @@ def test_version_list_query_budget(client, seed_run, member, django_assert_max_n
         for n in range(2, versions + 1)
     ])
     client.force_login(member)
-    # session + user (2), run with project (1), membership (1), versions with
-    # authors (1), current label table (10: claims version, claims, their texts and factual
-    # marks, answers, questions with gold, labels, labels with times, revisions, citations,
-    # citation judgments) = 15, whatever the number of versions.
-    with django_assert_max_num_queries(15):
+    # session + user (2), the run with its project, role and label state (1), versions with
+    # authors (1); then, once per label state, the current table's figures (the run's summary
+    # row, 11: claims version, answers, questions with gold, claims, their texts and factual
+    # marks, the label state with the stamps since the kept labels, labels, their reviewers,
+    # adjudications, citations, citation judgments) and its claim count (1) = 16, whatever the
+    # number of versions; 4 while the run's state stands.
+    with django_assert_max_num_queries(16):
         response = client.get(urls(seed_run)["version_list"])
     assert response.content.decode().count('class="num version-number"><strong>v') == versions
+    with django_assert_max_num_queries(4):
+        again = client.get(urls(seed_run)["version_list"])
+    assert (again.context["current_rows"], again.context["current"]) == (5, response.context["current"])
 
 
 def test_diff_page_lists_changed_rows_and_htmx_returns_fragment(client, seed_run, member):
@@ -521,3 +527,31 @@ def test_versions_saved_without_reviewer_labels_still_read_and_diff(seed_run):
     assert earlier["reviewer_labels"].tolist() == [None] * 5
     diff = diff_label_tables(earlier, table)
     assert (diff.rows, diff.unchanged) == ([], 5)
+
+
+@pytest.mark.parametrize("name", sorted(path.name for path in FIXTURES_DIR.glob("*.jsonl")))
+def test_the_version_list_shows_the_current_tables_own_figures(client, db, name):
+    """The page's "current table" comes from the run's cached summary row (SPEC §7), not
+    from the table built whole: on every answers file of fixtures/ (abstentions in
+    expertqa_dev) and after a claim is marked not factual, its claims, coverage, support
+    and pending are those of ``table_claim_metrics(label_table_frame(run))``."""
+    from labeling.importers.load import project_for_import, run_import
+    from labeling.review.citation_judgments import claim_set_factual
+
+    project = project_for_import(slug="fixture")
+    run_import(project=project, source=FIXTURES_DIR / name)
+    lead = ReviewerFactory(username="fixture-lead")
+    project.memberships.create(reviewer=lead, role="lead")
+    client.force_login(lead)
+    for run in Run.objects.filter(project=project):
+        for step in ("imported", "a claim marked not factual"):
+            if step != "imported":
+                cited = Claim.objects.filter(answer__run=run, citations__isnull=False).order_by("pk").first()
+                claim_set_factual(claim=Claim.objects.select_related("answer__run__project").get(pk=cited.pk),
+                                  factual=False)
+            table = label_table_frame(run, with_passages=False)
+            expected = table_claim_metrics(table)
+            context = client.get(urls(run)["version_list"]).context
+            shown = context["current"]
+            assert (context["current_rows"], shown.coverage, shown.support, shown.pending) == (
+                len(table), expected.coverage, expected.support, expected.pending), (name, run.name, step)

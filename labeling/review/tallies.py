@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.core.cache import cache
 from django.db import connection
 from django.db.models import (
     Count,
@@ -46,6 +47,7 @@ from labeling.models import (
 from labeling.models.counted import Exclusion, counted_q, counted_values, excluded_labels_q, runs_exclusions
 from labeling.permissions import acting_role, blind_for, blind_for_reviewer, visible_projects
 from labeling.review.queue import exists_fence
+from labeling.scores.figure_cache import TIMEOUT_SECONDS, figure_key, label_state, run_state_of
 from scoring.figures import FigureInterval, RunFigures, run_intervals
 from scoring.intervals import DEFAULT_CONFIDENCE, AnswerValues, Units
 from scoring.lazy import np  # loaded on first use: keeps start-up fast (SPEC §7)
@@ -285,11 +287,10 @@ def claim_count_intervals(answer_counts: list[ClaimCounts], *,
     return run_intervals(claim_count_figures(answer_counts), confidence=confidence)
 
 
-def _runs_claim_counts(*, reviewer: Reviewer, run: Run | None = None, project: Project | None = None,
-                       blind_run_ids: frozenset[int] = frozenset(),
+def _runs_claim_counts(*, reviewer: Reviewer, runs: list[Run], blind_run_ids: frozenset[int] = frozenset(),
                        exclusions: dict[int, Exclusion] | None = None) -> dict[int, list[ClaimCounts]]:
-    """Per run id, one ``ClaimCounts`` per answer with claims, for one run or every
-    run of a project (sum them with ``total_counts``).
+    """Per run id, one ``ClaimCounts`` per answer with claims, for each of ``runs``
+    (sum them with ``total_counts``).
 
     Four grouped queries, each without fan-out or with one small DISTINCT
     (PostgreSQL sorts once per DISTINCT aggregate, so one query over claims ⋈
@@ -305,7 +306,7 @@ def _runs_claim_counts(*, reviewer: Reviewer, run: Run | None = None, project: P
     Grouped by answer (the run's totals are their sum) so that every figure
     gets its interval, answers being the clusters (SPEC §4.5).
     """
-    scope = {"run": run} if run is not None else {"run__project": project}
+    scope = {"run_id__in": [run.pk for run in runs]}
     counted = ~excluded_labels_q(exclusions) if exclusions else Q()
     claims = {
         row["answer_id"]: row
@@ -361,27 +362,50 @@ def run_rows(*, project: Project, reviewer: Reviewer) -> list[RunRow]:
     """Every run of ``project`` with its claim counts (totals and per answer) and the
     reviewer's progress.
 
-    Five or six queries whatever the number of runs: the runs with their
-    answer counts, and ``_runs_claim_counts``' four or five grouped by answer.
+    One query for the runs with their answer counts and label states, then the
+    counts of each run from the cache, or :func:`_runs_claim_counts`' four or five
+    grouped queries for the runs whose state moved (:func:`claim_counts_by_run`),
+    whatever the number of runs.
     """
-    runs = list(Run.objects.filter(project=project).annotate(n_answers=Count("answers")).order_by("created_at", "name"))
+    runs = list(Run.objects.filter(project=project).annotate(n_answers=Count("answers"), **label_state())
+                .order_by("created_at", "name"))
     role = acting_role(reviewer, getattr(project, "my_role", None))
-    blind = frozenset(r.pk for r in runs if blind_for(r, role=role))
-    by_run = _runs_claim_counts(reviewer=reviewer, project=project, blind_run_ids=blind,
-                                exclusions=runs_exclusions(runs))
+    by_run = claim_counts_by_run(runs, reviewer=reviewer, blind_run_ids=frozenset(
+        r.pk for r in runs if blind_for(r, role=role)))
     for run in runs:
         run.project = project
-    return [RunRow(run=run, answers=run.n_answers, counts=total_counts(by_run.get(run.pk, [])),
-                   answer_counts=by_run.get(run.pk, [])) for run in runs]
+    return [RunRow(run=run, answers=run.n_answers, counts=total_counts(by_run[run.pk]),
+                   answer_counts=by_run[run.pk]) for run in runs]
+
+
+def claim_counts_by_run(runs: list[Run], *, reviewer: Reviewer,
+                        blind_run_ids: frozenset[int] = frozenset()) -> dict[int, list[ClaimCounts]]:
+    """:func:`_runs_claim_counts` of ``runs`` (by run id; ``[]`` for a run without
+    claims), each computed once per label state of its run and reviewer
+    (``labeling.scores.figure_cache``: every write the counts read moves the state;
+    the reviewer's own progress is in them, so the entry is theirs). A run annotated
+    with ``label_state`` (``run_for``, :func:`run_rows`) costs no query to look up;
+    one query each otherwise. The runs whose state moved are counted together."""
+    keys = {run.pk: figure_key("answer_counts", run, (reviewer.pk, run.pk in blind_run_ids),
+                               state=run_state_of(run) if hasattr(run, "label_state") else None) for run in runs}
+    found = cache.get_many(list(keys.values()))
+    by_run = {run.pk: found[keys[run.pk]] for run in runs if keys[run.pk] in found}
+    moved = [run for run in runs if run.pk not in by_run]
+    if moved:
+        counted = _runs_claim_counts(reviewer=reviewer, runs=moved, blind_run_ids=blind_run_ids,
+                                     exclusions=runs_exclusions(moved))
+        fresh = {run.pk: counted.get(run.pk, []) for run in moved}
+        cache.set_many({keys[pk]: counts for pk, counts in fresh.items()}, timeout=TIMEOUT_SECONDS)
+        by_run |= fresh
+    return by_run
 
 
 def run_answer_counts(*, run: Run, reviewer: Reviewer) -> list[ClaimCounts]:
     """Claim counts of each answer of one run that has claims (``ClaimCounts``; their
-    sum, ``total_counts``, is the run's). Four or five grouped queries
-    (``_runs_claim_counts``); on a run ``reviewer`` labels blind, from their own labels only."""
+    sum, ``total_counts``, is the run's), once per label state (:func:`claim_counts_by_run`);
+    on a run ``reviewer`` labels blind, from their own labels only."""
     blind = frozenset({run.pk}) if blind_for_reviewer(run, reviewer) else frozenset()
-    return _runs_claim_counts(reviewer=reviewer, run=run, blind_run_ids=blind,
-                              exclusions=runs_exclusions([run])).get(run.pk, [])
+    return claim_counts_by_run([run], reviewer=reviewer, blind_run_ids=blind)[run.pk]
 
 
 def run_counts(*, run: Run, reviewer: Reviewer) -> ClaimCounts:

@@ -230,14 +230,23 @@ def project_summary(project: Project, *, reviewer: str | None = None, rule: str 
     ``reviewer``: only that reviewer's labels count; on the runs of ``own_labels_runs``
     (a blind reviewer's) only ``me``'s do. Raises ValueError for an unknown rule or level."""
     check_confidence(confidence)
-    rows = []
-    for run in (Run.objects.filter(project=project).select_related("project").annotate(**label_state())
-                .order_by("created_at", "name")):
-        counted = me if run.pk in own_labels_runs else reviewer
-        rows.append(cached_figure(
-            "summary_row", run, lambda run=run, counted=counted: _summary_row(run, counted, rule, confidence),
-            parts=(counted, rule, confidence), state=run_state_of(run)))
-    return rows
+    return [run_summary_row(run, reviewer=me if run.pk in own_labels_runs else reviewer, rule=rule,
+                            confidence=confidence)
+            for run in (Run.objects.filter(project=project).select_related("project").annotate(**label_state())
+                        .order_by("created_at", "name"))]
+
+
+def run_summary_row(run: Run, *, reviewer: str | None = None, rule: str = DEFAULT_RULE,
+                    confidence: float = DEFAULT_CONFIDENCE) -> RunSummary:
+    """The project summary's row of ``run`` (:func:`project_summary`; ``reviewer``: only that
+    reviewer's labels count), computed once per label state of the run and shared with that page
+    (``labeling.scores.figure_cache``). ``run`` annotated with ``label_state`` (as ``run_for``
+    loads it): no query on a hit; else the state is read (one query). Raises ValueError for an
+    unknown rule or level."""
+    check_confidence(confidence)
+    state = run_state_of(run) if hasattr(run, "label_state") else None
+    return cached_figure("summary_row", run, lambda: _summary_row(run, reviewer, rule, confidence),
+                         parts=(reviewer, rule, confidence), state=state)
 
 
 @one_version()

@@ -3,7 +3,8 @@ summary (every run side by side), the run's audit log, the judges panel and a
 judge's grading page.
 
 Run: ``pytest -m bench -s tests/bench/test_bench_team_pages.py`` (add
-DATABASE_URL for PostgreSQL). The run is the labeling-screen benchmark's
+DATABASE_URL for PostgreSQL). The big run has two saved label table versions
+(the versions page). The run is the labeling-screen benchmark's
 (10k answers × 5 claims, 4 cited per answer) beside nine runs of 1k answers;
 its imported labels are replaced by a human reviewer ``hana`` labeling every
 cited claim (UNSUPPORTED on every fifth) and a judge ``judge-a`` (kind
@@ -39,9 +40,10 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from labeling.exports.current_labels import current_labels, label_table
-from labeling.models import AuditAction, AuditEvent, Claim, Label, Reviewer, Role
+from labeling.models import AuditAction, AuditEvent, Claim, Label, LabelTableVersion, Reviewer, Role
 from labeling.review.label_writes import label_save
 from labeling.runs import labels_changed, project_labels_changed
+from labeling.tables.versions import label_table_snapshot
 from labeling.team.memberships import membership_set
 from tests.bench.test_bench_review import BIG_ANSWERS, PLAIN_RENDER, bench_project, build_run, reference_ms
 
@@ -64,7 +66,7 @@ def team_run(django_db_setup, django_db_blocker):
         for r in range(SMALL_RUNS):
             build_run(project, questions, f"small-{r}", SMALL_ANSWERS, annotator)
         Label.objects.filter(reviewer=annotator).delete()
-        hana = Reviewer.objects.create(username="hana", kind="external")
+        hana = Reviewer.objects.create(username="hana")  # a person: the reviewer dashboard lists her
         judge = Reviewer.objects.create(username="judge-a", kind="model")
         project.members.add(hana)
         cited = list(Claim.objects.filter(answer__run=big, citations__isnull=False).order_by("pk")
@@ -83,6 +85,10 @@ def team_run(django_db_setup, django_db_blocker):
             [AuditEvent(action=AuditAction.LABEL, actor=lead, actor_name=lead.username, project=project, run=big,
                         run_name=big.name, claim_id=cited[n % len(cited)], target=f"q{n:05d} · claim 1",
                         detail={"value": "SUPPORTED"}) for n in range(AUDIT_EVENTS)], batch_size=10_000)
+        # Two saved versions of the big run's label table (the versions page lists them, with their diff).
+        label_table_snapshot(run=big, author=lead, note="before the prompt change")
+        Label.objects.filter(claim_id=cited[1], reviewer=hana).update(value="UNSUPPORTED", justification="not so")
+        label_table_snapshot(run=big, author=lead, note="after")
         print(f"\n[bench-team] built {Claim.objects.filter(answer__run__project=project).count()} claims, "
               f"{len(labels)} labels, {AUDIT_EVENTS} audit events in {time.perf_counter() - started:.1f} s "
               f"({connection.vendor})")
@@ -90,6 +96,7 @@ def team_run(django_db_setup, django_db_blocker):
         gc.collect()
         yield {"project": project, "run": big, "lead": lead, "hana": hana, "cited": cited}
         Label.objects.filter(claim__answer__run__project=project).delete()
+        LabelTableVersion.objects.filter(run__project=project).delete()
         project.delete()
         Reviewer.objects.filter(username__in=["bench-team-lead", "bench-team-importer", "hana", "judge-a",
                                               "bench-team-newcomer"]).delete()
@@ -142,7 +149,11 @@ def test_bench_team_pages_on_a_50k_claim_run(team_run, monkeypatch):
          "judge-a"),
         ("agreement page, 40k cited claims", reverse("run_agreement", kwargs=in_run), "hana"),
         ("run's scatter, 10k answers", reverse("run_scatter", kwargs=in_run), "<svg"),
+        ("project page", reverse("project_detail", kwargs={"project_slug": SLUG}), "small-8"),
         ("run overview", reverse("run_detail", kwargs=in_run), run.name),
+        ("run summary fragment", reverse("run_summary", kwargs=in_run), "Coverage"),
+        ("reviewer dashboard", reverse("run_dashboard", kwargs=in_run), "hana"),
+        ("label table versions", reverse("version_list", kwargs=in_run), "before the prompt change"),
     ]
     for name, url, expect in pages:
         cold, slowest, warm, queries = _time(client, url, expect, team_run["project"])
