@@ -40,6 +40,7 @@ and holds the kept table to a whole read after each.
 from __future__ import annotations
 
 import hashlib
+from datetime import UTC
 from typing import Any
 
 from django.core.cache import cache
@@ -106,7 +107,7 @@ def label_table(run: Run | int) -> dict[str, Any]:
     kept = cache.get(key)
     entry = _brought_up_to_date(pk, kept) if kept is not None else None
     if entry is None:
-        state, arrays = _read_whole(pk, _whole_state(pk))
+        state, arrays = _read_whole(pk, run_label_state(pk))
         entry = (state, arrays) if state is not None else None
         if entry is None:  # the run is gone
             return arrays
@@ -126,7 +127,7 @@ def _tables() -> dict[str, str]:
         ("label", Label), ("claim", Claim), ("answer", Answer), ("stamp", LabelStateStamp), ("run", Run))}
 
 
-def _whole_state(pk: int) -> tuple | None:
+def run_label_state(pk: int) -> tuple | None:
     """``(claims_version, created_at, newest stamp id or 0, stamps in the window below it)``
     of run ``pk``, or None for a deleted run. One query."""
     sql = ("SELECT r.claims_version, r.created_at, "
@@ -140,11 +141,14 @@ def _whole_state(pk: int) -> tuple | None:
     return tuple(row) if row is not None else None
 
 
-def _brought_up_to_date(pk: int, kept: tuple) -> tuple | None:
-    """``kept`` (``(state, arrays)``) brought up to date, the same object when nothing
-    moved, or None when the table must be read whole. One query, and the labels of
-    the claims written since (module docstring)."""
-    (claims_version, created_at, newest, window), arrays = kept
+def written_since(pk: int, state: tuple) -> tuple[tuple, list[tuple[int | None, bool]]] | None:
+    """What was written to run ``pk`` since ``state`` (``(claims_version, created_at,
+    newest stamp id, stamps in the window below it)``, as :func:`label_table` keeps it):
+    ``(state now, [(claim id or None, labels) for each stamp since])``, or None when
+    what was kept under ``state`` must be read whole (the run is gone or another run
+    has its id, a split or merge moved the claims version, or a stamp became visible
+    below the newest: module docstring). One query."""
+    claims_version, created_at, newest, window = state
     sql = ("SELECT 0, r.claims_version, "
            "(SELECT count(*) FROM {stamp} s WHERE s.run_id = r.id AND s.id > %s AND s.id <= %s), "
            "COALESCE((SELECT max(s.id) FROM {stamp} s WHERE s.run_id = r.id), 0), "
@@ -158,21 +162,37 @@ def _brought_up_to_date(pk: int, kept: tuple) -> tuple | None:
         cursor.execute(sql, [newest - LATE_STAMP_WINDOW, newest, LATE_STAMP_WINDOW, pk, pk, newest])
         rows = cursor.fetchall()
     head = [row for row in rows if row[0] == 0]
-    since = [row for row in rows if row[0] == 1]
     if not head:
         return None
     _, version_now, window_then, newest_now, window_now, created_now = head[0]
-    if (version_now, created_now, window_then) != (claims_version, created_at, window):
+    if (version_now, _instant(created_now), window_then) != (claims_version, _instant(created_at), window):
         return None  # a split or merge, another run under the id, or a stamp seen late below the newest
+    since = [(claim, bool(labels)) for kind, _id, claim, labels, *_ in rows if kind == 1]
+    return (claims_version, created_at, newest_now, window_now) if since else state, since
+
+
+def _instant(value: Any) -> Any:
+    """A datetime as naive UTC: SQLite's cursor gives the run's creation time naive, the ORM
+    and PostgreSQL aware (a state may come from either)."""
+    return value.astimezone(UTC).replace(tzinfo=None) if getattr(value, "tzinfo", None) else value
+
+
+def _brought_up_to_date(pk: int, kept: tuple) -> tuple | None:
+    """``kept`` (``(state, arrays)``) brought up to date, the same object when nothing
+    moved, or None when the table must be read whole. One query, and the labels of
+    the claims written since (module docstring)."""
+    written = written_since(pk, kept[0])
+    if written is None:
+        return None
+    state, since = written
     if not since:
         return kept
-    state = (claims_version, created_at, newest_now, window_now)
-    claims = {claim for _, _, claim, labels, *_ in since if labels}
+    claims = {claim for claim, labels in since if labels}
     if not claims:  # members, assignments, samples: no label moved
-        return state, arrays
+        return state, kept[1]
     if None in claims or len(since) > MAX_DELTA:
         return None
-    return state, _with_claims_read_again(arrays, sorted(claims))
+    return state, _with_claims_read_again(kept[1], sorted(claims))
 
 
 def _read_whole(pk: int, state: tuple | None) -> tuple[tuple | None, dict[str, Any]]:

@@ -15,6 +15,7 @@ reviewer's own current label.
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 from operator import attrgetter
 from typing import Any
@@ -33,6 +34,8 @@ from django.db.models import (
 )
 from django.db.models.functions import Coalesce
 
+from labeling.exports.current_labels import run_label_state, written_since
+from labeling.exports.structure import in_write_transaction
 from labeling.models import (
     Adjudication,
     Answer,
@@ -45,10 +48,17 @@ from labeling.models import (
     Reviewer,
     Run,
 )
-from labeling.models.counted import Exclusion, counted_q, counted_values, excluded_labels_q, runs_exclusions
+from labeling.models.counted import (
+    Exclusion,
+    counted_q,
+    counted_values,
+    excluded_labels_q,
+    excludes,
+    runs_exclusions,
+)
 from labeling.permissions import acting_role, blind_for, blind_for_reviewer, visible_projects
 from labeling.review.queue import exists_fence
-from labeling.scores.figure_cache import TIMEOUT_SECONDS, figure_key, label_state, run_state_of
+from labeling.scores.figure_cache import TIMEOUT_SECONDS, label_state
 from scoring.figures import FigureInterval, RunFigures, run_intervals
 from scoring.intervals import DEFAULT_CONFIDENCE, AnswerValues, Units
 from scoring.lazy import np  # loaded on first use: keeps start-up fast (SPEC §7)
@@ -292,9 +302,11 @@ def claim_count_intervals(answer_counts: list[ClaimCounts], *,
 
 
 def _runs_claim_counts(*, reviewer: Reviewer, runs: list[Run], blind_run_ids: frozenset[int] = frozenset(),
-                       exclusions: dict[int, Exclusion] | None = None) -> dict[int, list[ClaimCounts]]:
-    """Per run id, one ``ClaimCounts`` per answer with claims, for each of ``runs``
-    (sum them with ``total_counts``).
+                       exclusions: dict[int, Exclusion] | None = None,
+                       answer_ids: list[int] | None = None) -> dict[int, dict[int, ClaimCounts]]:
+    """Per run id, per answer id (ascending), the ``ClaimCounts`` of each answer with
+    claims, for each of ``runs`` (sum them with ``total_counts``); ``answer_ids``:
+    of those answers only.
 
     Four grouped queries, each without fan-out or with one small DISTINCT
     (PostgreSQL sorts once per DISTINCT aggregate, so one query over claims ⋈
@@ -310,7 +322,9 @@ def _runs_claim_counts(*, reviewer: Reviewer, runs: list[Run], blind_run_ids: fr
     Grouped by answer (the run's totals are their sum) so that every figure
     gets its interval, answers being the clusters (SPEC §4.5).
     """
-    scope = {"run_id__in": [run.pk for run in runs]}
+    scope: dict[str, Any] = {"run_id__in": [run.pk for run in runs]}
+    if answer_ids is not None:
+        scope["id__in"] = answer_ids
     counted = ~excluded_labels_q(exclusions) if exclusions else Q()
     claims = {
         row["answer_id"]: row
@@ -350,15 +364,16 @@ def _runs_claim_counts(*, reviewer: Reviewer, runs: list[Run], blind_run_ids: fr
     adjudicated = adjudicated_counts(
         Adjudication.objects.filter(**{f"claim__answer__{k}": v for k, v in scope.items()}, claim__factual=True)
         .exclude(claim__answer__run_id__in=blind_run_ids), "claim__answer_id", exclusions)
-    counts: dict[int, list[ClaimCounts]] = {}
+    counts: dict[int, dict[int, ClaimCounts]] = {}
     for answer_id, row in sorted(claims.items()):
         cited, judged = citations.get(answer_id, {}), labels.get(answer_id, {})
-        counts.setdefault(row["answer__run_id"], []).append(counts_of_row(adjudicated=adjudicated.get(answer_id), row={
+        counts.setdefault(row["answer__run_id"], {})[answer_id] = counts_of_row(
+            adjudicated=adjudicated.get(answer_id), row={
             "n_claims": row["n"], "n_abstaining": abstaining.get(answer_id, 0), "n_cited": cited.get("cited", 0),
             "n_fabricated": cited.get("fabricated", 0), "n_judged": judged.get("judged", 0),
             "n_has_supported": judged.get("has_supported", 0), "n_has_unsupported": judged.get("has_unsupported", 0),
             "n_labeled": judged.get("labeled", 0),
-        }))
+            })
     return counts
 
 
@@ -388,24 +403,107 @@ def run_rows(*, project: Project, reviewer: Reviewer) -> list[RunRow]:
 
 def claim_counts_by_run(runs: list[Run], *, reviewer: Reviewer,
                         blind_run_ids: frozenset[int] = frozenset()) -> dict[int, list[ClaimCounts]]:
-    """:func:`_runs_claim_counts` of ``runs`` (by run id; ``[]`` for a run without
-    claims), each computed once per label state of its run and reviewer
-    (``labeling.scores.figure_cache``: every write the counts read moves the state;
-    the reviewer's own progress is in them, so the entry is theirs). A run annotated
-    with ``label_state`` (``run_for``, :func:`run_rows`) costs no query to look up;
-    one query each otherwise. The runs whose state moved are counted together."""
-    keys = {run.pk: figure_key("answer_counts", run, (reviewer.pk, run.pk in blind_run_ids),
-                               state=run_state_of(run) if hasattr(run, "label_state") else None) for run in runs}
-    found = cache.get_many(list(keys.values()))
-    by_run = {run.pk: found[keys[run.pk]] for run in runs if keys[run.pk] in found}
-    moved = [run for run in runs if run.pk not in by_run]
-    if moved:
-        counted = _runs_claim_counts(reviewer=reviewer, runs=moved, blind_run_ids=blind_run_ids,
-                                     exclusions=runs_exclusions(moved))
-        fresh = {run.pk: counted.get(run.pk, []) for run in moved}
-        cache.set_many({keys[pk]: counts for pk, counts in fresh.items()}, timeout=TIMEOUT_SECONDS)
-        by_run |= fresh
-    return by_run
+    """The per-answer ``ClaimCounts`` of each of ``runs`` (by run id, answers by id;
+    ``[]`` for a run without claims), as :func:`_runs_claim_counts` counts them for
+    ``reviewer`` (their own progress is in them) on the runs of ``blind_run_ids`` from
+    their labels alone.
+
+    Kept in Django's cache, one entry a run and reviewer, under the run's row and label
+    state (``labeling.scores.figure_cache``) and brought up to date as the run's label
+    table is (``labeling.exports.current_labels.written_since``): when every write since
+    named its claims and changed labels, only those claims' answers are counted again
+    (a label save: a few rows instead of the run's 50k claims). Counted whole for a
+    stamp naming no claim or no label (an import, gold, a sample: gold may move whose
+    labels count), another claims version or row, a stamp seen late, more than
+    :data:`COUNTS_MAX_DELTA` claims, or a run that leaves unqualified reviewers out
+    (any label may move that). A run loaded with ``label_state`` (``run_for``,
+    :func:`run_rows`) whose state stands costs no query; the runs counted whole are
+    counted together (four or five queries). Inside a write's transaction nothing is
+    kept. ``tests/test_figure_cache.py`` walks every writer and random saves."""
+    if in_write_transaction():
+        counted = _runs_claim_counts(reviewer=reviewer, runs=runs, blind_run_ids=blind_run_ids,
+                                     exclusions=runs_exclusions(runs))
+        return {run.pk: list(counted.get(run.pk, {}).values()) for run in runs}
+    keys = {run.pk: _counts_key(run.pk, reviewer.pk, run.pk in blind_run_ids) for run in runs}
+    kept = cache.get_many(list(keys.values()))
+    entries: dict[int, tuple] = {}
+    whole: list[Run] = []
+    for run in runs:
+        entry, fields = kept.get(keys[run.pk]), _row_fields(run)
+        if entry is not None and entry[0] == fields:
+            state = _loaded_state(run)
+            if state is not None and _same_state(entry[1], state):
+                entries[run.pk] = entry
+                continue
+            moved = None if excludes(run) else _counts_brought_up_to_date(
+                run, entry, reviewer=reviewer, blind=run.pk in blind_run_ids)
+            if moved is not None:
+                entries[run.pk] = moved
+                continue
+        whole.append(run)
+    if whole:
+        # The state first, then the counts: what is kept is never older than the state it is kept under.
+        states = {run.pk: _loaded_state(run) or run_label_state(run.pk) for run in whole}
+        counted = _runs_claim_counts(reviewer=reviewer, runs=whole, blind_run_ids=blind_run_ids,
+                                     exclusions=runs_exclusions(whole))
+        for run in whole:
+            entries[run.pk] = (_row_fields(run), states[run.pk], counted.get(run.pk, {}))
+    changed = {keys[pk]: entry for pk, entry in entries.items() if entry is not kept.get(keys[pk])}
+    if changed:
+        cache.set_many(changed, timeout=TIMEOUT_SECONDS)
+    return {run.pk: list(entries[run.pk][2].values()) for run in runs}
+
+
+# Past this many claims written since, counting the run whole costs less (and keeps within SQLite's 999
+# parameters a statement).
+COUNTS_MAX_DELTA = 400
+# Raise when a kept entry's shape or meaning changes: entries of the old code become unreachable.
+COUNTS_VERSION = 1
+
+
+def _counts_key(run_pk: int, reviewer_pk: int, blind: bool) -> str:
+    name = repr((COUNTS_VERSION, connection.settings_dict["NAME"], run_pk, reviewer_pk, blind))
+    return f"citelab:answer-counts:{run_pk}:{hashlib.sha256(name.encode()).hexdigest()}"
+
+
+def _row_fields(run: Run) -> tuple:
+    """Every field of the run's row (its promoted judge, its qualification rule, its
+    claims version and creation time among them): a kept entry serves that row only."""
+    return tuple(getattr(run, name) for name in _RUN_FIELDS)
+
+
+def _loaded_state(run: Run) -> tuple | None:
+    """``written_since``'s state of ``run`` as loaded with ``label_state``, or None."""
+    if not hasattr(run, "label_state"):
+        return None
+    return run.claims_version, run.created_at, run.label_state or 0, run.label_window
+
+
+def _same_state(kept: tuple, now: tuple) -> bool:
+    # The creation time is in the row's fields; the cursor and the ORM give it in two forms.
+    return (kept[0], kept[2], kept[3]) == (now[0], now[2], now[3])
+
+
+def _counts_brought_up_to_date(run: Run, entry: tuple, *, reviewer: Reviewer, blind: bool) -> tuple | None:
+    """``entry`` (row fields, state, counts by answer) with the answers of the claims
+    written since counted again, or None when the run must be counted whole."""
+    written = written_since(run.pk, entry[1])
+    if written is None:
+        return None
+    state, since = written
+    if not since:
+        return entry[0], state, entry[2]
+    claims = {claim for claim, _labels in since}
+    if None in claims or not all(labels for _claim, labels in since) or len(claims) > COUNTS_MAX_DELTA:
+        return None  # a write without a claim or without a label (gold, samples: whose labels count may move)
+    answer_ids = sorted(set(Claim.objects.filter(pk__in=sorted(claims)).values_list("answer_id", flat=True)))
+    fresh = _runs_claim_counts(reviewer=reviewer, runs=[run], blind_run_ids=frozenset({run.pk}) if blind
+                               else frozenset(), answer_ids=answer_ids).get(run.pk, {})
+    answers = {pk: counts for pk, counts in entry[2].items() if pk not in set(answer_ids)} | fresh
+    return entry[0], state, dict(sorted(answers.items()))
+
+
+_RUN_FIELDS = [field.attname for field in Run._meta.concrete_fields]
 
 
 def run_answer_counts(*, run: Run, reviewer: Reviewer) -> list[ClaimCounts]:
