@@ -24,12 +24,12 @@ def first_heading(path) -> str:
 
 
 def test_the_index_lists_every_file_of_templates_docs(client):
-    """Anonymous: the list links each of the 19 files by its first heading."""
+    """Anonymous: the list links each of the 20 files by its first heading."""
     response = client.get("/docs/")
 
     html = response.content.decode()
     assert response.status_code == 200
-    assert len(FILES) == 19
+    assert len(FILES) == 20
     links = re.findall(r'<a href="/docs/([a-z0-9-]+)/">([^<]+)</a>', html)
     assert sorted(links) == sorted((path.stem, first_heading(path)) for path in FILES)
     assert [page.name for page in help_pages()] == [name for name, _title in links]

@@ -322,9 +322,8 @@ def _runs_claim_counts(*, reviewer: Reviewer, runs: list[Run], blind_run_ids: fr
     Grouped by answer (the run's totals are their sum) so that every figure
     gets its interval, answers being the clusters (SPEC §4.5).
     """
-    scope: dict[str, Any] = {"run_id__in": [run.pk for run in runs]}
-    if answer_ids is not None:
-        scope["id__in"] = answer_ids
+    # Answers by id alone: with their run too, PostgreSQL walked the run's answers for a few ids.
+    scope: dict[str, Any] = {"run_id__in": [run.pk for run in runs]} if answer_ids is None else {"id__in": answer_ids}
     counted = ~excluded_labels_q(exclusions) if exclusions else Q()
     claims = {
         row["answer_id"]: row
@@ -499,7 +498,8 @@ def _counts_brought_up_to_date(run: Run, entry: tuple, *, reviewer: Reviewer, bl
     answer_ids = sorted(set(Claim.objects.filter(pk__in=sorted(claims)).values_list("answer_id", flat=True)))
     fresh = _runs_claim_counts(reviewer=reviewer, runs=[run], blind_run_ids=frozenset({run.pk}) if blind
                                else frozenset(), answer_ids=answer_ids).get(run.pk, {})
-    answers = {pk: counts for pk, counts in entry[2].items() if pk not in set(answer_ids)} | fresh
+    recounted = set(answer_ids)
+    answers = {pk: counts for pk, counts in entry[2].items() if pk not in recounted} | fresh
     return entry[0], state, dict(sorted(answers.items()))
 
 
