@@ -338,12 +338,16 @@ def _runs_claim_counts(*, reviewer: Reviewer, runs: list[Run], blind_run_ids: fr
         .values("claim__answer_id").order_by()
         .annotate(cited=Count("claim", distinct=True), fabricated=Count("id", filter=Q(fabricated=True)))
     }
+    # Labels of cited claims. A few answers' by their cited claims' ids: with the run's EXISTS over
+    # citations, PostgreSQL without statistics hashed every citation of the run (75–110 ms an answer).
+    cited_claim = Exists(Citation.objects.filter(claim=OuterRef("claim")))
+    label_scope = (Q(cited_claim, **{f"claim__answer__{k}": v for k, v in scope.items()}) if answer_ids is None
+                   else Q(claim_id__in=Subquery(Claim.objects.filter(answer_id__in=answer_ids).filter(
+                       Exists(Citation.objects.filter(claim=OuterRef("pk")))).order_by().values("id"))))
     labels = {
         row["claim__answer_id"]: row
-        for row in Label.objects.filter(**{f"claim__answer__{k}": v for k, v in scope.items()}, is_current=True,
-                                        claim__factual=True,
+        for row in Label.objects.filter(label_scope, is_current=True, claim__factual=True,
                                         value__in=[LabelValue.SUPPORTED, LabelValue.UNSUPPORTED])
-        .filter(Exists(Citation.objects.filter(claim=OuterRef("claim"))))
         .filter(Q(reviewer=reviewer) | ~Q(claim__answer__run_id__in=blind_run_ids))
         .filter(counted_q(promoted=F("claim__answer__run__promoted_judge_id")))
         .values("claim__answer_id").order_by()
@@ -498,9 +502,15 @@ def _counts_brought_up_to_date(run: Run, entry: tuple, *, reviewer: Reviewer, bl
     answer_ids = sorted(set(Claim.objects.filter(pk__in=sorted(claims)).values_list("answer_id", flat=True)))
     fresh = _runs_claim_counts(reviewer=reviewer, runs=[run], blind_run_ids=frozenset({run.pk}) if blind
                                else frozenset(), answer_ids=answer_ids).get(run.pk, {})
-    recounted = set(answer_ids)
-    answers = {pk: counts for pk, counts in entry[2].items() if pk not in recounted} | fresh
-    return entry[0], state, dict(sorted(answers.items()))
+    answers = dict(entry[2])  # by answer id; a recounted answer keeps its place
+    for pk in answer_ids:
+        if pk in fresh:
+            answers[pk] = fresh[pk]
+        else:
+            answers.pop(pk, None)  # no factual claim left
+    if fresh.keys() - entry[2].keys():
+        answers = dict(sorted(answers.items()))  # an answer new to the counts: back in id order
+    return entry[0], state, answers
 
 
 _RUN_FIELDS = [field.attname for field in Run._meta.concrete_fields]
