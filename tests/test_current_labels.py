@@ -6,24 +6,20 @@ visible below the newest (a write committed late, PostgreSQL) is never missed.""
 
 from __future__ import annotations
 
-import random
-
 import pytest
 from django.core.cache import cache
-from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.test import override_settings
 
 from labeling.exports import current_labels as kept
 from labeling.exports.current_labels import current_labels
 from labeling.models import Label, LabelStateStamp, Role, Run
-from labeling.review.label_writes import label_undo
 from labeling.scores import metrics
 from labeling.scores.figure_cache import figure_key
 from labeling.team.memberships import membership_set
 from tests.counted_run import counted_run
 from tests.factories import ReviewerFactory
-from tests.test_figure_cache import NO_CACHE, _claim, _save, _writers
+from tests.test_figure_cache import NO_CACHE, _claim, _save, _writers, random_label_writes
 
 
 def _whole(run: Run, **options) -> list[tuple]:
@@ -106,23 +102,10 @@ def test_after_every_writer_the_kept_table_is_a_whole_read(tmp_path, whole_reads
 @pytest.mark.django_db
 def test_a_random_run_of_saves_and_undos(whole_reads):
     w = counted_run()
-    rng = random.Random(7)
-    reviewers = [w.rev1, w.rev2, w.lead]
-    cells = [(qid, k) for qid in ("q01", "q02", "q03") for k in (0, 1)]
     current_labels(w.run)
     whole_reads.clear()
     checked = 0
-    for step in range(120):
-        reviewer, (qid, k) = rng.choice(reviewers), rng.choice(cells)
-        if rng.random() < 0.3:
-            try:
-                label_undo(claim=_claim(w, qid, k), reviewer=reviewer)
-            except ValidationError:
-                pass  # nothing of theirs to undo there
-        else:
-            # q03's claim 2 cites a fabricated id: UNSUPPORTED is its only label.
-            value = "UNSUPPORTED" if (qid, k) == ("q03", 1) else rng.choice(["SUPPORTED", "UNSUPPORTED"])
-            _save(w, reviewer, qid, k, value, why="P1 says so.")
+    for step, _claim_written in random_label_writes(w, seed=7, steps=120):
         if step % 3 == 0:
             served = _rows(current_labels(w.run))
             assert served == _whole(w.run)

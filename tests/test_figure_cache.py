@@ -7,10 +7,12 @@ each write changes something (tests/counted_run.py's run)."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+import random
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from django.core.exceptions import ValidationError
 from django.db import connection
 from django.test import Client, override_settings
 from django.test.utils import CaptureQueriesContext
@@ -75,6 +77,27 @@ def _save(w: CountedRun, reviewer: Reviewer, qid: str, k: int, value: str, why: 
     claim = _claim(w, qid, k)
     label_save(claim=claim, reviewer=reviewer, value=value, justification=why, base_revision=claim.revision,
                base_label_id=_current(reviewer, claim))
+
+
+def random_label_writes(w: CountedRun, *, seed: int, steps: int) -> Iterator[tuple[int, Claim]]:
+    """``steps`` random saves (70%) and undos by rev1, rev2 and the lead on the cited claims of
+    tests/counted_run.py's run; yields the step and the claim written (or tried: an undo with
+    nothing to undo, a save of the label already there write nothing)."""
+    rng = random.Random(seed)
+    reviewers = [w.rev1, w.rev2, w.lead]
+    cells = [(qid, k) for qid in ("q01", "q02", "q03") for k in (0, 1)]
+    for step in range(steps):
+        reviewer, (qid, k) = rng.choice(reviewers), rng.choice(cells)
+        if rng.random() < 0.3:
+            try:
+                label_undo(claim=_claim(w, qid, k), reviewer=reviewer)
+            except ValidationError:
+                pass  # nothing of theirs to undo there
+        else:
+            # q03's claim 2 cites a fabricated id: UNSUPPORTED is its only label.
+            value = "UNSUPPORTED" if (qid, k) == ("q03", 1) else rng.choice(["SUPPORTED", "UNSUPPORTED"])
+            _save(w, reviewer, qid, k, value, why="P1 says so.")
+        yield step, w.claims[qid][k]
 
 
 def _judged(w: CountedRun) -> None:
