@@ -10,11 +10,13 @@ from __future__ import annotations
 import pytest
 from django.test import override_settings
 
-from labeling.models import Claim, Label, LabelStateStamp, Run
+from labeling.models import Label, LabelStateStamp, Run
 from labeling.models.content import label_state
+from labeling.models.counted import run_exclusion
 from labeling.review import tallies
 from labeling.team.gold_claims import gold_mark, quality_settings_set
 from tests.counted_run import CountedRun, counted_run
+from tests.factories import ReviewerFactory
 from tests.test_figure_cache import NO_CACHE, _claim, _save, random_label_writes
 
 
@@ -44,6 +46,16 @@ def _kept(w: CountedRun, reviewer) -> list:
 def _fresh(w: CountedRun, reviewer) -> list:
     with override_settings(CACHES=NO_CACHE):
         return tallies.run_answer_counts(run=_loaded(w), reviewer=reviewer)
+
+
+def _recounted(w: CountedRun, recounts: list) -> list:
+    """What the lead's kept counts counted again (``recounts``' entries), after checking
+    them against a count from scratch."""
+    recounts.clear()
+    served = _kept(w, w.lead)
+    made = list(recounts)
+    assert served == _fresh(w, w.lead)
+    return made
 
 
 @pytest.mark.django_db
@@ -109,14 +121,30 @@ def test_writes_without_a_claim_or_a_label_and_late_stamps_count_whole(recounts)
 
 
 @pytest.mark.django_db
-def test_a_run_that_leaves_unqualified_reviewers_out_is_counted_whole(recounts):
-    """Any label may move who qualifies, and with it whose labels count on every answer."""
+def test_a_run_that_leaves_unqualified_reviewers_out_recounts_whole_when_who_qualifies_moves(recounts):
+    """Any label may move who qualifies, and with it whose labels count on every answer:
+    a label that leaves the unqualified as they were counts its answer again, one that
+    qualifies a reviewer counts the run whole."""
     w = counted_run()
-    quality_settings_set(run=w.run, gold_rate=0.2, feedback=True, min_lower=0.5, min_gold=1,
+    # rev1 and rev2 labeled q01's claim 1 SUPPORTED; the lead's own SUPPORTED label makes it a gold claim.
+    _save(w, w.lead, "q01", 0, "SUPPORTED", why="P1 says one.")
+    gold_mark(run=w.run, claim=_claim(w, "q01", 0), lead=w.lead, source="label")
+    # One gold claim labeled qualifies (lower bound 0): rev1, rev2 and the lead qualify; nobody is left out.
+    quality_settings_set(run=w.run, gold_rate=0.2, feedback=True, min_lower=0.0, min_gold=1,
                          exclude_unqualified=True)
     _kept(w, w.lead)
-    _save(w, w.rev2, "q01", 0, "UNSUPPORTED", why="P1 says otherwise.")
-    recounts.clear()
-    assert _kept(w, w.lead) == _fresh(w, w.lead)
-    assert recounts[0] is None
-    assert Claim.objects.filter(answer__run=w.run).count() == 9
+
+    rev3 = ReviewerFactory(username="rev3")
+    w.project.memberships.create(reviewer=rev3, role="reviewer")
+    # rev3 labels q02's claim 1 without a gold claim labeled: left out, a new name among the unqualified.
+    _save(w, rev3, "q02", 0, "UNSUPPORTED", why="P1 says two, not one.")
+    assert _recounted(w, recounts) == [None]  # who is left out moved: counted whole
+    assert run_exclusion(run=w.run).names == ("rev3",)
+
+    # rev3's next label, not on gold: still left out, so only that claim's answer is counted again.
+    _save(w, rev3, "q03", 0, "SUPPORTED", why="P1 says one.")
+    assert _recounted(w, recounts) == [[w.claims["q03"][0].answer_id]]
+
+    # rev3 labels the gold claim: qualified, their labels count again everywhere.
+    _save(w, rev3, "q01", 0, "SUPPORTED", why="P1 says one.")
+    assert _recounted(w, recounts) == [None] and run_exclusion(run=w.run).names == ()

@@ -54,6 +54,7 @@ from labeling.models.counted import (
     counted_values,
     excluded_labels_q,
     excludes,
+    run_exclusion,
     runs_exclusions,
 )
 from labeling.permissions import acting_role, blind_for, blind_for_reviewer, visible_projects
@@ -418,11 +419,13 @@ def claim_counts_by_run(runs: list[Run], *, reviewer: Reviewer,
     (a label save: a few rows instead of the run's 50k claims). Counted whole for a
     stamp naming no claim or no label (an import, gold, a sample: gold may move whose
     labels count), another claims version or row, a stamp seen late, more than
-    :data:`COUNTS_MAX_DELTA` claims, or a run that leaves unqualified reviewers out
-    (any label may move that). A run loaded with ``label_state`` (``run_for``,
-    :func:`run_rows`) whose state stands costs no query; the runs counted whole are
-    counted together (four or five queries). Inside a write's transaction nothing is
-    kept. ``tests/test_figure_cache.py`` walks every writer and random saves."""
+    :data:`COUNTS_MAX_DELTA` claims, or, on a run that leaves unqualified reviewers
+    out, a label that changed who qualifies (their labels count on every answer).
+    A run loaded with ``label_state`` (``run_for``, :func:`run_rows`) whose state
+    stands costs no query; the runs counted whole are counted together (four or five
+    queries). Inside a write's transaction nothing is kept.
+    ``tests/test_kept_counts.py`` holds the kept counts to a count from scratch after
+    random saves and undos; ``tests/test_figure_cache.py`` after every writer."""
     if in_write_transaction():
         counted = _runs_claim_counts(reviewer=reviewer, runs=runs, blind_run_ids=blind_run_ids,
                                      exclusions=runs_exclusions(runs))
@@ -438,8 +441,7 @@ def claim_counts_by_run(runs: list[Run], *, reviewer: Reviewer,
             if state is not None and _same_state(entry[1], state):
                 entries[run.pk] = entry
                 continue
-            moved = None if excludes(run) else _counts_brought_up_to_date(
-                run, entry, reviewer=reviewer, blind=run.pk in blind_run_ids)
+            moved = _counts_brought_up_to_date(run, entry, reviewer=reviewer, blind=run.pk in blind_run_ids)
             if moved is not None:
                 entries[run.pk] = moved
                 continue
@@ -447,10 +449,12 @@ def claim_counts_by_run(runs: list[Run], *, reviewer: Reviewer,
     if whole:
         # The state first, then the counts: what is kept is never older than the state it is kept under.
         states = {run.pk: _loaded_state(run) or run_label_state(run.pk) for run in whole}
+        exclusions = runs_exclusions(whole)
         counted = _runs_claim_counts(reviewer=reviewer, runs=whole, blind_run_ids=blind_run_ids,
-                                     exclusions=runs_exclusions(whole))
+                                     exclusions=exclusions)
         for run in whole:
-            entries[run.pk] = (_row_fields(run), states[run.pk], counted.get(run.pk, {}))
+            excluded = exclusions[run.pk].reviewer_ids if run.pk in exclusions else frozenset()
+            entries[run.pk] = (_row_fields(run), states[run.pk], counted.get(run.pk, {}), excluded)
     changed = {keys[pk]: entry for pk, entry in entries.items() if entry is not kept.get(keys[pk])}
     if changed:
         cache.set_many(changed, timeout=TIMEOUT_SECONDS)
@@ -461,7 +465,7 @@ def claim_counts_by_run(runs: list[Run], *, reviewer: Reviewer,
 # parameters a statement).
 COUNTS_MAX_DELTA = 400
 # Raise when a kept entry's shape or meaning changes: entries of the old code become unreachable.
-COUNTS_VERSION = 1
+COUNTS_VERSION = 2
 
 
 def _counts_key(run_pk: int, reviewer_pk: int, blind: bool) -> str:
@@ -488,20 +492,27 @@ def _same_state(kept: tuple, now: tuple) -> bool:
 
 
 def _counts_brought_up_to_date(run: Run, entry: tuple, *, reviewer: Reviewer, blind: bool) -> tuple | None:
-    """``entry`` (row fields, state, counts by answer) with the answers of the claims
-    written since counted again, or None when the run must be counted whole."""
+    """``entry`` (row fields, state, counts by answer, the reviewers left out) with the
+    answers of the claims written since counted again, or None when the run must be
+    counted whole."""
     written = written_since(run.pk, entry[1])
     if written is None:
         return None
     state, since = written
     if not since:
-        return entry[0], state, entry[2]
+        return entry[0], state, entry[2], entry[3]
     claims = {claim for claim, _labels in since}
     if None in claims or not all(labels for _claim, labels in since) or len(claims) > COUNTS_MAX_DELTA:
         return None  # a write without a claim or without a label (gold, samples: whose labels count may move)
+    # Who a run leaves out may move with any label (a gold claim labeled): the answers' counts
+    # alone hold only while it does not.
+    exclusion = run_exclusion(run=run) if excludes(run) else Exclusion()
+    if exclusion.reviewer_ids != entry[3]:
+        return None
     answer_ids = sorted(set(Claim.objects.filter(pk__in=sorted(claims)).values_list("answer_id", flat=True)))
     fresh = _runs_claim_counts(reviewer=reviewer, runs=[run], blind_run_ids=frozenset({run.pk}) if blind
-                               else frozenset(), answer_ids=answer_ids).get(run.pk, {})
+                               else frozenset(), exclusions={run.pk: exclusion} if exclusion else None,
+                               answer_ids=answer_ids).get(run.pk, {})
     answers = dict(entry[2])  # by answer id; a recounted answer keeps its place
     for pk in answer_ids:
         if pk in fresh:
@@ -510,7 +521,7 @@ def _counts_brought_up_to_date(run: Run, entry: tuple, *, reviewer: Reviewer, bl
             answers.pop(pk, None)  # no factual claim left
     if fresh.keys() - entry[2].keys():
         answers = dict(sorted(answers.items()))  # an answer new to the counts: back in id order
-    return entry[0], state, answers
+    return entry[0], state, answers, entry[3]
 
 
 _RUN_FIELDS = [field.attname for field in Run._meta.concrete_fields]
