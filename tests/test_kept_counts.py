@@ -7,13 +7,19 @@ reviewers out are counted whole. The walk of every writer is in tests/test_figur
 
 from __future__ import annotations
 
+import io
+
 import pytest
 from django.test import override_settings
 
-from labeling.models import Label, LabelStateStamp, Run
+from labeling.backup.project import project_export, project_import
+from labeling.judges.runs import run_judge_promote
+from labeling.models import Label, LabelStateStamp, Project, Run
 from labeling.models.content import label_state
 from labeling.models.counted import run_exclusion
 from labeling.review import tallies
+from labeling.review.label_writes import label_undo
+from labeling.scores import metrics
 from labeling.team.gold_claims import gold_mark, quality_settings_set
 from tests.counted_run import CountedRun, counted_run
 from tests.factories import ReviewerFactory
@@ -148,3 +154,49 @@ def test_a_run_that_leaves_unqualified_reviewers_out_recounts_whole_when_who_qua
     # rev3 labels the gold claim: qualified, their labels count again everywhere.
     _save(w, rev3, "q01", 0, "SUPPORTED", why="P1 says one.")
     assert _recounted(w, recounts) == [None] and run_exclusion(run=w.run).names == ()
+
+
+@pytest.mark.django_db
+def test_a_judge_promoted_while_a_page_counts_is_never_kept_under_the_old_row():
+    """A page loads the run (no promoted judge), a lead promotes the judge before the page
+    counts (the counts read the judge from the database), then demotes it: what the page
+    counted is not kept under the row it loaded. Found by a second engineer's attack."""
+    w = counted_run()
+    for who in (w.rev1, w.rev2):  # q01's claim 1 keeps only the judge's SUPPORTED label
+        label_undo(claim=_claim(w, "q01", 0), reviewer=who)
+    page = _loaded(w)
+    run_judge_promote(run=Run.objects.get(pk=w.run.pk), judge=w.judge)
+    with_judge = tallies.total_counts(tallies.run_answer_counts(run=page, reviewer=w.lead))
+    run_judge_promote(run=Run.objects.get(pk=w.run.pk), judge=None)
+
+    served = tallies.total_counts(_kept(w, w.lead))
+    assert served == tallies.total_counts(_fresh(w, w.lead))
+    # By hand (tests/counted_run.py): without the judge q01's claim 1 has no label; with it, SUPPORTED.
+    assert (served.supported, with_judge.supported) == (3, 4)
+
+
+@pytest.mark.django_db
+def test_a_restored_project_is_never_served_what_was_kept_before_its_delete():
+    """A restore keeps the runs' ids and creation times; on PostgreSQL resetting the id
+    sequences used to hand a deleted project's stamp ids out again, so a restored run's
+    state could equal one kept before the delete (a second engineer's attack). Sequences
+    never move back now."""
+    w = counted_run()
+    archive = io.BytesIO()
+    project_export(project=w.project, out=archive)
+    _save(w, w.rev2, "q02", 1, "SUPPORTED")  # after the archive: the restore will not have it
+    before = tallies.total_counts(_kept(w, w.lead))
+    summary_before = metrics.project_summary(Project.objects.get(pk=w.project.pk))
+    Label.objects.filter(claim__answer__run__project=w.project).delete()
+    Project.objects.filter(pk=w.project.pk).delete()
+    project_import(source=io.BytesIO(archive.getvalue()))
+    _save(w, w.rev1, "q01", 0, "UNSUPPORTED", why="P1 says two.")
+
+    served = tallies.total_counts(_kept(w, w.lead))
+    assert served == tallies.total_counts(_fresh(w, w.lead))
+    project = Project.objects.get(pk=w.project.pk)
+    with override_settings(CACHES=NO_CACHE):
+        fresh_summary = metrics.project_summary(project)
+    assert metrics.project_summary(project) == fresh_summary != summary_before
+    # By hand: q02's claim 2 is disputed again (rev2's SUPPORTED is gone), q01's claim 1 now is too.
+    assert (before.disagreements, served.disagreements) == (0, 2)

@@ -174,8 +174,8 @@ def test_project_page_query_budget(client, reviewer, django_assert_max_num_queri
 
     # 1 session, 1 user, 1 project (membership checked in the same query), 1 runs with answer counts,
     # grouped by run: 1 claims, 1 citations, 1 current labels, 1 adjudicated claims (one more only when
-    # unanswerable questions exist).
-    with django_assert_max_num_queries(8):
+    # unanswerable questions exist), 1 the runs' rows again before their counts are kept.
+    with django_assert_max_num_queries(9):
         response = client.get(project.get_absolute_url())
     assert len(response.context["rows"]) == runs
 
@@ -290,8 +290,9 @@ def test_run_page_query_budget(client, reviewer, django_assert_max_num_queries, 
     # enough for its totals inline?); the reviewers section (labeling.team.assignments.run_reviewers):
     # 1 claim totals, 1 labels per reviewer, 1 members;
     # 1 EXISTS: has any citation of the run a judgment (labeling.scores.metrics.run_judgments; none here);
-    # 1: open send-backs and gold claims (labeling.team.quality.run_page_counts, SPEC §4.4).
-    with django_assert_max_num_queries(27 if answer_filter else 26):
+    # 1: open send-backs and gold claims (labeling.team.quality.run_page_counts, SPEC §4.4); 1: the run's
+    # row again before its claim counts are kept (tallies.claim_counts_by_run).
+    with django_assert_max_num_queries(28 if answer_filter else 27):
         response = client.get(run.get_absolute_url(), {"filter": answer_filter})
     counts = response.context["counts"]
     assert (counts.claims, counts.cited, counts.labeled, counts.supported) == (3 * answers, 2 * answers, answers,
@@ -390,8 +391,9 @@ def test_run_page_with_gold_keeps_a_constant_query_budget(client, reviewer, djan
     # plus the gold panel (labeling.scores.metrics.run_scores): 1 claims version, 2 answers (answers,
     # questions with gold), 2 claims (claims, those not factual), 3 label state, labels and their reviewers,
     # 1 adjudications, 1 citations, 1 gold ids, 1 references, 1 expected sources;
-    # 1 EXISTS for citation judgments (none here); 1 open send-backs and gold claims (SPEC §4.4).
-    with django_assert_max_num_queries(31):
+    # 1 EXISTS for citation judgments (none here); 1 open send-backs and gold claims (SPEC §4.4); 1 the
+    # run's row again before its claim counts are kept.
+    with django_assert_max_num_queries(32):
         response = client.get(run.get_absolute_url())
     rows = {(r.group, r.metric): r for r in response.context["gold"]["rows"]}
     assert str(rows[("Cited ids vs gold ids", "precision")].fraction) == f"{answers}/{answers} = 1.00"
@@ -421,8 +423,9 @@ def test_project_and_run_reads_query_counts(django_assert_num_queries):
 def test_run_counts_query_counts(django_assert_num_queries):
     world = counted_run()
     # The runs with their answer counts, then four grouped counts (claims, citations, labels,
-    # adjudicated claims) and a fifth for the abstaining answers, as q03's question is unanswerable.
-    with django_assert_num_queries(6):
+    # adjudicated claims) and a fifth for the abstaining answers, as q03's question is unanswerable,
+    # and the runs' rows again before the counts are kept under them.
+    with django_assert_num_queries(7):
         (row,) = tallies.run_rows(project=world.project, reviewer=world.lead)
     assert (row.answers, row.counts.claims, row.counts.cited) == (3, 9, 6)
     # Counted once per label state: the run page's counts are those, after reading the run's state
@@ -431,11 +434,13 @@ def test_run_counts_query_counts(django_assert_num_queries):
         assert tallies.run_answer_counts(run=world.run, reviewer=world.lead) == row.answer_counts
     Question.objects.update(answerable=None)
     project_labels_changed(project=world.project)  # as the import that changes a question's answerability
-    # The runs, the stamps since the kept counts (this one names no claim: counted whole), four counts.
-    with django_assert_num_queries(6):
+    # The runs, the stamps since the kept counts (this one names no claim: counted whole), four counts,
+    # the rows again.
+    with django_assert_num_queries(7):
         tallies.run_rows(project=world.project, reviewer=world.lead)
-    # The counts hold the reviewer's own progress: another reviewer's are counted for them (state + four).
-    with django_assert_num_queries(5):
+    # The counts hold the reviewer's own progress: another reviewer's are counted for them (state, four,
+    # the row again).
+    with django_assert_num_queries(6):
         assert len(tallies.run_answer_counts(run=world.run, reviewer=world.rev1)) == 3
     with django_assert_num_queries(1):
         tallies.run_answer_counts(run=world.run, reviewer=world.rev1)

@@ -60,7 +60,6 @@ from django.core import serializers
 from django.core.exceptions import ValidationError
 from django.core.files.base import File
 from django.core.files.storage import default_storage
-from django.core.management.color import no_style
 from django.core.serializers.json import DjangoJSONEncoder
 from django.db import DataError, IntegrityError, connection, models, transaction
 from django.utils import timezone
@@ -498,6 +497,8 @@ def project_import(*, source: IO[bytes], keep_account_rights: bool = False,
                         restore.rows(spec)
                     restore.finish()
                     restore.files(written)
+                    # Stamps are restored with their ids and sequences never move back: a restored run's
+                    # label state is never one a figure was kept under before (a deleted project's).
                     _reset_sequences([spec.model for spec in specs] + [user_model])
             except (IntegrityError, DataError) as exc:  # a deferred key checked at commit
                 raise bad(f"the archive's rows break a rule of the database: {str(exc).strip()}") from None
@@ -510,8 +511,20 @@ def project_import(*, source: IO[bytes], keep_account_rights: bool = False,
 
 
 def _reset_sequences(model_list: list[type[models.Model]]) -> None:
-    """After inserting explicit ids, move PostgreSQL's id sequences past them."""
-    statements = connection.ops.sequence_reset_sql(no_style(), model_list)
+    """After inserting explicit ids, move PostgreSQL's id sequences past them, never
+    back: Django's reset sets a sequence to the table's largest id, and after a
+    project was deleted that handed its ids (label state stamps among them) out
+    again, so a restored run's state could equal one kept from before the delete.
+    SQLite needs nothing (AUTOINCREMENT never reuses an id)."""
+    if connection.vendor != "postgresql":
+        return
+    quote = connection.ops.quote_name
     with connection.cursor() as cursor:
-        for sql in statements:
-            cursor.execute(sql)
+        for model in model_list:
+            table, column = model._meta.db_table, model._meta.pk.column
+            cursor.execute("SELECT pg_get_serial_sequence(%s, %s)", [quote(table), column])
+            sequence = cursor.fetchone()[0]
+            if sequence is None:
+                continue
+            cursor.execute(f"SELECT setval(%s, GREATEST((SELECT COALESCE(MAX({quote(column)}), 0) FROM "
+                           f"{quote(table)}), (SELECT last_value FROM {sequence})), true)", [sequence])

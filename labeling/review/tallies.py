@@ -434,6 +434,7 @@ def claim_counts_by_run(runs: list[Run], *, reviewer: Reviewer,
     kept = cache.get_many(list(keys.values()))
     entries: dict[int, tuple] = {}
     whole: list[Run] = []
+    kept_pks = {run.pk for run in runs if keys[run.pk] in kept}
     for run in runs:
         entry, fields = kept.get(keys[run.pk]), _row_fields(run)
         if entry is not None and entry[0] == fields:
@@ -455,9 +456,20 @@ def claim_counts_by_run(runs: list[Run], *, reviewer: Reviewer,
         for run in whole:
             excluded = exclusions[run.pk].reviewer_ids if run.pk in exclusions else frozenset()
             entries[run.pk] = (_row_fields(run), states[run.pk], counted.get(run.pk, {}), excluded)
-    changed = {keys[pk]: entry for pk, entry in entries.items() if entry is not kept.get(keys[pk])}
-    if changed:
-        cache.set_many(changed, timeout=TIMEOUT_SECONDS)
+    moved_on = {keys[pk]: entry for pk, entry in entries.items() if entry is not kept.get(keys[pk])}
+    # What was counted now (whole, or some answers again; not a state that moved with nothing since).
+    counted_now = [pk for pk, entry in entries.items()
+                   if keys[pk] in moved_on and (pk not in kept_pks or entry[2] is not kept[keys[pk]][2])]
+    if counted_now:
+        # The counts read the run's promoted judge and rule from the database, the key from the row this
+        # request loaded: kept only when the row is still that one (a judge promoted meanwhile would
+        # otherwise leave counts with the judge under a key without it).
+        rows = {row[0]: tuple(row) for row in Run.objects.filter(pk__in=counted_now).values_list(*_RUN_FIELDS)}
+        for pk in counted_now:
+            if rows.get(pk) != entries[pk][0]:
+                del moved_on[keys[pk]]
+    if moved_on:
+        cache.set_many(moved_on, timeout=TIMEOUT_SECONDS)
     return {run.pk: list(entries[run.pk][2].values()) for run in runs}
 
 
