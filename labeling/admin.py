@@ -15,6 +15,7 @@ from django.contrib.auth.admin import UserAdmin
 from django.http import HttpRequest
 
 from labeling import models, permissions
+from labeling.runs import claims_changed, labels_changed
 
 
 class ViewOnly:
@@ -30,12 +31,49 @@ class ViewOnly:
         return False
 
 
+class MovesFigures:
+    """An admin edit of what the runs' figures read (a reviewer's kind: whose labels count; a
+    question's gold or answerability; an answer and its passages) moves the label state
+    and claims version of every run it touches (``labeling.scores.figure_cache``), as the
+    app's own writers do: a figure kept before the edit is never served after it.
+    ``runs_of(obj)``: the ids of those runs."""
+
+    def runs_of(self, obj: Any) -> list[int]:
+        raise NotImplementedError
+
+    def _moved(self, run_ids: list[int]) -> None:
+        for pk in sorted(set(run_ids)):
+            claims_changed(run=pk)
+            labels_changed(run=pk)
+
+    def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
+        # An answer moved to another run moves both (kept on the request: one ModelAdmin serves every thread).
+        request.citelab_runs_before = self.runs_of(obj) if change and obj.pk else []
+        super().save_model(request, obj, form, change)
+
+    def save_related(self, request: HttpRequest, form: Any, formsets: Any, change: bool) -> None:
+        super().save_related(request, form, formsets, change)  # inlines: gold, passages
+        self._moved(getattr(request, "citelab_runs_before", []) + self.runs_of(form.instance))
+
+    def delete_model(self, request: HttpRequest, obj: Any) -> None:
+        runs = self.runs_of(obj)
+        super().delete_model(request, obj)
+        self._moved([pk for pk in runs if models.Run.objects.filter(pk=pk).exists()])
+
+
 @admin.register(models.Reviewer)
-class ReviewerAdmin(UserAdmin):
+class ReviewerAdmin(MovesFigures, UserAdmin):
     list_display = ["username", "kind", "email", "is_staff", "is_active"]
     list_filter = ["kind", "is_staff", "is_active"]
     fieldsets = UserAdmin.fieldsets + (("Citelab", {"fields": ["kind"]}),)
     add_fieldsets = UserAdmin.add_fieldsets + (("Citelab", {"fields": ["kind"]}),)
+
+    def runs_of(self, obj: models.Reviewer) -> list[int]:
+        # The runs this reviewer labeled or judged: their kind decides whether those count (SPEC §4.4).
+        labeled = models.Label.objects.filter(reviewer=obj).values_list("claim__answer__run_id", flat=True)
+        judged = models.CitationJudgment.objects.filter(reviewer=obj).values_list(
+            "citation__claim__answer__run_id", flat=True)
+        return list(labeled.distinct()) + list(judged.distinct())
 
 
 class MembershipInline(admin.TabularInline):
@@ -69,7 +107,7 @@ class ExpectedSourceInline(admin.TabularInline):
 
 
 @admin.register(models.Question)
-class QuestionAdmin(admin.ModelAdmin):
+class QuestionAdmin(MovesFigures, admin.ModelAdmin):
     list_display = ["question_id", "project", "answerable"]
     list_filter = ["project", "answerable"]
     search_fields = ["question_id", "text"]
@@ -78,6 +116,9 @@ class QuestionAdmin(admin.ModelAdmin):
     def get_readonly_fields(self, request: HttpRequest, obj: models.Question | None = None) -> list[str]:
         # A question id is how runs, imports and label tables meet the question (SPEC §2): fixed once created.
         return ["question_id"] if obj is not None else []
+
+    def runs_of(self, obj: models.Question) -> list[int]:
+        return list(models.Answer.objects.filter(question=obj).values_list("run_id", flat=True))
 
 
 class ProvenanceInline(ViewOnly, admin.StackedInline):
@@ -121,7 +162,7 @@ class AnswerAdminForm(forms.ModelForm):
 
 
 @admin.register(models.Answer)
-class AnswerAdmin(admin.ModelAdmin):
+class AnswerAdmin(MovesFigures, admin.ModelAdmin):
     form = AnswerAdminForm
     list_display = ["id", "run", "question"]
     list_filter = ["run__project", "run"]
@@ -134,6 +175,10 @@ class AnswerAdmin(admin.ModelAdmin):
         # The run's order key is a copy of the question id (models.Answer).
         obj.question_key = obj.question.question_id
         super().save_model(request, obj, form, change)
+
+    def runs_of(self, obj: models.Answer) -> list[int]:
+        return list(models.Answer.objects.filter(pk=obj.pk).values_list("run_id", flat=True)) + (
+            [obj.run_id] if obj.run_id else [])
 
 
 class CitationInline(ViewOnly, admin.TabularInline):

@@ -402,3 +402,25 @@ def test_a_summary_row_is_what_run_scores_gives(reviewer, rule, confidence):
         # By hand on tests/counted_run.py: 6 of 9 claims cited; two citations judged (q01's claim 1 FULL by
         # rev1, claim 2 NONE by rev2 here), one precise.
         assert (str(row.coverage), str(row.citation_precision)) == ("6/9 = 0.67", "1/2 = 0.50")
+
+
+@pytest.mark.django_db
+def test_admin_edits_of_what_figures_read_move_the_runs_state(admin_client):
+    """A reviewer's kind, a question's answerability and an answer changed in the admin (a
+    second engineer's attack: the admin wrote them with no stamp, and a cached figure stayed
+    served): the summary and the page's counts served after are the fresh ones."""
+    w = counted_run()
+    metrics.project_summary(w.project)
+    _counts(w)
+    rev2 = Reviewer.objects.get(pk=w.rev2.pk)
+    response = admin_client.post(reverse("admin:labeling_reviewer_change", args=[rev2.pk]), {
+        "username": rev2.username, "kind": "model", "is_active": "on", "date_joined_0": "2025-01-01",
+        "date_joined_1": "00:00:00", "initial-date_joined_0": "2025-01-01", "initial-date_joined_1": "00:00:00"})
+    assert response.status_code == 302, response.content.decode()[:2000]
+    assert Reviewer.objects.get(pk=rev2.pk).kind == "model"
+    assert metrics.project_summary(w.project) == _fresh(w)
+    assert _counts(w) == _fresh_counts(w)
+    # By hand on tests/counted_run.py: rev2's labels no longer count, so q02's claim 2 (rev1 SUPPORTED,
+    # rev2 UNSUPPORTED) is no longer disputed but SUPPORTED; claim 1 stays adjudicated UNSUPPORTED. Of
+    # the 6 cited claims all are labeled, 5 SUPPORTED (was 4/5, claim 2 pending).
+    assert (tallies.total_counts(_counts(w)[0][2]).disagreements, str(_fresh(w)[0].support)) == (0, "5/6 = 0.83")
