@@ -1,5 +1,5 @@
 """The per-answer claim counts of the project and run pages kept per run and reviewer
-(``labeling.review.tallies.claim_counts_by_run``, SPEC §7): brought up to date from the
+(``labeling.review.kept_counts.claim_counts_by_run``, SPEC §7): brought up to date from the
 claims written since, they equal a count from scratch after random saves and undos by
 three reviewers, counting again only the answers those claims belong to; a write that
 names no claim or changes no label, a stamp seen late and a run that leaves unqualified
@@ -17,7 +17,7 @@ from labeling.judges.runs import run_judge_promote
 from labeling.models import Label, LabelStateStamp, Project, Run
 from labeling.models.content import label_state
 from labeling.models.counted import run_exclusion
-from labeling.review import tallies
+from labeling.review import kept_counts, tallies
 from labeling.review.label_writes import label_undo
 from labeling.scores import metrics
 from labeling.team.gold_claims import gold_mark, quality_settings_set
@@ -30,13 +30,13 @@ from tests.test_figure_cache import NO_CACHE, _claim, _save, random_label_writes
 def recounts(monkeypatch):
     """The ``answer_ids`` of every count made (None: the run counted whole)."""
     calls: list = []
-    real = tallies._runs_claim_counts
+    real = kept_counts.runs_claim_counts
 
     def counted(**options):
         calls.append(options.get("answer_ids"))
         return real(**options)
 
-    monkeypatch.setattr(tallies, "_runs_claim_counts", counted)
+    monkeypatch.setattr(kept_counts, "runs_claim_counts", counted)
     return calls
 
 

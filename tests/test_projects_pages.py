@@ -291,7 +291,7 @@ def test_run_page_query_budget(client, reviewer, django_assert_max_num_queries, 
     # 1 claim totals, 1 labels per reviewer, 1 members;
     # 1 EXISTS: has any citation of the run a judgment (labeling.scores.metrics.run_judgments; none here);
     # 1: open send-backs and gold claims (labeling.team.quality.run_page_counts, SPEC §4.4); 1: the run's
-    # row again before its claim counts are kept (tallies.claim_counts_by_run).
+    # row again before its claim counts are kept (kept_counts.claim_counts_by_run).
     with django_assert_max_num_queries(28 if answer_filter else 27):
         response = client.get(run.get_absolute_url(), {"filter": answer_filter})
     counts = response.context["counts"]

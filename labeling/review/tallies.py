@@ -15,12 +15,10 @@ reviewer's own current label.
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass, field
 from operator import attrgetter
 from typing import Any
 
-from django.core.cache import cache
 from django.db import connection
 from django.db.models import (
     Count,
@@ -34,8 +32,6 @@ from django.db.models import (
 )
 from django.db.models.functions import Coalesce
 
-from labeling.exports.current_labels import run_label_state, written_since
-from labeling.exports.structure import in_write_transaction
 from labeling.models import (
     Adjudication,
     Answer,
@@ -53,13 +49,10 @@ from labeling.models.counted import (
     counted_q,
     counted_values,
     excluded_labels_q,
-    excludes,
-    run_exclusion,
-    runs_exclusions,
 )
 from labeling.permissions import acting_role, blind_for, blind_for_reviewer, visible_projects
 from labeling.review.queue import exists_fence
-from labeling.scores.figure_cache import TIMEOUT_SECONDS, label_state
+from labeling.scores.figure_cache import label_state
 from scoring.figures import FigureInterval, RunFigures, run_intervals
 from scoring.intervals import DEFAULT_CONFIDENCE, AnswerValues, Units
 from scoring.lazy import np  # loaded on first use: keeps start-up fast (SPEC §7)
@@ -302,7 +295,7 @@ def claim_count_intervals(answer_counts: list[ClaimCounts], *,
     return run_intervals(claim_count_figures(answer_counts), confidence=confidence)
 
 
-def _runs_claim_counts(*, reviewer: Reviewer, runs: list[Run], blind_run_ids: frozenset[int] = frozenset(),
+def runs_claim_counts(*, reviewer: Reviewer, runs: list[Run], blind_run_ids: frozenset[int] = frozenset(),
                        exclusions: dict[int, Exclusion] | None = None,
                        answer_ids: list[int] | None = None) -> dict[int, dict[int, ClaimCounts]]:
     """Per run id, per answer id (ascending), the ``ClaimCounts`` of each answer with
@@ -386,8 +379,9 @@ def run_rows(*, project: Project, reviewer: Reviewer) -> list[RunRow]:
     reviewer's progress.
 
     One query for the runs with their answer counts and label states, then the
-    counts of each run from the cache, or :func:`_runs_claim_counts`' four or five
-    grouped queries for the runs whose state moved (:func:`claim_counts_by_run`),
+    counts of each run from the cache, or :func:`runs_claim_counts`' four or five
+    grouped queries for the runs whose state moved
+    (:func:`labeling.review.kept_counts.claim_counts_by_run`),
     whatever the number of runs.
     """
     # The answer count as a subquery: a Count() would GROUP BY the run, and PostgreSQL then ran the
@@ -396,6 +390,8 @@ def run_rows(*, project: Project, reviewer: Reviewer) -> list[RunRow]:
     runs = list(Run.objects.filter(project=project)
                 .annotate(n_answers=Coalesce(Subquery(answers, output_field=IntegerField()), 0), **label_state())
                 .order_by("created_at", "name"))
+    from labeling.review.kept_counts import claim_counts_by_run  # it builds on this module
+
     role = acting_role(reviewer, getattr(project, "my_role", None))
     by_run = claim_counts_by_run(runs, reviewer=reviewer, blind_run_ids=frozenset(
         r.pk for r in runs if blind_for(r, role=role)))
@@ -405,144 +401,15 @@ def run_rows(*, project: Project, reviewer: Reviewer) -> list[RunRow]:
                    answer_counts=by_run[run.pk]) for run in runs]
 
 
-def claim_counts_by_run(runs: list[Run], *, reviewer: Reviewer,
-                        blind_run_ids: frozenset[int] = frozenset()) -> dict[int, list[ClaimCounts]]:
-    """The per-answer ``ClaimCounts`` of each of ``runs`` (by run id, answers by id;
-    ``[]`` for a run without claims), as :func:`_runs_claim_counts` counts them for
-    ``reviewer`` (their own progress is in them) on the runs of ``blind_run_ids`` from
-    their labels alone.
-
-    Kept in Django's cache, one entry a run and reviewer, under the run's row and label
-    state (``labeling.scores.figure_cache``) and brought up to date as the run's label
-    table is (``labeling.exports.current_labels.written_since``): when every write since
-    named its claims and changed labels, only those claims' answers are counted again
-    (a label save: a few rows instead of the run's 50k claims). Counted whole for a
-    stamp naming no claim or no label (an import, gold, a sample: gold may move whose
-    labels count), another claims version or row, a stamp seen late, more than
-    :data:`COUNTS_MAX_DELTA` claims, or, on a run that leaves unqualified reviewers
-    out, a label that changed who qualifies (their labels count on every answer).
-    A run loaded with ``label_state`` (``run_for``, :func:`run_rows`) whose state
-    stands costs no query; the runs counted whole are counted together (four or five
-    queries). Inside a write's transaction nothing is kept.
-    ``tests/test_kept_counts.py`` holds the kept counts to a count from scratch after
-    random saves and undos; ``tests/test_figure_cache.py`` after every writer."""
-    if in_write_transaction():
-        counted = _runs_claim_counts(reviewer=reviewer, runs=runs, blind_run_ids=blind_run_ids,
-                                     exclusions=runs_exclusions(runs))
-        return {run.pk: list(counted.get(run.pk, {}).values()) for run in runs}
-    keys = {run.pk: _counts_key(run.pk, reviewer.pk, run.pk in blind_run_ids) for run in runs}
-    kept = cache.get_many(list(keys.values()))
-    entries: dict[int, tuple] = {}
-    whole: list[Run] = []
-    kept_pks = {run.pk for run in runs if keys[run.pk] in kept}
-    for run in runs:
-        entry, fields = kept.get(keys[run.pk]), _row_fields(run)
-        if entry is not None and entry[0] == fields:
-            state = _loaded_state(run)
-            if state is not None and _same_state(entry[1], state):
-                entries[run.pk] = entry
-                continue
-            moved = _counts_brought_up_to_date(run, entry, reviewer=reviewer, blind=run.pk in blind_run_ids)
-            if moved is not None:
-                entries[run.pk] = moved
-                continue
-        whole.append(run)
-    if whole:
-        # The state first, then the counts: what is kept is never older than the state it is kept under.
-        states = {run.pk: _loaded_state(run) or run_label_state(run.pk) for run in whole}
-        exclusions = runs_exclusions(whole)
-        counted = _runs_claim_counts(reviewer=reviewer, runs=whole, blind_run_ids=blind_run_ids,
-                                     exclusions=exclusions)
-        for run in whole:
-            excluded = exclusions[run.pk].reviewer_ids if run.pk in exclusions else frozenset()
-            entries[run.pk] = (_row_fields(run), states[run.pk], counted.get(run.pk, {}), excluded)
-    moved_on = {keys[pk]: entry for pk, entry in entries.items() if entry is not kept.get(keys[pk])}
-    # What was counted now (whole, or some answers again; not a state that moved with nothing since).
-    counted_now = [pk for pk, entry in entries.items()
-                   if keys[pk] in moved_on and (pk not in kept_pks or entry[2] is not kept[keys[pk]][2])]
-    if counted_now:
-        # The counts read the run's promoted judge and rule from the database, the key from the row this
-        # request loaded: kept only when the row is still that one (a judge promoted meanwhile would
-        # otherwise leave counts with the judge under a key without it).
-        rows = {row[0]: tuple(row) for row in Run.objects.filter(pk__in=counted_now).values_list(*_RUN_FIELDS)}
-        for pk in counted_now:
-            if rows.get(pk) != entries[pk][0]:
-                del moved_on[keys[pk]]
-    if moved_on:
-        cache.set_many(moved_on, timeout=TIMEOUT_SECONDS)
-    return {run.pk: list(entries[run.pk][2].values()) for run in runs}
-
-
-# Past this many claims written since, counting the run whole costs less (and keeps within SQLite's 999
-# parameters a statement).
-COUNTS_MAX_DELTA = 400
-# Raise when a kept entry's shape or meaning changes: entries of the old code become unreachable.
-COUNTS_VERSION = 2
-
-
-def _counts_key(run_pk: int, reviewer_pk: int, blind: bool) -> str:
-    name = repr((COUNTS_VERSION, connection.settings_dict["NAME"], run_pk, reviewer_pk, blind))
-    return f"citelab:answer-counts:{run_pk}:{hashlib.sha256(name.encode()).hexdigest()}"
-
-
-def _row_fields(run: Run) -> tuple:
-    """Every field of the run's row (its promoted judge, its qualification rule, its
-    claims version and creation time among them): a kept entry serves that row only."""
-    return tuple(getattr(run, name) for name in _RUN_FIELDS)
-
-
-def _loaded_state(run: Run) -> tuple | None:
-    """``written_since``'s state of ``run`` as loaded with ``label_state``, or None."""
-    if not hasattr(run, "label_state"):
-        return None
-    return run.claims_version, run.created_at, run.label_state or 0, run.label_window
-
-
-def _same_state(kept: tuple, now: tuple) -> bool:
-    # The creation time is in the row's fields; the cursor and the ORM give it in two forms.
-    return (kept[0], kept[2], kept[3]) == (now[0], now[2], now[3])
-
-
-def _counts_brought_up_to_date(run: Run, entry: tuple, *, reviewer: Reviewer, blind: bool) -> tuple | None:
-    """``entry`` (row fields, state, counts by answer, the reviewers left out) with the
-    answers of the claims written since counted again, or None when the run must be
-    counted whole."""
-    written = written_since(run.pk, entry[1])
-    if written is None:
-        return None
-    state, since = written
-    if not since:
-        return entry[0], state, entry[2], entry[3]
-    claims = {claim for claim, _labels in since}
-    if None in claims or not all(labels for _claim, labels in since) or len(claims) > COUNTS_MAX_DELTA:
-        return None  # a write without a claim or without a label (gold, samples: whose labels count may move)
-    # Who a run leaves out may move with any label (a gold claim labeled): the answers' counts
-    # alone hold only while it does not.
-    exclusion = run_exclusion(run=run) if excludes(run) else Exclusion()
-    if exclusion.reviewer_ids != entry[3]:
-        return None
-    answer_ids = sorted(set(Claim.objects.filter(pk__in=sorted(claims)).values_list("answer_id", flat=True)))
-    fresh = _runs_claim_counts(reviewer=reviewer, runs=[run], blind_run_ids=frozenset({run.pk}) if blind
-                               else frozenset(), exclusions={run.pk: exclusion} if exclusion else None,
-                               answer_ids=answer_ids).get(run.pk, {})
-    answers = dict(entry[2])  # by answer id; a recounted answer keeps its place
-    for pk in answer_ids:
-        if pk in fresh:
-            answers[pk] = fresh[pk]
-        else:
-            answers.pop(pk, None)  # no factual claim left
-    if fresh.keys() - entry[2].keys():
-        answers = dict(sorted(answers.items()))  # an answer new to the counts: back in id order
-    return entry[0], state, answers, entry[3]
-
-
-_RUN_FIELDS = [field.attname for field in Run._meta.concrete_fields]
 
 
 def run_answer_counts(*, run: Run, reviewer: Reviewer) -> list[ClaimCounts]:
     """Claim counts of each answer of one run that has claims (``ClaimCounts``; their
-    sum, ``total_counts``, is the run's), once per label state (:func:`claim_counts_by_run`);
+    sum, ``total_counts``, is the run's), once per label state
+    (:func:`labeling.review.kept_counts.claim_counts_by_run`);
     on a run ``reviewer`` labels blind, from their own labels only."""
+    from labeling.review.kept_counts import claim_counts_by_run  # it builds on this module
+
     blind = frozenset({run.pk}) if blind_for_reviewer(run, reviewer) else frozenset()
     return claim_counts_by_run([run], reviewer=reviewer, blind_run_ids=blind)[run.pk]
 
