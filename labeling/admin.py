@@ -36,10 +36,7 @@ class MovesFigures:
     question's gold or answerability; an answer and its passages) moves the label state
     and claims version of every run it touches (``labeling.scores.figure_cache``), as the
     app's own writers do: a figure kept before the edit is never served after it.
-    ``runs_of(obj)``: the ids of those runs."""
-
-    def runs_of(self, obj: Any) -> list[int]:
-        raise NotImplementedError
+    Each admin using it defines ``runs_of(obj)``: the ids of those runs."""
 
     def _moved(self, run_ids: list[int]) -> None:
         for pk in sorted(set(run_ids)):

@@ -28,19 +28,17 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from scoring.budgets import BUDGET_HALF_WIDTHS, Budget, answers_needed
 from scoring.citation_ids import AbstentionMetrics, CitationIdMetrics
 from scoring.claims import ClaimMetrics
 from scoring.deltas import format_delta
 from scoring.gold import GoldMetrics
 from scoring.intervals import (
-    BUDGET_HALF_WIDTHS,
     DEFAULT_CONFIDENCE,
     AnswerValues,
-    Budget,
     Interval,
     PairedDifference,
     Units,
-    answers_needed,
     check_confidence,
     contrast_interval,
     paired_contrast,

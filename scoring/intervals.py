@@ -12,13 +12,14 @@ interval and the sample sizes behind it:
   defined per-answer values — method ``"student-t"``.
 - :func:`paired_difference`: ``R_B − R_A`` on the questions both runs answered,
   paired by question, with its normal interval — method ``"paired-clustered"``.
-- :func:`answers_needed`: the label budget for a target half-width.
 - :class:`Units` / :class:`AnswerValues`: one figure's per-answer counts or
   values, named by question so two runs pair up.
 - :func:`contrast_interval` / :func:`paired_contrast`: sums of signed ratios
   (the gap, the change of a gap, a difference of per-answer means) with the
   same linearized variance as the paired difference.
-- :func:`settle_budget`: the questions the non-inferiority gate needs to decide.
+
+The label budgets and the non-inferiority gate built on these intervals are in
+:mod:`scoring.budgets`.
 
 Inputs are plain sequences of integer counts, one entry per answer (or per
 question); no pandas is needed. Ratios are in [0, 1], ``None`` when undefined.
@@ -46,8 +47,6 @@ Z_95 = 1.959963984540054  # SPEC §4.5; NormalDist gives ...0536, one ulp off
 WILSON_CLUSTERED = "wilson-clustered"
 STUDENT_T = "student-t"
 PAIRED_CLUSTERED = "paired-clustered"
-# Half-widths the label budget is quoted for (SPEC §4.5 "Label budget").
-BUDGET_HALF_WIDTHS = (0.05, 0.03, 0.02)
 
 
 def z_value(confidence: float = DEFAULT_CONFIDENCE) -> float:
@@ -340,58 +339,7 @@ def paired_difference(
     return PairedDifference(ra, rb, delta, max(-1.0, delta - spread), min(1.0, delta + spread), confidence, n)
 
 
-def non_inferior(difference: PairedDifference, max_drop: float) -> bool | None:
-    """Non-inferiority gate (SPEC §4.5): ``True`` iff the interval's lower bound
-    of ``B − A`` is ≥ ``−max_drop``; ``None`` when there is no interval."""
-    if not difference.defined:
-        return None
-    return difference.low >= -max_drop
-
-
-@dataclass(frozen=True, slots=True)
-class Budget:
-    """Answers to label for a target half-width (SPEC §4.5 "Label budget").
-
-    ``needed`` = ``⌈n·(w/h)²⌉`` answers in all, ``more`` = ``needed − n`` (≥ 0);
-    ``reachable`` is ``False`` when ``needed`` exceeds the answers the run holds
-    (``more`` is then the count still labelable, and the figure can't be reached).
-    """
-
-    half_width: float
-    needed: int
-    more: int
-    reachable: bool
-
-    def as_dict(self) -> dict:
-        return {"half_width": self.half_width, "needed": self.needed, "more": self.more, "reachable": self.reachable}
-
-
-def answers_needed(
-    interval: Interval | PairedDifference,
-    *,
-    available: int | None = None,
-    half_widths: Sequence[float] = BUDGET_HALF_WIDTHS,
-) -> list[Budget] | None:
-    """Label budget per target half-width at the current variance (SPEC §4.5).
-
-    ``n`` is the interval's answers (questions for a paired difference), ``w``
-    its current half-width; ``available`` the answers the run holds in all
-    (``None``: no cap). ``None`` when there is no interval to scale.
-    """
-    n = interval.n_questions if isinstance(interval, PairedDifference) else interval.n_answers
-    w = interval.half_width
-    if w is None or n == 0:
-        return None
-    budgets = []
-    for h in half_widths:
-        needed = math.ceil(n * (w / h) ** 2)
-        reachable = available is None or needed <= available
-        more = max(0, needed - n) if reachable else max(0, available - n)
-        budgets.append(Budget(h, needed, more, reachable))
-    return budgets
-
-
-# --- per-answer units, contrasts and the gate's budget --------------------------------------------------------
+# --- per-answer units and contrasts ----------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True, slots=True)
@@ -579,24 +527,3 @@ def paired_contrast(a_terms: Sequence[Term], b_terms: Sequence[Term], *,
         return PairedDifference(a, b, delta, None, None, confidence, n)
     spread = z_value(confidence) * math.sqrt(variance)
     return PairedDifference(a, b, delta, max(-1.0, delta - spread), min(1.0, delta + spread), confidence, n)
-
-
-def settle_budget(difference: PairedDifference, max_drop: float, *, available: int | None = None) -> Budget | None:
-    """Questions to label, at the current variance, for the gate's interval to leave
-    the bound ``−max_drop`` on one side (SPEC §4.5 "Label budget" with ``h`` the
-    distance from ``delta`` to the bound and ``w`` the interval's reach from
-    ``delta`` before clipping to [−1, 1]: the larger of its two sides).
-    ``None`` without an interval, or when ``delta`` sits exactly on the bound (no
-    number of answers settles it).
-    """
-    if not difference.defined or difference.delta is None:
-        return None
-    distance = abs(difference.delta + max_drop)
-    n = difference.n_questions
-    if distance == 0 or n == 0:
-        return None
-    reach = max(difference.high - difference.delta, difference.delta - difference.low)
-    needed = math.ceil(n * (reach / distance) ** 2)
-    reachable = available is None or needed <= available
-    more = max(0, needed - n) if reachable else max(0, available - n)
-    return Budget(distance, needed, more, reachable)

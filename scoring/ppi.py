@@ -30,10 +30,9 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from scoring.budgets import BUDGET_HALF_WIDTHS, Budget
 from scoring.intervals import (
-    BUDGET_HALF_WIDTHS,
     DEFAULT_CONFIDENCE,
-    Budget,
     Interval,
     PairedDifference,
     check_confidence,

@@ -311,7 +311,7 @@ def test_run_page_gives_the_label_budget_of_both_estimates(lead_client, small):
     label for PPI++ (``ppi_answers_needed``) beside the humans' alone
     (``answers_needed``), neither beyond the run's 4 answers."""
     from labeling.scores.samples import sample_target_set
-    from scoring.intervals import answers_needed
+    from scoring.budgets import answers_needed
     from scoring.ppi import ppi_answers_needed
 
     sample_target_set(run=small, half_width=0.2)

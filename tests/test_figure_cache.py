@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import random
 from collections.abc import Callable, Iterator
+from contextlib import suppress
 from pathlib import Path
 
 import pytest
@@ -89,10 +90,8 @@ def random_label_writes(w: CountedRun, *, seed: int, steps: int) -> Iterator[tup
     for step in range(steps):
         reviewer, (qid, k) = rng.choice(reviewers), rng.choice(cells)
         if rng.random() < 0.3:
-            try:
+            with suppress(ValidationError):  # refused when nothing of theirs is there to undo
                 label_undo(claim=_claim(w, qid, k), reviewer=reviewer)
-            except ValidationError:
-                pass  # nothing of theirs to undo there
         else:
             # q03's claim 2 cites a fabricated id: UNSUPPORTED is its only label.
             value = "UNSUPPORTED" if (qid, k) == ("q03", 1) else rng.choice(["SUPPORTED", "UNSUPPORTED"])

@@ -30,15 +30,9 @@ from labeling.db import consistent_read
 from labeling.models import Answer, Citation, Claim, Label, LabelValue, Reviewer, ReviewerKind, Run
 from labeling.review.queue import exists_fence
 from labeling.scores import samples
+from scoring.budgets import Budget, answers_needed, non_inferior, settle_budget
 from scoring.deltas import format_delta
-from scoring.intervals import (
-    DEFAULT_CONFIDENCE,
-    Budget,
-    PairedDifference,
-    answers_needed,
-    non_inferior,
-    settle_budget,
-)
+from scoring.intervals import DEFAULT_CONFIDENCE, PairedDifference
 from scoring.lazy import pd  # loaded on first use: keeps start-up fast (SPEC §7)
 from scoring.ppi import PPIEstimate, independent_difference, ppi_answers_needed, ppi_mean
 from scoring.ratio import format_value

@@ -10,20 +10,18 @@ import statsmodels.api as sm
 from statsmodels.stats.proportion import proportion_confint
 from statsmodels.stats.weightstats import DescrStatsW
 
+from scoring.budgets import answers_needed, non_inferior, settle_budget
 from scoring.intervals import (
     Z_95,
     AnswerValues,
     Units,
-    answers_needed,
     clustered_ratio,
     contrast_interval,
     interval_key,
     mean_interval,
-    non_inferior,
     paired_contrast,
     paired_difference,
     ratio_variance,
-    settle_budget,
     wilson,
     z_value,
 )

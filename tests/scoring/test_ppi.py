@@ -10,7 +10,8 @@ import statsmodels.api as sm
 from ppi_py import ppi_mean_ci, ppi_mean_pointestimate
 from ppi_py.ppi import _calc_lam_glm
 
-from scoring.intervals import Z_95, clustered_ratio, non_inferior
+from scoring.budgets import non_inferior
+from scoring.intervals import Z_95, clustered_ratio
 from scoring.ppi import (
     NEGLIGIBLE_LAMBDA,
     cluster_variance,

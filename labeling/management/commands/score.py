@@ -40,9 +40,10 @@ from labeling.scores.estimates import (
     require_estimates,
 )
 from labeling.scores.metrics import DEFAULT_MATCH_METHOD, RunScores, project_summary, run_scores
+from scoring.budgets import non_inferior, settle_budget
 from scoring.deltas import format_delta
 from scoring.figures import FigureInterval, interval_text, paired_differences
-from scoring.intervals import DEFAULT_CONFIDENCE, PairedDifference, check_confidence, non_inferior, settle_budget
+from scoring.intervals import DEFAULT_CONFIDENCE, PairedDifference, check_confidence
 from scoring.judgments import DEFAULT_RULE, RULES
 from scoring.ratio import Ratio, format_value
 from scoring.summary import RATIO_COLUMNS, RunSummary, mean_row, summary_table
