@@ -53,7 +53,7 @@ def claim_counts_by_run(runs: list[Run], *, reviewer: Reviewer,
     kept = cache.get_many(list(keys.values()))
     entries: dict[int, tuple] = {}
     whole: list[Run] = []
-    kept_pks = {run.pk for run in runs if keys[run.pk] in kept}
+    counted_now: list[int] = []  # counted whole or in part (not a state that moved with nothing since)
     for run in runs:
         entry, fields = kept.get(keys[run.pk]), _row_fields(run)
         if entry is not None and entry[0] == fields:
@@ -64,6 +64,8 @@ def claim_counts_by_run(runs: list[Run], *, reviewer: Reviewer,
             moved = _counts_brought_up_to_date(run, entry, reviewer=reviewer, blind=run.pk in blind_run_ids)
             if moved is not None:
                 entries[run.pk] = moved
+                if moved[2] is not entry[2]:
+                    counted_now.append(run.pk)
                 continue
         whole.append(run)
     if whole:
@@ -75,10 +77,8 @@ def claim_counts_by_run(runs: list[Run], *, reviewer: Reviewer,
         for run in whole:
             excluded = exclusions[run.pk].reviewer_ids if run.pk in exclusions else frozenset()
             entries[run.pk] = (_row_fields(run), states[run.pk], counted.get(run.pk, {}), excluded)
+            counted_now.append(run.pk)
     moved_on = {keys[pk]: entry for pk, entry in entries.items() if entry is not kept.get(keys[pk])}
-    # What was counted now (whole, or some answers again; not a state that moved with nothing since).
-    counted_now = [pk for pk, entry in entries.items()
-                   if keys[pk] in moved_on and (pk not in kept_pks or entry[2] is not kept[keys[pk]][2])]
     if counted_now:
         # The counts read the run's promoted judge and rule from the database, the key from the row this
         # request loaded: kept only when the row is still that one (a judge promoted meanwhile would
