@@ -11,6 +11,7 @@ and ellipses, which split a quoted span into parts for the `substring` match
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from collections.abc import Iterator
@@ -67,13 +68,16 @@ def normalize_text(text: str | None) -> str:
     return " ".join(folded.split())
 
 
+@functools.lru_cache(maxsize=8192)
 def normalize_source(source: str | None) -> str:
     """Canonical form of a source (document name or URL) for equality tests.
 
     NFKC, case folding and whitespace collapsing like :func:`normalize_text`;
     for URLs also drops the scheme, a leading ``www.``, a trailing slash and a
     ``#fragment``, so ``https://www.x.org/a/`` and ``http://x.org/a`` are one
-    source. ``None`` or blank becomes ``""`` (no source).
+    source. ``None`` or blank becomes ``""`` (no source). Memoized: a run cites
+    the same sources again and again (an import normalizes each one per
+    passage and per citation).
     """
     value = normalize_text(source)
     if not value:

@@ -23,6 +23,8 @@ from scoring.labels import LABEL_VALUES, label_problem
 
 
 def optional_str(value: Any, field: str, problem) -> str:
+    """``value`` as text: "" for None, a number's digits, else reported under
+    ``field`` as "must be a string" and ""."""
     if value is None:
         return ""
     if isinstance(value, (int, float)) and not isinstance(value, bool):
@@ -33,41 +35,55 @@ def optional_str(value: Any, field: str, problem) -> str:
     return value
 
 
+def item_str(item: dict, key: str, where: str, problem) -> str:
+    """:func:`optional_str` of ``item[key]``, reported under ``where.key``. The
+    field's name is built only for a problem: an import reads several such
+    fields per claim, and formatting each name up front was a tenth of it."""
+    value = item.get(key)
+    if value.__class__ is str:
+        return value
+    if value is None:
+        return ""
+    return optional_str(value, f"{where}.{key}", problem)
+
+
 def claim_label(item: dict, field: str, n_citations: int,
                 problem) -> tuple[str | None, str, str | None, datetime | None]:
     """``(label, justification, reviewer, labeled_at)`` of one label object: a
     claim's single label, or one entry of its ``labels`` list. Every bad key
     is reported under ``field``; a bad value comes back as None (or "")."""
-    label = item.get("label")
-    if label is not None:
-        if not isinstance(label, str) or label.strip().upper() not in LABEL_VALUES:
+    given = item.get("label")
+    label = given.strip().upper() if isinstance(given, str) else None
+    if given is not None:
+        if label not in LABEL_VALUES:
             expected = ", ".join(LABEL_VALUES)
-            problem(f"{field}.label", f"unknown label {label!r} (expected one of {expected} or null)")
+            problem(f"{field}.label", f"unknown label {given!r} (expected one of {expected} or null)")
             label = None
-        else:
-            label = label.strip().upper()
-            # Imported datasets keep their annotators' labels as given: no justification check.
-            if (broken := label_problem(label, n_citations=n_citations)) is not None:
-                problem(f"{field}.{broken.field}", broken.message)
-    justification = optional_str(item.get("justification"), f"{field}.justification", problem).strip()
+        # Imported datasets keep their annotators' labels as given: no justification check.
+        elif (broken := label_problem(label, n_citations=n_citations)) is not None:
+            problem(f"{field}.{broken.field}", broken.message)
+    justification = item_str(item, "justification", field, problem).strip()
     if len(justification) > MAX_JUSTIFICATION_CHARS:
         problem(f"{field}.justification", f"{len(justification):,} characters long; the limit is "
                                           f"{MAX_JUSTIFICATION_CHARS:,} (as in the review page)")
-    reviewer = reviewer_field(item.get("reviewer"), f"{field}.reviewer", problem)
-    labeled_at = labeled_time(item.get("labeled_at"), f"{field}.labeled_at", problem)
+    reviewer = reviewer_field(item.get("reviewer"), field, problem)
+    labeled_at = item.get("labeled_at")
+    if labeled_at is not None:
+        labeled_at = labeled_time(labeled_at, f"{field}.labeled_at", problem)
     return label, justification, reviewer, labeled_at
 
 
-def reviewer_field(value: Any, field: str, problem) -> str | None:
-    """A reviewer name in normal form, or None (absent or bad, reported)."""
+def reviewer_field(value: Any, where: str, problem) -> str | None:
+    """A reviewer name in normal form, or None (absent or bad, reported under
+    ``where.reviewer``)."""
     if value is None:
         return None
     if not isinstance(value, str) or not value.strip():
-        problem(field, "must be a non-empty string or null")
+        problem(f"{where}.reviewer", "must be a non-empty string or null")
         return None
     name, reason = reviewer_name(value)
     if reason:
-        problem(field, reason)
+        problem(f"{where}.reviewer", reason)
     return name
 
 
@@ -167,7 +183,7 @@ def citation_judgments(value: Any, field: str, problem) -> list[JudgmentRecord]:
         if not isinstance(item, dict):
             problem(where, "must be an object with reviewer, judgment, evidence")
             continue
-        reviewer = reviewer_field(item.get("reviewer"), f"{where}.reviewer", problem)
+        reviewer = reviewer_field(item.get("reviewer"), where, problem)
         try:
             judgment = check_judgment(item.get("judgment"))
         except (ValueError, TypeError, AttributeError):

@@ -8,6 +8,7 @@ service that writes, which sees the whole stream.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Iterable, Iterator
@@ -20,11 +21,12 @@ from labeling.importers.answer_labels import (
     claim_label,
     claim_labels,
     credit_judgments,
+    item_str,
     optional_str,
 )
 from labeling.importers.cells import MAX_SMALL_NUMBER
 from labeling.importers.content import max_rows, too_many_rows
-from labeling.importers.markers import find_markers, split_claims
+from labeling.importers.markers import marker_problems, split_claims
 from labeling.importers.records import (
     AnswerRecord,
     CitationRecord,
@@ -51,10 +53,12 @@ class _LineProblems(Exception):
         self.issues = issues
 
 
+@functools.lru_cache(maxsize=4096)
 def canonical_passage_id(value: str) -> str:
     """Form of a passage id used to resolve citations: brackets and spaces
     stripped, case folded, in the normal form of ``labeling.names`` (so a
-    fullwidth ``Ｐ１`` is ``p1``), so ``[3]``, ``3`` and ``P1``/``p1`` meet (SPEC §2)."""
+    fullwidth ``Ｐ１`` is ``p1``), so ``[3]``, ``3`` and ``P1``/``p1`` meet (SPEC §2).
+    Memoized: a file names the same few ids on every line."""
     return normalize_name(value).strip("[]【】").strip().casefold()
 
 
@@ -96,8 +100,7 @@ def iter_answer_records(
             yield number, None, [ImportIssue(number, "(line)", "invalid JSON: nested too deeply")]
             continue
         try:
-            record = answer_record_from_dict(data, line=number, run=run, text_checked=_MAY_HOLD_REFUSED.search(text)
-                                             is None)
+            record = answer_record_from_dict(data, line=number, run=run, text_checked=not _may_hold_refused(text))
         except _LineProblems as problems:
             yield number, None, problems.issues
             continue
@@ -105,13 +108,22 @@ def iter_answer_records(
 
 
 # A JSON line can put a character text_problem refuses into a string only as an
-# escape (\u0000–\u001f, \ud800–\udfff, \b, \f) or raw (json.loads refuses raw
-# control characters; strict UTF-8 decoding never yields a surrogate, but a str
-# line might). A line without any of these needs no walk through its strings: for
-# a 50k-claim file that walk was a sixth of the import. A match (an escaped
-# backslash followed by "u0000" too) only means the full check runs.
-_MAY_HOLD_REFUSED = re.compile(r"\\(?:u00[01][0-9a-fA-F]|u[dD][89a-fA-F][0-9a-fA-F]{2}|[bf])"
-                               "|[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff]")
+# escape (\u0000–\u001f, \ud800–\udfff, \b, \f) or, for a str line, as a raw
+# surrogate (strict UTF-8 decoding never yields one). Raw control characters
+# cannot: json.loads refuses them in strings and between tokens. A line without
+# any of these needs no walk through its strings: for a 50k-claim file that walk
+# was a sixth of the import. A match (an escaped backslash followed by "u0000"
+# too) only means the full check runs.
+_REFUSED_ESCAPE = re.compile(r"\\(?:u00[01][0-9a-fA-F]|u[dD][89a-fA-F][0-9a-fA-F]{2}|[bf])")
+_REFUSED_RAW = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff]")
+
+
+def _may_hold_refused(text: str) -> bool:
+    """Whether a JSON line may decode to a string ``text_problem`` refuses (see
+    above). Two cheap scans first: a regular expression scanning a whole line for
+    a character class cost more than decoding the line."""
+    return bool(("\\" in text and _REFUSED_ESCAPE.search(text))
+                or (not text.isascii() and _REFUSED_RAW.search(text)))
 
 
 def answer_record_from_dict(data: Any, *, line: int, run: str | None = None,
@@ -119,7 +131,7 @@ def answer_record_from_dict(data: Any, *, line: int, run: str | None = None,
     """Validate one decoded answer object (SPEC §6) into an AnswerRecord.
 
     ``text_checked``: the caller knows no string of ``data`` holds a character
-    ``labeling.names.text_problem`` refuses (see ``_MAY_HOLD_REFUSED``), so that
+    ``labeling.names.text_problem`` refuses (see ``_may_hold_refused``), so that
     walk is skipped. Raises ``_LineProblems`` carrying every issue of the line,
     not just the first.
     """
@@ -166,8 +178,7 @@ def answer_record_from_dict(data: Any, *, line: int, run: str | None = None,
     warnings: list[ImportIssue] = []
     if not claims_split:
         # Markers in the text that no claim cites are worth a look, not a failure.
-        _markers, marker_problems = find_markers(answer)
-        warnings.extend(ImportIssue(line, "answer", message) for message in marker_problems)
+        warnings.extend(ImportIssue(line, "answer", message) for message in marker_problems(answer))
     known_sources = {normalize_source(p.source) for p in passages}
     for i, claim in enumerate(claims):
         n_sent = 0
@@ -234,18 +245,28 @@ def _required_str(data: dict, key: str, problem, *, hint: str = "") -> str:
         problem(key, f"{what}{' (' + hint + ')' if hint else ''}")
         return ""
     if key in _ID_RULES:
-        # Ids are stored in their normal form, so look-alikes meet (labeling.names).
-        value = normalize_name(value)
-        try:
-            _ID_RULES[key](value)
-        except ValidationError as exc:
-            problem(key, " ".join(exc.messages))
+        value, reason = _checked_id(key, value)
+        if reason:
+            problem(key, reason)
             return ""
         return value
     if len(value) > MAX_TEXT_CHARS:
         problem(key, f"longer than {MAX_TEXT_CHARS:,} characters")
         return ""
     return value
+
+
+@functools.lru_cache(maxsize=1024)
+def _checked_id(key: str, value: str) -> tuple[str, str]:
+    """``value`` in normal form (ids are stored so, and look-alikes meet:
+    ``labeling.names``) and why ``_ID_RULES[key]`` refuses it ("" when it does
+    not). Memoized: a file names its run on every line."""
+    value = normalize_name(value)
+    try:
+        _ID_RULES[key](value)
+    except ValidationError as exc:
+        return value, " ".join(exc.messages)
+    return value, ""
 
 
 def _passages(value: Any, problem) -> list[PassageRecord]:
@@ -261,7 +282,7 @@ def _passages(value: Any, problem) -> list[PassageRecord]:
         if not isinstance(item, dict):
             problem(field, "must be an object with id, source, text")
             continue
-        passage_id = optional_str(item.get("id"), f"{field}.id", problem).strip()
+        passage_id = item_str(item, "id", field, problem).strip()
         if not passage_id:
             problem(f"{field}.id", "missing")
             continue
@@ -273,10 +294,10 @@ def _passages(value: Any, problem) -> list[PassageRecord]:
             problem(f"{field}.id", f"duplicate passage id {passage_id!r} (also passages[{seen[key]}])")
             continue
         seen[key] = i
-        source = optional_str(item.get("source"), f"{field}.source", problem)
+        source = item_str(item, "source", field, problem)
         if len(source) > 1000:
             problem(f"{field}.source", "longer than 1000 characters")
-        text = optional_str(item.get("text"), f"{field}.text", problem)
+        text = item_str(item, "text", field, problem)
         passages.append(PassageRecord(passage_id=passage_id, source=source, text=text))
     return passages
 
@@ -352,8 +373,8 @@ def _citations(value: Any, field: str, problem) -> list[CitationRecord]:
         if not isinstance(item, dict):
             problem(cfield, "must be an object with passage_id or source")
             continue
-        passage_id = optional_str(item.get("passage_id"), f"{cfield}.passage_id", problem).strip()
-        source = optional_str(item.get("source"), f"{cfield}.source", problem).strip()
+        passage_id = item_str(item, "passage_id", cfield, problem).strip()
+        source = item_str(item, "source", cfield, problem).strip()
         if not passage_id and not source:
             problem(cfield, "needs passage_id or source")
             continue
@@ -363,7 +384,7 @@ def _citations(value: Any, field: str, problem) -> list[CitationRecord]:
         if len(source) > 1000:
             problem(f"{cfield}.source", "longer than 1000 characters")
             continue
-        span = optional_str(item.get("span"), f"{cfield}.span", problem)
+        span = item_str(item, "span", cfield, problem)
         judgment = item.get("judgment")
         if judgment is not None:
             try:
@@ -372,7 +393,7 @@ def _citations(value: Any, field: str, problem) -> list[CitationRecord]:
                 problem(f"{cfield}.judgment", f"unknown judgment {judgment!r} (expected one of "
                                               f"{', '.join(JUDGMENTS)} or null)")
                 judgment = None
-        evidence = optional_str(item.get("evidence"), f"{cfield}.evidence", problem).strip()
+        evidence = item_str(item, "evidence", cfield, problem).strip()
         if len(evidence) > MAX_JUSTIFICATION_CHARS:
             problem(f"{cfield}.evidence", f"{len(evidence):,} characters long; the limit is "
                                           f"{MAX_JUSTIFICATION_CHARS:,}")
@@ -389,8 +410,8 @@ def _citations(value: Any, field: str, problem) -> list[CitationRecord]:
 
 
 def _split_claims(answer: str, problem) -> list[ClaimRecord]:
-    sentences, marker_problems = split_claims(answer)
-    for message in marker_problems:
+    sentences, found = split_claims(answer)
+    for message in found:
         problem("answer", message)
     return [
         ClaimRecord(text=s.text, citations=[CitationRecord(passage_id=i) for i in s.cited_ids], index=n)

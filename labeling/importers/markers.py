@@ -9,6 +9,7 @@ come from ``sentencex`` (a maintained rule-based segmenter).
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from dataclasses import dataclass
@@ -33,12 +34,14 @@ class Marker:
     end: int
 
 
+@functools.lru_cache(maxsize=4096)
 def parse_marker_content(content: str) -> tuple[str, ...]:
     """Ids cited by one marker's content, e.g. ``"1, 3"`` → ``("1", "3")``,
     ``"2-4"`` → ``("2", "3", "4")``, ``"P1"`` → ``("P1",)``.
 
     Raises MarkerError naming the reason for empty items, reversed or huge
-    ranges, ranges across prefixes, and items that are not ids.
+    ranges, ranges across prefixes, and items that are not ids. Memoized (a
+    tuple, never changed): answers repeat the same few markers.
     """
     ids: list[str] = []
     for raw in re.split(r"[,;]", content):
@@ -66,6 +69,8 @@ def parse_marker_content(content: str) -> tuple[str, ...]:
 
 def _ascii_digits(number: str) -> str:
     """``"١٢"`` → ``"12"``: \\d also matches other scripts' digits, and passage ids are ASCII."""
+    if number.isascii():
+        return number
     return "".join(str(unicodedata.digit(ch)) for ch in number)
 
 
@@ -74,8 +79,8 @@ def find_markers(text: str) -> tuple[list[Marker], list[str]]:
 
     Returns ``(markers, problems)``; each problem is a message naming the
     bracket that looks like a marker (has a digit, only id-like characters)
-    but cannot be parsed. Brackets that do not look like markers (``[sic]``)
-    are plain text.
+    but cannot be parsed (:func:`marker_problems`). Brackets that do not look
+    like markers (``[sic]``) are plain text.
     """
     markers: list[Marker] = []
     problems: list[str] = []
@@ -83,10 +88,27 @@ def find_markers(text: str) -> tuple[list[Marker], list[str]]:
         try:
             ids = parse_marker_content(content)
         except MarkerError as exc:
-            problems.append(f"unparseable citation marker {match.group(0)!r} at character {match.start()}: {exc}")
+            problems.append(_unparseable(match, exc))
             continue
         markers.append(Marker(ids=ids, start=match.start(), end=match.end()))
     return markers, problems
+
+
+def marker_problems(text: str) -> list[str]:
+    """The problems of :func:`find_markers` alone, without building its markers:
+    what an answer given with its claims is checked for (a warning per
+    unparseable marker)."""
+    problems: list[str] = []
+    for match, content in marker_brackets(text):
+        try:
+            parse_marker_content(content)
+        except MarkerError as exc:
+            problems.append(_unparseable(match, exc))
+    return problems
+
+
+def _unparseable(match: re.Match[str], error: MarkerError) -> str:
+    return f"unparseable citation marker {match.group(0)!r} at character {match.start()}: {error}"
 
 
 @dataclass(frozen=True, slots=True)
