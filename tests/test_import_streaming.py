@@ -7,7 +7,7 @@ is reported once."""
 from __future__ import annotations
 
 import pytest
-from django.db import transaction
+from django.db import connection, transaction
 
 from labeling.importers import bulk
 from labeling.importers import load as answers_import
@@ -88,6 +88,36 @@ def test_allocated_ids_are_never_ids_of_deleted_rows():
     assert min(ids) > top
     assert list(Claim.objects.filter(pk__in=ids).values_list("index", "revision", "factual")) == [(3, 1, True),
                                                                                                     (4, 1, True)]
+
+
+def test_ids_taken_out_of_order_are_fetched_one_by_one():
+    """PostgreSQL: ids come as one run of consecutive sequence values (only its
+    ends are read). When another session takes values meanwhile, the run has
+    holes; then fresh values are taken and read one by one. A sequence that
+    steps by 3 has a hole after every value: every id must still be new,
+    distinct, and the sequence's own."""
+    if connection.vendor != "postgresql":
+        claims = [ClaimFactory(index=k) for k in (1, 2)]
+        with transaction.atomic():
+            assert bulk.allocate_ids(Claim, 3) == [claims[-1].pk + 1, claims[-1].pk + 2, claims[-1].pk + 3]
+        return
+    answer = AnswerFactory(run=RunFactory(project=ProjectFactory(slug="p")))
+    top = ClaimFactory(answer=answer, index=1).pk
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_get_serial_sequence('labeling_claim', 'id')")
+        sequence = cursor.fetchone()[0]
+        cursor.execute(f"ALTER SEQUENCE {sequence} INCREMENT BY 3")
+    try:
+        with transaction.atomic():
+            ids = bulk.allocate_ids(Claim, 4)
+            bulk.insert_rows(Claim, ["answer_id", "index", "text"], [(answer.pk, k, "c") for k in (2, 3, 4, 5)],
+                             ids=ids)
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute(f"ALTER SEQUENCE {sequence} INCREMENT BY 1")
+    # The first 4 values (top+3 … top+12) were taken as a run with holes and left unused; the next 4 are the ids.
+    assert ids == [top + 15, top + 18, top + 21, top + 24]
+    assert sorted(Claim.objects.filter(answer=answer).values_list("pk", flat=True)) == [top, *ids]
 
 
 @pytest.mark.django_db(transaction=True)

@@ -61,9 +61,7 @@ def allocate_ids(model: type[models.Model], count: int) -> list[int]:
     pk = model._meta.pk.column
     with connection.cursor() as cursor:
         if connection.vendor == "postgresql":
-            cursor.execute("SELECT nextval(pg_get_serial_sequence(%s, %s)) FROM generate_series(1, %s)",
-                           [connection.ops.quote_name(table), pk, count])
-            return [row[0] for row in cursor.fetchall()]
+            return _next_values(cursor, table, pk, count)
         if connection.vendor != "sqlite":
             # settings.DATABASES accepts only these two (SPEC §7): another engine is a setup error.
             raise RuntimeError(f"Citelab runs on SQLite or PostgreSQL; the database is {connection.vendor}.")
@@ -73,6 +71,24 @@ def allocate_ids(model: type[models.Model], count: int) -> list[int]:
             f"COALESCE((SELECT MAX({connection.ops.quote_name(pk)}) FROM {quoted}), 0))", [table])
         start = cursor.fetchone()[0] + 1
         return list(range(start, start + count))
+
+
+def _next_values(cursor, table: str, pk: str, count: int) -> list[int]:
+    """``count`` values of the sequence behind ``table.pk``, taken by ``nextval``.
+    They mostly come out as one run of consecutive values: then only its ends
+    cross the wire (fetching 100k values as rows cost 0.75 s of a 10k-answer
+    import). Another session taking values at the same moment breaks the run:
+    those values are left unused (a sequence may have gaps; no id is ever
+    handed out twice) and ``count`` more are taken and fetched one by one."""
+    cursor.execute("SELECT pg_get_serial_sequence(%s, %s)", [connection.ops.quote_name(table), pk])
+    sequence = cursor.fetchone()[0]
+    cursor.execute("SELECT min(value), max(value) FROM (SELECT nextval(%s) AS value FROM generate_series(1, %s)) t",
+                   [sequence, count])
+    low, high = cursor.fetchone()
+    if high - low + 1 == count:
+        return list(range(low, high + 1))
+    cursor.execute("SELECT nextval(%s) FROM generate_series(1, %s)", [sequence, count])
+    return [row[0] for row in cursor.fetchall()]
 
 
 def insert_rows(model: type[models.Model], fields: Sequence[str], rows: Iterable[Sequence[Any]], *,
