@@ -16,8 +16,8 @@ line and whose one annotation holds each claim's label as a ``choices``
 result: what Citelab stores from the same line (claims, citations, labels), as
 Label Studio holds it. Printed per file: the seconds from the upload's start
 to its response, and until the project counts every task and annotation,
-with the load average. Taken on 2026-12-05 (SQLite, load 0.5–0.7): 1k answers
-1.28–1.70 s, 10k 14.8–19.7 s (``templates/docs/speed.md``, round seven).
+with the load average. Taken on 2026-12-05 (SQLite, load 0.5–0.8): 1k answers
+1.28–1.82 s, 10k 14.8–19.7 s (``templates/docs/speed.md``, round seven).
 """
 
 from __future__ import annotations
