@@ -6,17 +6,18 @@ a database of its own (a SQLite file, or a PostgreSQL database created and
 dropped here), so Django's start-up is in it. Printed, each with the load
 average it was taken at (the machine is shared):
 
-- start-up (SPEC §7: ≤ 0.5 s): ``python -c pass`` (the interpreter alone),
+- start-up (issue 24: ≤ 0.5 s): ``python -c pass`` (the interpreter alone),
   ``manage.py help`` (settings and apps) and ``manage.py check`` (what every
   command does before its work: the system checks, which import the URLconf
   and so every view), wall and CPU seconds, best of 3;
 - ``manage.py import_answers FILE`` for 1k and 10k answers of the benchmarks'
-  one generator (the files of SPEC §7's comparison with Label Studio 1.23.2:
+  one generator (the files of issue 24's comparison with Label Studio 1.23.2:
   1.23 s and 10.7 s there, same machine), wall and CPU seconds of the
   process (on PostgreSQL the server's CPU is in wall time only), against the
   floor measured right after on the same rows (a bare ``executemany`` /
   ``COPY``, ``tests.bench.test_bench_import.floor_seconds``) and against
-  Label Studio's figure (not installable here offline: not run side by side).
+  Label Studio's figure (issue 24's, from an earlier machine; ``tests/bench/label_studio.py``
+  times Label Studio beside it on the same machine).
 """
 
 from __future__ import annotations
@@ -103,7 +104,7 @@ def test_bench_command_start_up_and_import_end_to_end(tmp_path, database_url):
             f"[bench-command] manage.py import_answers, {answers:,} answers ({answers * 6:,} claims): {wall:.2f} s "
             f"wall, {cpu:.2f} s CPU; floor (bare {'COPY' if vendor == 'PostgreSQL' else 'executemany'} of the same "
             f"rows) {floor_wall:.2f} s wall, {floor_cpu:.2f} s CPU: {wall / floor_wall:.1f}x the floor in wall time "
-            f"(target 3x); Label Studio 1.23.2 {label_studio} s (SPEC §7, same file, not run here): "
+            f"(target 3x); Label Studio 1.23.2 {label_studio} s (issue 24, same file, an earlier machine): "
             f"{label_studio / wall:.1f}x faster (target 2x); load average {load:.1f}")
     print()
     print("\n".join(lines))
