@@ -190,7 +190,7 @@ def citation_judgments(value: Any, field: str, problem) -> list[JudgmentRecord]:
             problem(f"{where}.judgment", f"unknown judgment {item.get('judgment')!r} (expected one of "
                                          f"{', '.join(JUDGMENTS)})")
             continue
-        evidence = optional_str(item.get("evidence"), f"{where}.evidence", problem).strip()
+        evidence = item_str(item, "evidence", where, problem).strip()
         if len(evidence) > MAX_JUSTIFICATION_CHARS:
             problem(f"{where}.evidence", f"{len(evidence):,} characters long; the limit is "
                                          f"{MAX_JUSTIFICATION_CHARS:,}")

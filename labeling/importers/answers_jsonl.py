@@ -445,8 +445,8 @@ def _gold(value: Any, problem) -> GoldRecord | None:
                 if not isinstance(ref, dict):
                     problem(f"gold.references[{k}]", "must be an object with source and text")
                     continue
-                source = optional_str(ref.get("source"), f"gold.references[{k}].source", problem)
-                text = optional_str(ref.get("text"), f"gold.references[{k}].text", problem)
+                source = item_str(ref, "source", f"gold.references[{k}]", problem)
+                text = item_str(ref, "text", f"gold.references[{k}]", problem)
                 if not source.strip() and not text.strip():
                     problem(f"gold.references[{k}]", "needs a source or a text")
                     continue
