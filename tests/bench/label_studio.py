@@ -9,7 +9,16 @@ Set up once (PyPI only; nothing is downloaded at run time)::
         --username bench@example.org --password benchpass123 &
 
 then ``/tmp/ls/bin/python tests/bench/label_studio.py ANSWERS.jsonl [...]`` with
-files from ``tests.bench.answers_file.write_answers``. Label Studio 1.23 refuses
+files from ``tests.bench.answers_file.write_answers``. For Label Studio on
+PostgreSQL, start a second server on a database of its own and point the script
+at it (``LABEL_STUDIO_URL``, default ``http://127.0.0.1:8089``)::
+
+    createdb -h 127.0.0.1 -U postgres lsbench
+    DJANGO_DB=default POSTGRE_NAME=lsbench POSTGRE_USER=postgres POSTGRE_PASSWORD= POSTGRE_HOST=127.0.0.1 \
+        POSTGRE_PORT=5432 LABEL_STUDIO_BASE_DATA_DIR=/tmp/lsdata_pg /tmp/ls/bin/label-studio start --no-browser \
+        --port 8090 --username bench@example.org --password benchpass123 &
+    LABEL_STUDIO_URL=http://127.0.0.1:8090 /tmp/ls/bin/python tests/bench/label_studio.py ANSWERS.jsonl
+ Label Studio 1.23 refuses
 legacy tokens, so the script logs in as a browser does and calls the REST
 API with the session. Each answer becomes one task whose ``data`` is the whole
 line and whose one annotation holds each claim's label as a ``choices``
@@ -17,7 +26,10 @@ result: what Citelab stores from the same line (claims, citations, labels), as
 Label Studio holds it. Printed per file: the seconds from the upload's start
 to its response, and until the project counts every task and annotation,
 with the load average. Taken on 2026-12-05 (SQLite, load 0.5–0.8): 1k answers
-1.28–1.82 s, 10k 14.8–19.7 s (``templates/docs/speed.md``, round seven).
+1.28–1.82 s, 10k 14.8–19.7 s (``templates/docs/speed.md``, round seven); on a
+faster machine the same day, interleaved with Citelab's command: SQLite 1k
+1.26–2.11 s, 10k 13.1–18.4 s; PostgreSQL 1k 1.76–2.66 s, 10k 20.6–21.2 s
+(round eight).
 """
 
 from __future__ import annotations
@@ -31,7 +43,7 @@ from pathlib import Path
 
 import requests
 
-SERVER = "http://127.0.0.1:8089"
+SERVER = os.environ.get("LABEL_STUDIO_URL", "http://127.0.0.1:8089")
 CONFIG = ('<View><Text name="answer" value="$answer"/><Choices name="label" toName="answer">'
           '<Choice value="SUPPORTED"/><Choice value="UNSUPPORTED"/><Choice value="UNCITED"/></Choices></View>')
 

@@ -36,8 +36,9 @@ from tests.bench.answers_file import CLAIMS_PER_ANSWER, write_answers
 from tests.bench.memory import RssPeak
 from tests.factories import ProjectFactory
 
-# Issue 24's side-by-side figures (an earlier, faster machine). On 2026-12-05's machine Label Studio took
-# 1.57 s and 16.0 s (medians, tests/bench/label_studio.py): time it beside these figures.
+# Issue 24's side-by-side figures (an earlier machine). Label Studio's time moves with the machine
+# (medians on 2026-12-05: 1.57 s and 16.0 s on a slow one; 1.48 s and 14.1 s on SQLite, 2.06 s and
+# 20.9 s on PostgreSQL, on a fast one): time it beside these figures with tests/bench/label_studio.py.
 LABEL_STUDIO_SECONDS = {1_000: 1.23, 10_000: 10.7}
 
 
