@@ -7,7 +7,9 @@ garbage collector's full passes (``gc.freeze``): on a 50k-claim run, one
 request in eight or so after a label paid a full pass over the process's
 objects, ~110 ms, which set the judge grading page's p95
 (``tests/bench/test_bench_team_pages.py``; templates/docs/speed.md, round five).
-Objects made by requests are collected as before.
+Objects made by requests are collected as before. Every process, commands
+included, has already frozen Django's start-up (``labeling.apps``); this adds
+what a server keeps beyond it.
 """
 
 import gc
