@@ -38,6 +38,7 @@ from labeling.importers.records import (
 )
 from labeling.limits import MAX_JUSTIFICATION_CHARS, MAX_TEXT_CHARS
 from labeling.names import (
+    clean,
     normalize_name,
     text_problem,
     validate_question_id,
@@ -258,15 +259,13 @@ def _required_str(data: dict, key: str, problem, *, hint: str = "") -> str:
 
 @functools.lru_cache(maxsize=1024)
 def _checked_id(key: str, value: str) -> tuple[str, str]:
-    """``value`` in normal form (ids are stored so, and look-alikes meet:
-    ``labeling.names``) and why ``_ID_RULES[key]`` refuses it ("" when it does
-    not). Memoized: a file names its run on every line."""
-    value = normalize_name(value)
+    """``labeling.names.clean`` by ``_ID_RULES[key]`` (ids are stored in normal
+    form, so look-alikes meet) as ``(value, "")``, or ``("", why it is refused)``.
+    Memoized: a file names its run on every line."""
     try:
-        _ID_RULES[key](value)
+        return clean(value, _ID_RULES[key]), ""
     except ValidationError as exc:
-        return value, " ".join(exc.messages)
-    return value, ""
+        return "", " ".join(exc.messages)
 
 
 def _passages(value: Any, problem) -> list[PassageRecord]:

@@ -24,7 +24,6 @@ answers (100k claims, target ≤ 30 s) it prints:
 
 from __future__ import annotations
 
-import gc
 import os
 import time
 
@@ -103,10 +102,11 @@ def floor_seconds(project_id: int) -> tuple[float, float]:
 @pytest.mark.django_db(transaction=True)
 def test_bench_import_against_its_floor(tmp_path):
     # What pytest and the test database's migrations left behind (~85k objects) is frozen out of the
-    # collector's walks, as a server's or a command's start-up is (labeling.apps): otherwise the first
-    # import pays a full collection of the test runner's heap (75 ms of a 1k import, measured).
-    gc.collect()
-    gc.freeze()
+    # collector's walks, as a server process freezes what it holds (labeling/wsgi.py): otherwise the
+    # first import pays a full collection of the test runner's heap (75 ms of a 1k import, measured).
+    from labeling.wsgi import freeze_long_lived
+
+    freeze_long_lived()
     figures = []
     for answers in (1_000, 10_000, 16_667):
         path = tmp_path / f"answers_{answers}.jsonl"
